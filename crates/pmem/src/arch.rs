@@ -1,0 +1,426 @@
+//! The raw persist primitives: cache-line flushes, fences, and copies that
+//! either stream past the cache or store through it and flush.
+//!
+//! Everything here works on raw pointers; [`crate::PmemRegion`] checks
+//! bounds before calling in. Off x86_64 only the cached path exists and the
+//! region falls back to `msync`.
+
+use crate::cpu::{Dispatch, FlushInstruction, Simd, CACHE_LINE};
+
+/// What one copy or set did, for the flush accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StoreCounts {
+    /// Cache lines written back by a flush instruction.
+    pub lines_flushed: u64,
+    /// Bytes written with non-temporal stores.
+    pub bytes_nt: u64,
+    /// Bytes written with ordinary cached stores.
+    pub bytes_cached: u64,
+}
+
+/// Number of cache lines that overlap `[addr, addr + len)`.
+#[inline]
+pub(crate) fn lines_spanned(addr: usize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let start = addr & !(CACHE_LINE - 1);
+    let end = addr + len;
+    (end - start).div_ceil(CACHE_LINE)
+}
+
+/// Writes back every cache line overlapping `[addr, addr + len)` with the
+/// given instruction and returns how many lines that was. `Msync` and `None`
+/// flush nothing here (the region handles `msync`).
+///
+/// # Safety
+/// The whole range must be mapped memory.
+#[inline]
+pub(crate) unsafe fn flush_lines(kind: FlushInstruction, addr: *const u8, len: usize) -> u64 {
+    let lines = lines_spanned(addr as usize, len);
+    let start = (addr as usize) & !(CACHE_LINE - 1);
+    match kind {
+        FlushInstruction::Clwb => {
+            for i in 0..lines {
+                // SAFETY: the caller guarantees the line is mapped.
+                unsafe { x86::clwb(start + i * CACHE_LINE) };
+            }
+        }
+        FlushInstruction::Clflushopt => {
+            for i in 0..lines {
+                // SAFETY: the caller guarantees the line is mapped.
+                unsafe { x86::clflushopt(start + i * CACHE_LINE) };
+            }
+        }
+        FlushInstruction::Clflush => {
+            for i in 0..lines {
+                // SAFETY: the caller guarantees the line is mapped.
+                unsafe { x86::clflush(start + i * CACHE_LINE) };
+            }
+        }
+        FlushInstruction::Msync | FlushInstruction::None => return 0,
+    }
+    lines as u64
+}
+
+/// Orders every earlier flush and non-temporal store of this thread before
+/// any later store: `sfence`.
+#[inline]
+pub(crate) fn fence() {
+    x86::sfence();
+}
+
+/// Copies `len` bytes so that, after a later [`fence`] on this thread, they
+/// are in the persistence domain (given a flush instruction other than
+/// `Msync`/`None`): non-temporal stores for large copies, cached stores and
+/// line flushes for small ones and for the unaligned head and tail.
+///
+/// # Safety
+/// `dst..dst+len` must be mapped, writable memory; `src..src+len` readable;
+/// the two must not overlap.
+#[inline]
+pub(crate) unsafe fn copy_nodrain(
+    dispatch: &Dispatch,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+) -> StoreCounts {
+    if !dispatch.uses_nt(len) || !x86::HAS_NT {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+        return StoreCounts {
+            // SAFETY: forwarded from the caller.
+            lines_flushed: unsafe { flush_lines(dispatch.flush, dst, len) },
+            bytes_nt: 0,
+            bytes_cached: len as u64,
+        };
+    }
+    let head = ((CACHE_LINE - (dst as usize) % CACHE_LINE) % CACHE_LINE).min(len);
+    let body_lines = (len - head) / CACHE_LINE;
+    let body = body_lines * CACHE_LINE;
+    let tail = len - head - body;
+    let mut counts = StoreCounts {
+        bytes_nt: body as u64,
+        bytes_cached: (head + tail) as u64,
+        ..StoreCounts::default()
+    };
+    if head > 0 {
+        // SAFETY: `head <= len`, inside both ranges.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            counts.lines_flushed += flush_lines(dispatch.flush, dst, head);
+        }
+    }
+    // SAFETY: `dst + head` is cache-line aligned and `body` bytes remain in
+    // both ranges.
+    unsafe { x86::nt_copy_lines(dispatch.simd, dst.add(head), src.add(head), body_lines) };
+    if tail > 0 {
+        // SAFETY: the tail is the last `tail` bytes of both ranges.
+        unsafe {
+            let (d, s) = (dst.add(head + body), src.add(head + body));
+            std::ptr::copy_nonoverlapping(s, d, tail);
+            counts.lines_flushed += flush_lines(dispatch.flush, d, tail);
+        }
+    }
+    counts
+}
+
+/// Sets `len` bytes to `byte`, persisted after a later [`fence`] like
+/// [`copy_nodrain`].
+///
+/// # Safety
+/// `dst..dst+len` must be mapped, writable memory.
+#[inline]
+pub(crate) unsafe fn memset_nodrain(
+    dispatch: &Dispatch,
+    dst: *mut u8,
+    byte: u8,
+    len: usize,
+) -> StoreCounts {
+    if !dispatch.uses_nt(len) || !x86::HAS_NT {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::ptr::write_bytes(dst, byte, len) };
+        return StoreCounts {
+            // SAFETY: forwarded from the caller.
+            lines_flushed: unsafe { flush_lines(dispatch.flush, dst, len) },
+            bytes_nt: 0,
+            bytes_cached: len as u64,
+        };
+    }
+    let head = ((CACHE_LINE - (dst as usize) % CACHE_LINE) % CACHE_LINE).min(len);
+    let body_lines = (len - head) / CACHE_LINE;
+    let body = body_lines * CACHE_LINE;
+    let tail = len - head - body;
+    let mut counts = StoreCounts {
+        bytes_nt: body as u64,
+        bytes_cached: (head + tail) as u64,
+        ..StoreCounts::default()
+    };
+    // SAFETY: head, body and tail partition the caller's range; the body
+    // starts on a cache-line boundary.
+    unsafe {
+        if head > 0 {
+            std::ptr::write_bytes(dst, byte, head);
+            counts.lines_flushed += flush_lines(dispatch.flush, dst, head);
+        }
+        x86::nt_set_lines(dispatch.simd, dst.add(head), byte, body_lines);
+        if tail > 0 {
+            let d = dst.add(head + body);
+            std::ptr::write_bytes(d, byte, tail);
+            counts.lines_flushed += flush_lines(dispatch.flush, d, tail);
+        }
+    }
+    counts
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::asm;
+    use std::arch::x86_64::*;
+
+    use super::Simd;
+
+    pub(super) const HAS_NT: bool = true;
+
+    // The flush instructions take no `nomem` option on purpose: the compiler
+    // must treat them as reading the line, so earlier stores to it are
+    // emitted before the flush.
+
+    /// # Safety
+    /// `line` must be the address of mapped memory.
+    #[inline(always)]
+    pub(super) unsafe fn clwb(line: usize) {
+        // SAFETY: clwb only writes a mapped line back; the caller checked
+        // the CPU supports it through the dispatch.
+        unsafe { asm!("clwb [{0}]", in(reg) line, options(nostack, preserves_flags)) };
+    }
+
+    /// # Safety
+    /// `line` must be the address of mapped memory.
+    #[inline(always)]
+    pub(super) unsafe fn clflushopt(line: usize) {
+        // SAFETY: as for `clwb`.
+        unsafe { asm!("clflushopt [{0}]", in(reg) line, options(nostack, preserves_flags)) };
+    }
+
+    /// # Safety
+    /// `line` must be the address of mapped memory.
+    #[inline(always)]
+    pub(super) unsafe fn clflush(line: usize) {
+        // SAFETY: as for `clwb`; clflush is baseline on x86_64.
+        unsafe { asm!("clflush [{0}]", in(reg) line, options(nostack, preserves_flags)) };
+    }
+
+    #[inline(always)]
+    pub(super) fn sfence() {
+        // SAFETY: sfence has no operands and touches no memory; it is
+        // baseline on x86_64.
+        unsafe { asm!("sfence", options(nostack, preserves_flags)) };
+    }
+
+    /// Streams `lines` whole cache lines from `src` to the line-aligned `dst`.
+    ///
+    /// # Safety
+    /// `dst` is 64-byte aligned; both ranges span `lines * 64` mapped bytes;
+    /// the CPU supports `simd`.
+    #[inline]
+    pub(super) unsafe fn nt_copy_lines(simd: Simd, dst: *mut u8, src: *const u8, lines: usize) {
+        // SAFETY: forwarded; the dispatch only selects supported widths.
+        unsafe {
+            match simd {
+                Simd::Avx512 => copy_avx512(dst, src, lines),
+                Simd::Avx => copy_avx(dst, src, lines),
+                Simd::Sse2 => copy_sse2(dst, src, lines),
+            }
+        }
+    }
+
+    /// Streams `byte` into `lines` whole cache lines at the line-aligned `dst`.
+    ///
+    /// # Safety
+    /// As [`nt_copy_lines`], for `dst` only.
+    #[inline]
+    pub(super) unsafe fn nt_set_lines(simd: Simd, dst: *mut u8, byte: u8, lines: usize) {
+        // SAFETY: forwarded; the dispatch only selects supported widths.
+        unsafe {
+            match simd {
+                Simd::Avx512 => set_avx512(dst, byte, lines),
+                Simd::Avx => set_avx(dst, byte, lines),
+                Simd::Sse2 => set_sse2(dst, byte, lines),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn copy_avx512(dst: *mut u8, src: *const u8, lines: usize) {
+        let mut i = 0;
+        // Four lines per iteration: loads issued before the streams keep the
+        // write-combining buffers full.
+        while i + 4 <= lines {
+            // SAFETY: lines i..i+4 are inside both ranges; dst is aligned.
+            unsafe {
+                let s = src.add(i * 64);
+                let d = dst.add(i * 64);
+                let a = _mm512_loadu_si512(s.cast());
+                let b = _mm512_loadu_si512(s.add(64).cast());
+                let c = _mm512_loadu_si512(s.add(128).cast());
+                let e = _mm512_loadu_si512(s.add(192).cast());
+                _mm512_stream_si512(d.cast(), a);
+                _mm512_stream_si512(d.add(64).cast(), b);
+                _mm512_stream_si512(d.add(128).cast(), c);
+                _mm512_stream_si512(d.add(192).cast(), e);
+            }
+            i += 4;
+        }
+        while i < lines {
+            // SAFETY: line i is inside both ranges; dst is aligned.
+            unsafe {
+                let a = _mm512_loadu_si512(src.add(i * 64).cast());
+                _mm512_stream_si512(dst.add(i * 64).cast(), a);
+            }
+            i += 1;
+        }
+    }
+
+    #[target_feature(enable = "avx")]
+    unsafe fn copy_avx(dst: *mut u8, src: *const u8, lines: usize) {
+        for i in 0..lines {
+            // SAFETY: line i is inside both ranges; dst is 64-byte aligned,
+            // so both halves are 32-byte aligned.
+            unsafe {
+                let s = src.add(i * 64);
+                let d = dst.add(i * 64);
+                let a = _mm256_loadu_si256(s.cast());
+                let b = _mm256_loadu_si256(s.add(32).cast());
+                _mm256_stream_si256(d.cast(), a);
+                _mm256_stream_si256(d.add(32).cast(), b);
+            }
+        }
+    }
+
+    unsafe fn copy_sse2(dst: *mut u8, src: *const u8, lines: usize) {
+        for i in 0..lines {
+            // SAFETY: line i is inside both ranges; dst is 16-byte aligned.
+            unsafe {
+                let s = src.add(i * 64);
+                let d = dst.add(i * 64);
+                for k in 0..4 {
+                    let v = _mm_loadu_si128(s.add(k * 16).cast());
+                    _mm_stream_si128(d.add(k * 16).cast(), v);
+                }
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn set_avx512(dst: *mut u8, byte: u8, lines: usize) {
+        let v = _mm512_set1_epi8(byte as i8);
+        for i in 0..lines {
+            // SAFETY: line i is inside the range and aligned.
+            unsafe { _mm512_stream_si512(dst.add(i * 64).cast(), v) };
+        }
+    }
+
+    #[target_feature(enable = "avx")]
+    unsafe fn set_avx(dst: *mut u8, byte: u8, lines: usize) {
+        let v = _mm256_set1_epi8(byte as i8);
+        for i in 0..lines {
+            // SAFETY: line i is inside the range and aligned.
+            unsafe {
+                _mm256_stream_si256(dst.add(i * 64).cast(), v);
+                _mm256_stream_si256(dst.add(i * 64 + 32).cast(), v);
+            }
+        }
+    }
+
+    unsafe fn set_sse2(dst: *mut u8, byte: u8, lines: usize) {
+        // SAFETY: SSE2 is baseline on x86_64.
+        let v = unsafe { _mm_set1_epi8(byte as i8) };
+        for i in 0..lines {
+            for k in 0..4 {
+                // SAFETY: line i is inside the range and aligned.
+                unsafe { _mm_stream_si128(dst.add(i * 64 + k * 16).cast(), v) };
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod x86 {
+    //! Portable stand-ins: no flush instructions and no streaming stores.
+    //! The dispatch never selects them off x86_64 (it picks `Msync`).
+    use super::Simd;
+
+    pub(super) const HAS_NT: bool = false;
+
+    pub(super) unsafe fn clwb(_line: usize) {}
+    pub(super) unsafe fn clflushopt(_line: usize) {}
+    pub(super) unsafe fn clflush(_line: usize) {}
+
+    pub(super) fn sfence() {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) unsafe fn nt_copy_lines(_: Simd, _: *mut u8, _: *const u8, _: usize) {}
+    pub(super) unsafe fn nt_set_lines(_: Simd, _: *mut u8, _: u8, _: usize) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_spanned_counts_partial_lines() {
+        assert_eq!(lines_spanned(0, 0), 0);
+        assert_eq!(lines_spanned(0, 1), 1);
+        assert_eq!(lines_spanned(63, 2), 2);
+        assert_eq!(lines_spanned(64, 64), 1);
+        assert_eq!(lines_spanned(10, 128), 3);
+    }
+
+    #[test]
+    fn copies_are_exact_on_every_path() {
+        let base = Dispatch::detect();
+        let mut dispatches = vec![
+            base.with_nt_threshold(usize::MAX),
+            base.with_nt_threshold(0),
+        ];
+        for simd in [Simd::Sse2, Simd::Avx, Simd::Avx512] {
+            if let Ok(d) = base.with_nt_threshold(0).with_simd(simd) {
+                dispatches.push(d);
+            }
+        }
+        let src: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
+        for dispatch in &dispatches {
+            for (offset, len) in [
+                (0, 0),
+                (1, 1),
+                (3, 63),
+                (0, 64),
+                (5, 700),
+                (64, 4096),
+                (17, 4900),
+            ] {
+                let mut dst = vec![0xEEu8; 5100];
+                // SAFETY: both buffers are large enough and distinct.
+                let counts = unsafe {
+                    copy_nodrain(dispatch, dst.as_mut_ptr().add(offset), src.as_ptr(), len)
+                };
+                fence();
+                assert_eq!(
+                    &dst[offset..offset + len],
+                    &src[..len],
+                    "{dispatch} {offset} {len}"
+                );
+                assert!(dst[..offset].iter().all(|&b| b == 0xEE));
+                assert!(dst[offset + len..].iter().all(|&b| b == 0xEE));
+                assert_eq!(counts.bytes_nt + counts.bytes_cached, len as u64);
+                // SAFETY: as above.
+                unsafe { memset_nodrain(dispatch, dst.as_mut_ptr().add(offset), 0x5A, len) };
+                fence();
+                assert!(dst[offset..offset + len].iter().all(|&b| b == 0x5A));
+                assert!(dst[offset + len..].iter().all(|&b| b == 0xEE));
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The interface shared by real and simulated persistent memory.
+
+use std::fmt;
+
+use crate::error::Result;
+use crate::stats::FlushStats;
+
+/// What kind of memory backs a region: say it wherever durability matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapMode {
+    /// A file on a DAX file system mapped with `MAP_SYNC`: persistent memory.
+    /// Flushed and fenced stores survive a power failure.
+    RealPm,
+    /// Any other shared file mapping (tmpfs, a disk file system). Flushed
+    /// stores survive a crash of the process, **not** a power failure or a
+    /// kernel crash.
+    Emulated,
+    /// The in-process simulator used by crash tests.
+    Simulated,
+}
+
+impl MapMode {
+    /// A short name for reports: `real`, `emulated` or `simulated`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MapMode::RealPm => "real",
+            MapMode::Emulated => "emulated",
+            MapMode::Simulated => "simulated",
+        }
+    }
+
+    /// What this mode protects against, in words for logs and INFO.
+    pub fn durability(self) -> &'static str {
+        match self {
+            MapMode::RealPm => "persistent memory (DAX, MAP_SYNC): survives power failure",
+            MapMode::Emulated => {
+                "emulated persistent memory: survives a process crash, NOT a power failure"
+            }
+            MapMode::Simulated => "simulated persistent memory (tests only)",
+        }
+    }
+}
+
+impl fmt::Display for MapMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Byte-addressable persistent memory, real or simulated: the libpmem
+/// contract.
+///
+/// A store is *persisted* once it has been flushed (or written with a
+/// non-temporal store) **and** a later [`drain`](PmemMedium::drain) on the
+/// same thread has returned. Fences are per thread: one thread's drain does
+/// not persist another thread's flushed stores.
+///
+/// Offsets are bytes from the start of the region. Like `pwrite`/`pread` on
+/// a shared file, operations on overlapping ranges from different threads
+/// must be ordered by the caller; otherwise the bytes read are unspecified.
+pub trait PmemMedium: Send + Sync + fmt::Debug {
+    /// Bytes currently mapped.
+    fn len(&self) -> usize;
+
+    /// Whether no byte is mapped.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Grows the mapping to at least `new_len` bytes (new bytes read as
+    /// zero). Existing bytes do not move, so concurrent accesses stay valid.
+    fn grow(&self, new_len: usize) -> Result<()>;
+
+    /// Copies bytes at `offset` into `buf`.
+    fn read(&self, offset: usize, buf: &mut [u8]) -> Result<()>;
+
+    /// Plain cached stores, neither flushed nor fenced: persisted only by a
+    /// later [`flush`](PmemMedium::flush) + drain (or by chance, at eviction).
+    fn write(&self, offset: usize, data: &[u8]) -> Result<()>;
+
+    /// Copies `data` to `offset` so that the next drain on this thread
+    /// persists it (libpmem's `pmem_memcpy_nodrain`).
+    fn copy_nodrain(&self, offset: usize, data: &[u8]) -> Result<()>;
+
+    /// Sets `len` bytes at `offset` to `byte`, persisted by the next drain.
+    fn memset_nodrain(&self, offset: usize, byte: u8, len: usize) -> Result<()>;
+
+    /// Writes back the cache lines of `[offset, offset + len)`.
+    fn flush(&self, offset: usize, len: usize) -> Result<()>;
+
+    /// Waits until this thread's flushes and non-temporal stores are
+    /// persisted (`sfence`).
+    fn drain(&self);
+
+    /// [`flush`](PmemMedium::flush) then [`drain`](PmemMedium::drain).
+    fn persist(&self, offset: usize, len: usize) -> Result<()> {
+        self.flush(offset, len)?;
+        self.drain();
+        Ok(())
+    }
+
+    /// [`copy_nodrain`](PmemMedium::copy_nodrain) then
+    /// [`drain`](PmemMedium::drain) (libpmem's `pmem_memcpy_persist`).
+    fn copy_persist(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.copy_nodrain(offset, data)?;
+        self.drain();
+        Ok(())
+    }
+
+    /// A single failure-atomic 8-byte store at an 8-aligned `offset`, cached
+    /// (flush and drain to persist it). After a crash the word holds either
+    /// its old or its new value, never a mix.
+    fn store_u64(&self, offset: usize, value: u64) -> Result<()>;
+
+    /// An 8-byte load at an 8-aligned `offset`.
+    fn load_u64(&self, offset: usize) -> Result<u64>;
+
+    /// What backs this region.
+    fn mode(&self) -> MapMode;
+
+    /// This region's flush accounting so far.
+    fn stats(&self) -> FlushStats;
+}
