@@ -6,6 +6,9 @@
 //! Run one with `cargo run --release -p ferrite-bench -- <experiment> --out DIR`
 //! (add `--quick` for a short run), or `ferrite bench <experiment>`.
 
+// A benchmark harness reports its tables to the person running it.
+#![allow(clippy::print_stdout)]
+
 use std::path::PathBuf;
 
 use anyhow::Result;

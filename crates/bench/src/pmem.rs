@@ -264,7 +264,10 @@ const THRESHOLD_SIZES: [usize; 9] = [128, 256, 384, 512, 768, 1024, 1536, 2048, 
 /// The non-temporal threshold, measured: for each size, persist throughput
 /// with cached stores + flush and with streaming stores; the threshold is the
 /// smallest size from which streaming wins at every larger size.
-fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, BTreeMap<usize, (f64, f64)>)> {
+/// Persists per second by size: (cached + flush, streaming).
+type Sweep = BTreeMap<usize, (f64, f64)>;
+
+fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, Sweep)> {
     let best = Dispatch::for_mode(ferrite_pmem::MapMode::Emulated);
     let cached = Method::Ferrite {
         name: "cached".into(),
@@ -499,7 +502,6 @@ fn plot(
     report::plot(path, "ferrite-bench pmem", &[throughput, latency])
 }
 
-#[allow(clippy::print_stdout)]
 fn print_tables(
     persist: &BTreeMap<String, BTreeMap<usize, PersistFigure>>,
     device: &BTreeMap<String, BTreeMap<usize, DeviceFigure>>,
