@@ -499,7 +499,33 @@ fn plot(
             })
             .collect(),
     };
-    report::plot(path, "ferrite-bench pmem", &[throughput, latency])
+    let ratio_to = |baseline: &str| -> Option<Series> {
+        let ours = persist.get("ferrite")?;
+        let theirs = persist.get(baseline)?;
+        Some(Series {
+            label: format!("ferrite / {baseline}"),
+            points: ours
+                .iter()
+                .filter_map(|(s, f)| {
+                    theirs
+                        .get(s)
+                        .map(|t| (*s as f64, f.ops_per_s / t.ops_per_s))
+                })
+                .collect(),
+        })
+    };
+    let ratios = Panel {
+        title: "Throughput ratio (> 1: Ferrite faster)".into(),
+        x_label: "bytes per persist".into(),
+        y_label: "ratio".into(),
+        log_x: true,
+        log_y: false,
+        series: ["libpmem", "memcpy_msync"]
+            .into_iter()
+            .filter_map(ratio_to)
+            .collect(),
+    };
+    report::plot(path, "ferrite-bench pmem", &[throughput, ratios, latency])
 }
 
 fn print_tables(
