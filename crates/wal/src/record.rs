@@ -48,9 +48,10 @@ const R_PAD: usize = 24;
 const R_CRC: usize = 28;
 
 const _: () = assert!(H_WINDOW + 8 <= H_CRC && H_CRC + 4 == LOG_HEADER_LEN);
-const _: () = assert!(LOG_HEADER_LEN % RECORD_ALIGN == 0);
-const _: () = assert!(R_CRC + 4 == RECORD_HEADER_LEN && RECORD_HEADER_LEN % RECORD_ALIGN == 0);
-const _: () = assert!(R_LSN % 8 == 0 && R_HINT % 8 == 0);
+const _: () = assert!(LOG_HEADER_LEN.is_multiple_of(RECORD_ALIGN));
+const _: () =
+    assert!(R_CRC + 4 == RECORD_HEADER_LEN && RECORD_HEADER_LEN.is_multiple_of(RECORD_ALIGN));
+const _: () = assert!(R_LSN.is_multiple_of(8) && R_HINT.is_multiple_of(8));
 
 /// The header at offset 0 of every log file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +130,7 @@ impl LogHeader {
 /// when records are padded to multiples of `align` (8, or 64 to give every
 /// record its own cache lines on persistent memory).
 pub fn framed_len(payload_len: usize, align: usize) -> usize {
-    debug_assert!(align.is_power_of_two() && align >= RECORD_ALIGN && align <= PAD_LEN_MAX);
+    debug_assert!(align.is_power_of_two() && (RECORD_ALIGN..=PAD_LEN_MAX).contains(&align));
     (RECORD_HEADER_LEN + payload_len).next_multiple_of(align)
 }
 
@@ -201,7 +202,7 @@ impl RecordHeader {
         if payload_len > payload_len_max || durable_hint >= lsn {
             return None;
         }
-        if pad_len > PAD_LEN_MAX || pad_len % RECORD_ALIGN != 0 {
+        if pad_len > PAD_LEN_MAX || !pad_len.is_multiple_of(RECORD_ALIGN) {
             return None;
         }
         Some(RecordHeader {

@@ -118,7 +118,7 @@ pub fn repair(device: &dyn Device, offset: u64) -> Result<Recovery> {
     // Refuse to truncate a file that is not a log.
     read_header(device)?;
     let first = crate::record::LOG_HEADER_LEN as u64;
-    if offset < first || offset > device.len() || offset % RECORD_ALIGN as u64 != 0 {
+    if offset < first || offset > device.len() || !offset.is_multiple_of(RECORD_ALIGN as u64) {
         return Err(Error::Config {
             reason: format!(
                 "repair offset {offset} is not a record boundary of {} (header ends at {first}, file is {} bytes)",
