@@ -9,7 +9,7 @@
 //! each mode gets to the device's limit.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -173,7 +173,7 @@ fn run_once(
         Mode::Naive => Log::Naive(NaiveLog::new(Arc::clone(&device))),
     };
     let barrier = Barrier::new(sessions + 1);
-    let (start, per_thread) = std::thread::scope(|s| -> Result<_> {
+    let per_thread = std::thread::scope(|s| -> Result<_> {
         let handles: Vec<_> = (0..sessions)
             .map(|session| {
                 let (log, barrier) = (&log, &barrier);
@@ -181,7 +181,6 @@ fn run_once(
             })
             .collect();
         barrier.wait();
-        let start = Instant::now();
         let mut per_thread = Vec::with_capacity(sessions);
         for handle in handles {
             let joined = handle
@@ -189,10 +188,16 @@ fn run_once(
                 .map_err(|_| anyhow::anyhow!("a session thread panicked"))?;
             per_thread.push(joined?);
         }
-        Ok((start, per_thread))
+        Ok(per_thread)
     })?;
-    let end = per_thread.iter().map(|t| t.end).max().unwrap_or(start);
-    let wall_s = end.duration_since(start).as_secs_f64();
+    // Sessions time themselves: the main thread may run late after the
+    // barrier, so its clock would miss the start.
+    let start = per_thread.iter().map(|t| t.begin).min();
+    let end = per_thread.iter().map(|t| t.end).max();
+    let wall_s = match (start, end) {
+        (Some(start), Some(end)) => end.duration_since(start).as_secs_f64(),
+        _ => 0.0,
+    };
     let mut result = RunResult {
         wall_s,
         commits: (sessions * per_session) as u64,
@@ -217,13 +222,16 @@ fn run_once(
                 .map(|f| f.flushes_per_op(result.commits));
         }
     }
+    // A disk log is deleted at the end of the whole experiment: deleting it
+    // now would make the next configuration's first syncs pay for freeing
+    // (and, with `discard`, trimming) its blocks.
     drop(log);
     drop(device);
-    let _ = std::fs::remove_file(path);
     Ok(result)
 }
 
 struct SessionResult {
+    begin: Instant,
     end: Instant,
     latencies_ns: Vec<f64>,
     wait_fraction: f64,
@@ -251,6 +259,7 @@ fn session_loop(
     let end = Instant::now();
     let total = end.duration_since(begin).as_secs_f64().max(1e-12);
     Ok(SessionResult {
+        begin,
         end,
         latencies_ns,
         wait_fraction: waiting.as_secs_f64() / total,
@@ -319,6 +328,7 @@ pub fn run(common: &Common) -> Result<()> {
     let fsync_samples = if common.quick { 200 } else { 1000 };
     let mut fsync_runs = Vec::new();
     let mut results: BTreeMap<Key, Vec<RunResult>> = BTreeMap::new();
+    let mut disk_logs: Vec<std::path::PathBuf> = Vec::new();
     for run in 0..common.runs() {
         fsync_runs.push(fdatasync_ns(&disk_dir, fsync_samples)?);
         for medium in [Medium::Disk, Medium::Pm] {
@@ -330,7 +340,11 @@ pub fn run(common: &Common) -> Result<()> {
             for mode in [Mode::Group, Mode::Naive] {
                 for sessions in SESSIONS {
                     let per_session = (transactions_total(medium, common.quick) / sessions).max(20);
-                    let path = log_path(dir, medium, mode);
+                    let path = dir.join(format!(
+                        "wal-{}-{}-s{sessions}-run{run}.log",
+                        medium.name(),
+                        mode.name()
+                    ));
                     let result = run_once(medium, mode, sessions, per_session, &path)
                         .with_context(|| {
                             format!("{} {} s{sessions}", medium.name(), mode.name())
@@ -348,9 +362,17 @@ pub fn run(common: &Common) -> Result<()> {
                         .entry((medium, mode, sessions))
                         .or_default()
                         .push(result);
+                    if medium == Medium::Disk {
+                        disk_logs.push(path);
+                    } else {
+                        let _ = std::fs::remove_file(&path);
+                    }
                 }
             }
         }
+    }
+    for log in &disk_logs {
+        let _ = std::fs::remove_file(log);
     }
     let fsync_ns = median(&fsync_runs);
     let figures: Vec<Figure> = results
@@ -365,10 +387,6 @@ pub fn run(common: &Common) -> Result<()> {
     plot(&common.out.join("wal.svg"), &figures)?;
     tracing::info!("wrote {}", path.display());
     Ok(())
-}
-
-fn log_path(dir: &Path, medium: Medium, mode: Mode) -> PathBuf {
-    dir.join(format!("wal-{}-{}.log", medium.name(), mode.name()))
 }
 
 fn find(figures: &[Figure], medium: Medium, mode: Mode, sessions: usize) -> Option<&Figure> {

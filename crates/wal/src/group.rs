@@ -16,8 +16,9 @@
 //!   the contiguous prefix of completed records.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::Thread;
 use std::time::Instant;
 
 use ferrite_io::Device;
@@ -88,6 +89,12 @@ pub(crate) struct State {
     /// Threads blocked on `changed`, so completions skip the wake-up call
     /// when nobody waits.
     pub(crate) waiters: usize,
+    /// File path: committers parked until their LSN is durable. A leader
+    /// unparks exactly those its sync covered (and one more to lead the
+    /// next batch), so they return without touching the lock again: with
+    /// dozens of committers, waking all of them through the condition
+    /// variable would make each fight for the mutex on every batch.
+    pub(crate) parked: Vec<(Lsn, Thread)>,
 }
 
 /// What the log's threads share.
@@ -101,6 +108,8 @@ pub(crate) struct Shared {
     pub(crate) syncer_wake: Condvar,
     /// `State::durable_lsn`, readable without the lock.
     pub(crate) durable: AtomicU64,
+    /// Whether the current segment is on the PM path (self-persisting).
+    pub(crate) self_persist: AtomicBool,
     pub(crate) config: WalConfig,
     pub(crate) counters: Counters,
 }
@@ -142,6 +151,9 @@ impl Shared {
 
     /// Records the first failure; every waiter wakes up to the error.
     pub(crate) fn poison(&self, state: &mut State, error: &Error) {
+        for (_, thread) in state.parked.drain(..) {
+            thread.unpark();
+        }
         if state.poison.is_none() {
             tracing::error!(
                 path = %state.segment.device.path().display(),
@@ -197,6 +209,12 @@ impl Shared {
             }
             Err(e) => self.poison(&mut state, e),
         }
+        let wake = take_wakeable(&mut state);
+        if !wake.is_empty() {
+            drop(state);
+            wake.iter().for_each(Thread::unpark);
+            state = self.lock();
+        }
         (state, result.map(|_| ()))
     }
 
@@ -241,6 +259,38 @@ impl Shared {
         self.advance_durable(state, lsn, offset);
         self.notify(state);
     }
+}
+
+/// The parked committers to wake after a round: every one whose LSN is now
+/// durable, and the first of the others, to lead the next batch.
+fn take_wakeable(state: &mut State) -> Vec<Thread> {
+    if state.parked.is_empty() {
+        return Vec::new();
+    }
+    let durable = state.durable_lsn;
+    let mut wake = Vec::new();
+    let mut next_leader: Option<usize> = None;
+    let mut kept = Vec::with_capacity(state.parked.len());
+    for (lsn, thread) in state.parked.drain(..) {
+        if lsn <= durable {
+            wake.push(thread);
+        } else {
+            if next_leader.is_none_or(|i: usize| kept_lsn(&kept, i) > lsn) {
+                next_leader = Some(kept.len());
+            }
+            kept.push((lsn, thread));
+        }
+    }
+    if let Some(i) = next_leader {
+        let (_, thread) = kept.swap_remove(i);
+        wake.push(thread);
+    }
+    state.parked = kept;
+    wake
+}
+
+fn kept_lsn(kept: &[(Lsn, Thread)], i: usize) -> Lsn {
+    kept.get(i).map_or(Lsn::MAX, |(lsn, _)| *lsn)
 }
 
 /// Writes `batch` at `offset` (if any) and syncs (if asked); returns whether
