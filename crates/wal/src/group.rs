@@ -282,8 +282,10 @@ fn take_wakeable(state: &mut State) -> Vec<Thread> {
         }
     }
     if let Some(i) = next_leader {
+        // Woken first, so the next sync starts while the others are still
+        // being woken: the device should never wait for the CPU.
         let (_, thread) = kept.swap_remove(i);
-        wake.push(thread);
+        wake.insert(0, thread);
     }
     state.parked = kept;
     wake
