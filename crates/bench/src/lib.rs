@@ -15,6 +15,7 @@ use anyhow::Result;
 
 pub mod pmem;
 pub mod report;
+pub mod wal;
 
 /// Options every experiment takes.
 #[derive(Clone, Debug, clap::Args)]
@@ -49,11 +50,15 @@ impl Common {
 pub enum Experiment {
     /// Persist primitives vs libpmem and msync; Device write+sync latency.
     Pmem(Common),
+    /// Paper 004: redo log with group commit vs one sync per commit, on
+    /// disk and on emulated PM, 1 to 64 sessions.
+    Wal(Common),
 }
 
 /// Runs one experiment.
 pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
+        Experiment::Wal(common) => wal::run(&common.resolved()),
     }
 }
