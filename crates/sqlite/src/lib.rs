@@ -38,6 +38,8 @@
 //! with [`SimVfs`].
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+#[cfg(test)]
+mod contract_tests;
 mod error;
 mod ext;
 mod file;

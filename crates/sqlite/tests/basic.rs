@@ -47,3 +47,38 @@ fn every_mode_and_journal_mode_round_trips() {
         }
     }
 }
+
+#[test]
+fn connections_in_one_process_exclude_each_other() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for mode in Mode::ALL {
+        for journal in ["DELETE", "WAL"] {
+            let path = dir.path().join(format!("two-{mode}-{journal}.db"));
+            let a = open(&path, mode);
+            a.execute_batch(&format!(
+                "PRAGMA journal_mode={journal}; CREATE TABLE t(x);"
+            ))
+            .expect("schema");
+            let b = open(&path, mode);
+            b.busy_timeout(std::time::Duration::ZERO)
+                .expect("no busy wait");
+            a.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+                .expect("write");
+            let n: i64 = b
+                .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .expect("read");
+            assert_eq!(n, 0, "{mode} {journal}: uncommitted row invisible");
+            assert!(
+                b.execute_batch("BEGIN IMMEDIATE").is_err(),
+                "{mode} {journal}: one writer"
+            );
+            a.execute_batch("COMMIT").expect("commit");
+            b.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2); COMMIT;")
+                .expect("second writer after the first");
+            let n: i64 = a
+                .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .expect("read");
+            assert_eq!(n, 2, "{mode} {journal}");
+        }
+    }
+}
