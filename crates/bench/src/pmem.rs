@@ -261,10 +261,13 @@ fn persist_experiment(
 /// Sizes of the non-temporal threshold sweep.
 const THRESHOLD_SIZES: [usize; 9] = [128, 256, 384, 512, 768, 1024, 1536, 2048, 4096];
 
+/// Persist throughput by size: (cached stores + flush, streaming stores).
+type SweepBySize = BTreeMap<usize, (f64, f64)>;
+
 /// The non-temporal threshold, measured: for each size, persist throughput
 /// with cached stores + flush and with streaming stores; the threshold is the
 /// smallest size from which streaming wins at every larger size.
-fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, BTreeMap<usize, (f64, f64)>)> {
+fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, SweepBySize)> {
     let best = Dispatch::for_mode(ferrite_pmem::MapMode::Emulated);
     let cached = Method::Ferrite {
         name: "cached".into(),
@@ -453,7 +456,7 @@ pub fn run(common: &Common) -> Result<()> {
     let json = report.write(&common.out)?;
     let svg = common.out.join("pmem.svg");
     plot(&persist, &device, &svg)?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    tracing::info!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }
 

@@ -17,10 +17,13 @@ const POLICIES: [PmPolicy; 3] = [
 /// A way to make fresh devices of one backend, and to reopen what a
 /// device left behind (after a clean close, or after a crash for the
 /// simulated media).
+/// Opens the device of a backend at a path.
+type MakeDevice = Box<dyn Fn(&std::path::Path) -> Arc<dyn Device>>;
+
 struct Backend {
     name: String,
     dir: tempfile::TempDir,
-    make: Box<dyn Fn(&std::path::Path) -> Arc<dyn Device>>,
+    make: MakeDevice,
 }
 
 fn backends() -> Vec<Backend> {
@@ -401,9 +404,9 @@ impl Model {
         // Everything synced and untouched since must be intact, up to the
         // shorter of the synced and current lengths.
         let keep = self.synced.len().min(self.current.len()).min(image.len());
-        for p in 0..keep {
+        for (p, (&got, &synced)) in image.iter().zip(&self.synced).take(keep).enumerate() {
             if self.since_sync.get(p).is_none_or(|v| v.is_empty()) {
-                assert_eq!(image[p], self.synced[p], "{context}: synced byte {p} lost");
+                assert_eq!(got, synced, "{context}: synced byte {p} lost");
             }
         }
     }

@@ -346,7 +346,7 @@ impl PmemMedium for PmemRegion {
 
     #[inline]
     fn store_u64(&self, offset: usize, value: u64) -> Result<()> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         let ptr = self.at(offset, 8)?;
@@ -360,7 +360,7 @@ impl PmemMedium for PmemRegion {
 
     #[inline]
     fn load_u64(&self, offset: usize) -> Result<u64> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         let ptr = self.at(offset, 8)?;
