@@ -12,6 +12,7 @@ use anyhow::Result;
 
 pub mod pmem;
 pub mod report;
+pub mod tpcc;
 
 /// Options every experiment takes.
 #[derive(Clone, Debug, clap::Args)]
@@ -46,11 +47,14 @@ impl Common {
 pub enum Experiment {
     /// Persist primitives vs libpmem and msync; Device write+sync latency.
     Pmem(Common),
+    /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
+    Tpcc(tpcc::TpccArgs),
 }
 
 /// Runs one experiment.
 pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
+        Experiment::Tpcc(args) => tpcc::run(&args),
     }
 }
