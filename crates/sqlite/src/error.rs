@@ -47,6 +47,14 @@ pub enum Error {
         /// The VFS mode.
         mode: &'static str,
     },
+    /// A PM VFS was asked to open a file that is not a Ferrite PM device
+    /// (a plain SQLite database, say). Open it with `ferrite-file` or the
+    /// stock VFS, or convert it with [`crate::import`].
+    #[error("{path}: not a Ferrite PM device file; open it with ferrite-file or convert it with ferrite_sqlite::import")]
+    NotPmDevice {
+        /// The file.
+        path: PathBuf,
+    },
     /// SQLite refused to register a VFS.
     #[error("registering SQLite VFS {name:?}: SQLite returned code {code}")]
     Register {

@@ -86,6 +86,7 @@ impl RealMedia {
         let Some(policy) = self.mode.policy() else {
             return Ok(Shared::new(Box::new(FileDevice::open_existing(path)?)));
         };
+        refuse_foreign(path)?;
         let owner = LockFile::open(path, false)?;
         if !owner.try_lock(Kind::Write, PROCESS_OWNER_BYTE, 1)? {
             return Err(Error::InUseByAnotherProcess {
@@ -168,6 +169,24 @@ impl Media for RealMedia {
             .into_string()
             .map_err(|_| Error::NotFound { path: path.into() })
     }
+}
+
+/// Fails, before anything maps (and so grows) the file, if `path` holds
+/// bytes that are not a Ferrite PM device: most likely a plain SQLite
+/// database opened with a PM VFS by mistake.
+fn refuse_foreign(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(8);
+    File::open(path)
+        .and_then(|f| f.take(8).read_to_end(&mut head))
+        .map_err(|e| Error::io("read", path, e))?;
+    if head.is_empty()
+        || head.iter().all(|&b| b == 0)
+        || head[..] == ferrite_io::PM_MAGIC[..head.len()]
+    {
+        return Ok(());
+    }
+    Err(Error::NotPmDevice { path: path.into() })
 }
 
 /// A temporary file (SQLite's nameless files: statement journals, sorter

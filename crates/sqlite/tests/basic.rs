@@ -82,3 +82,37 @@ fn connections_in_one_process_exclude_each_other() {
         }
     }
 }
+
+#[test]
+fn pm_vfs_refuses_a_plain_database_without_touching_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("plain.db");
+    {
+        let db = Connection::open(&path).expect("open plain");
+        db.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+            .expect("write");
+    }
+    let before = std::fs::read(&path).expect("read");
+    let refused = open_result(&path, Mode::Pmem).and_then(|db| db.execute_batch("SELECT * FROM t"));
+    assert!(refused.is_err());
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        before,
+        "file unchanged"
+    );
+    // Converting makes it usable, and exporting gives the same bytes back.
+    let pm = dir.path().join("pm.db");
+    ferrite_sqlite::import(&path, &pm).expect("import");
+    let n: i64 = open(&pm, Mode::Pmem)
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .expect("read converted");
+    assert_eq!(n, 1);
+    let back = dir.path().join("back.db");
+    ferrite_sqlite::export(&pm, &back).expect("export");
+    assert_eq!(std::fs::read(&back).expect("read"), before);
+}
+
+fn open_result(path: &std::path::Path, mode: Mode) -> rusqlite::Result<Connection> {
+    ferrite_sqlite::register_defaults_linked().expect("register");
+    Connection::open_with_flags_and_vfs(path, OpenFlags::default(), mode.vfs_name())
+}

@@ -145,7 +145,7 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
                     w_id: i as u64 % spec.warehouses + 1,
                     warehouses: spec.warehouses,
                 };
-                let rand = Rand::new(spec.seed ^ (i as u64 + 1) * 0x9E37, spec.constants);
+                let rand = Rand::new(spec.seed ^ ((i as u64 + 1) * 0x9E37), spec.constants);
                 let stop = &stop;
                 s.spawn(move || terminal(&db, t, rand, stop).map(|c| (c, db)))
             })
