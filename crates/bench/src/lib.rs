@@ -15,6 +15,7 @@ use anyhow::Result;
 
 pub mod pmem;
 pub mod report;
+pub mod tpcc;
 pub mod wal;
 
 /// Options every experiment takes.
@@ -53,6 +54,8 @@ pub enum Experiment {
     /// Paper 004: redo log with group commit vs one sync per commit, on
     /// disk and on emulated PM, 1 to 64 sessions.
     Wal(Common),
+    /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
+    Tpcc(tpcc::TpccArgs),
 }
 
 /// Runs one experiment.
@@ -60,5 +63,6 @@ pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
+        Experiment::Tpcc(args) => tpcc::run(&args),
     }
 }

@@ -261,12 +261,12 @@ fn persist_experiment(
 /// Sizes of the non-temporal threshold sweep.
 const THRESHOLD_SIZES: [usize; 9] = [128, 256, 384, 512, 768, 1024, 1536, 2048, 4096];
 
-/// The non-temporal threshold, measured: for each size, persist throughput
-/// with cached stores + flush and with streaming stores; the threshold is the
-/// smallest size from which streaming wins at every larger size.
 /// Persists per second by size: (cached + flush, streaming).
 type Sweep = BTreeMap<usize, (f64, f64)>;
 
+/// The non-temporal threshold, measured: for each size, persist throughput
+/// with cached stores + flush and with streaming stores; the threshold is the
+/// smallest size from which streaming wins at every larger size.
 fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, Sweep)> {
     let best = Dispatch::for_mode(ferrite_pmem::MapMode::Emulated);
     let cached = Method::Ferrite {

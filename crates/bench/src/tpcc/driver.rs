@@ -1,0 +1,182 @@
+//! One measured run: a fresh copy of the loaded database on the
+//! configuration's VFS and medium, `terminals` threads each with its own
+//! connection running the mix for a fixed time, then the consistency
+//! checks.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use super::random::{Constants, Rand};
+use super::txn::{self, Kind, Outcome, Terminal};
+
+/// Where a configuration keeps its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Medium {
+    /// The disk (`report::disk_scratch_dir`).
+    Disk,
+    /// tmpfs (`/dev/shm`): no durability cost, and Ferrite's emulated PM.
+    Tmpfs,
+}
+
+/// A system under test.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Key in the JSON (`pmem`, `vanilla_delete_disk`...).
+    pub key: &'static str,
+    /// SQLite VFS; `unix` is vanilla SQLite.
+    pub vfs: &'static str,
+    /// `PRAGMA journal_mode`.
+    pub journal: &'static str,
+    pub medium: Medium,
+}
+
+impl Config {
+    fn is_pm(&self) -> bool {
+        matches!(
+            self.vfs,
+            "ferrite-mmap" | "ferrite-pmem" | super::PMEM_NO_SAFE_APPEND
+        )
+    }
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunResult {
+    pub tpmc: f64,
+    pub tps: f64,
+    pub transactions: u64,
+    pub new_orders: u64,
+    pub rolled_back: u64,
+    pub busy_retries: u64,
+    /// Cache lines flushed per transaction (PM configurations only).
+    pub flushes_per_txn: Option<f64>,
+    /// Fences per transaction (PM configurations only).
+    pub fences_per_txn: Option<f64>,
+    pub seconds: f64,
+}
+
+/// Parameters of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSpec {
+    pub warehouses: u64,
+    pub terminals: u64,
+    pub duration: Duration,
+    pub seed: u64,
+    pub constants: Constants,
+}
+
+fn open(path: &Path, config: &Config) -> Result<Connection> {
+    let db = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), config.vfs)
+        .with_context(|| format!("opening {} on {}", path.display(), config.vfs))?;
+    db.busy_timeout(Duration::from_secs(30))?;
+    db.execute_batch(&format!(
+        "PRAGMA journal_mode={}; PRAGMA synchronous=FULL;",
+        config.journal
+    ))?;
+    Ok(db)
+}
+
+/// Copies the template into `dir` in the configuration's file format.
+fn install(template: &Path, dir: &Path, config: &Config) -> Result<PathBuf> {
+    let path = dir.join("tpcc.db");
+    if config.is_pm() {
+        ferrite_sqlite::import(template, &path)?;
+    } else {
+        std::fs::copy(template, &path).with_context(|| format!("copying to {}", path.display()))?;
+    }
+    Ok(path)
+}
+
+#[derive(Default)]
+struct Counts {
+    transactions: u64,
+    new_orders: u64,
+    rolled_back: u64,
+    busy_retries: u64,
+}
+
+fn is_busy(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|c| matches!(c, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+    })
+}
+
+fn terminal(db: &Connection, t: Terminal, mut rand: Rand, stop: &AtomicBool) -> Result<Counts> {
+    let mut counts = Counts::default();
+    while !stop.load(Ordering::Relaxed) {
+        let kind = Kind::pick(&mut rand);
+        match txn::run(db, kind, t, &mut rand) {
+            Ok(outcome) => {
+                counts.transactions += 1;
+                if kind == Kind::NewOrder {
+                    counts.new_orders += u64::from(outcome == Outcome::Committed);
+                }
+                counts.rolled_back += u64::from(outcome == Outcome::RolledBack);
+            }
+            Err(e) if is_busy(&e) => counts.busy_retries += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(counts)
+}
+
+/// Runs `config` once on a fresh copy of `template` under `scratch`.
+pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> Result<RunResult> {
+    let dir = tempfile::tempdir_in(scratch)?;
+    let path = install(template, dir.path(), config)?;
+    let connections = (0..spec.terminals)
+        .map(|_| open(&path, config))
+        .collect::<Result<Vec<_>>>()?;
+    let stop = AtomicBool::new(false);
+    let before = ferrite_pmem::stats::global();
+    let started = Instant::now();
+    let finished = std::thread::scope(|s| {
+        let handles: Vec<_> = connections
+            .into_iter()
+            .enumerate()
+            .map(|(i, db)| {
+                let t = Terminal {
+                    w_id: i as u64 % spec.warehouses + 1,
+                    warehouses: spec.warehouses,
+                };
+                let rand = Rand::new(spec.seed ^ ((i as u64 + 1) * 0x9E37), spec.constants);
+                let stop = &stop;
+                s.spawn(move || terminal(&db, t, rand, stop).map(|c| (c, db)))
+            })
+            .collect();
+        std::thread::sleep(spec.duration);
+        stop.store(true, Ordering::Relaxed);
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| anyhow::anyhow!("terminal panicked"))?)
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    let flushed = ferrite_pmem::stats::global() - before;
+    let mut result = RunResult {
+        seconds,
+        ..RunResult::default()
+    };
+    let (counts, connections): (Vec<Counts>, Vec<Connection>) = finished.into_iter().unzip();
+    for c in &counts {
+        result.transactions += c.transactions;
+        result.new_orders += c.new_orders;
+        result.rolled_back += c.rolled_back;
+        result.busy_retries += c.busy_retries;
+    }
+    result.tpmc = result.new_orders as f64 * 60.0 / seconds;
+    result.tps = result.transactions as f64 / seconds;
+    if config.is_pm() {
+        result.flushes_per_txn = Some(flushed.flushes_per_op(result.transactions));
+        result.fences_per_txn = Some(flushed.fences_per_op(result.transactions));
+    }
+    super::check::consistency(&connections[0])
+        .with_context(|| format!("after the {} run", config.key))?;
+    Ok(result)
+}

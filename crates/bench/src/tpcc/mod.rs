@@ -1,0 +1,335 @@
+//! TPC-C on SQLite (paper 000, figure 3): tpmC of ferrite-pmem (SQLite/PMM)
+//! against ferrite-mmap (SQLite/MM) and vanilla SQLite with a rollback
+//! journal and with WAL, on the disk and on tmpfs, all in the same run.
+//!
+//! The database is loaded once per warehouse count (a plain SQLite file),
+//! then every run starts from a fresh copy of it (imported into a PM device
+//! file for the PM configurations). Every configuration uses
+//! `synchronous=FULL` and SQLite's default 2 MB page cache, as the paper.
+
+mod check;
+mod driver;
+mod load;
+mod random;
+mod schema;
+mod txn;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ferrite_pmem::SplitMix64;
+use ferrite_sqlite::{Mode, VfsOptions};
+use rusqlite::Connection;
+
+use crate::report::{self, median, Panel, Report, Series};
+use crate::Common;
+use driver::{Config, Medium, RunResult, RunSpec};
+use random::{Constants, Rand};
+
+/// A ferrite-pmem VFS that does not advertise `SAFE_APPEND`, to measure
+/// what advertising it is worth.
+pub const PMEM_NO_SAFE_APPEND: &str = "ferrite-pmem-no-safe-append";
+
+/// Arguments of the `tpcc` experiment.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TpccArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Warehouse counts to run (default 1,2,4; 1 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    pub warehouses: Vec<u64>,
+    /// Terminals (threads, one connection each) per run.
+    #[arg(long, default_value_t = 1)]
+    pub terminals: u64,
+    /// Seconds per run (default 10; 3 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+}
+
+/// Every configuration, the paper's three systems first.
+const CONFIGS: [Config; 9] = [
+    Config {
+        key: "pmem",
+        vfs: "ferrite-pmem",
+        journal: "TRUNCATE",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "mmap",
+        vfs: "ferrite-mmap",
+        journal: "TRUNCATE",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "vanilla_delete_disk",
+        vfs: "unix",
+        journal: "DELETE",
+        medium: Medium::Disk,
+    },
+    Config {
+        key: "vanilla_wal_disk",
+        vfs: "unix",
+        journal: "WAL",
+        medium: Medium::Disk,
+    },
+    Config {
+        key: "vanilla_delete_tmpfs",
+        vfs: "unix",
+        journal: "DELETE",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "vanilla_wal_tmpfs",
+        vfs: "unix",
+        journal: "WAL",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "pmem_wal",
+        vfs: "ferrite-pmem",
+        journal: "WAL",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "pmem_no_safe_append",
+        vfs: PMEM_NO_SAFE_APPEND,
+        journal: "TRUNCATE",
+        medium: Medium::Tmpfs,
+    },
+    Config {
+        key: "file_delete_disk",
+        vfs: "ferrite-file",
+        journal: "DELETE",
+        medium: Medium::Disk,
+    },
+];
+
+/// Ratios reported: (key, numerator config, denominator config).
+const RATIOS: [(&str, &str, &str); 7] = [
+    ("pmem_vs_vanilla_delete_disk", "pmem", "vanilla_delete_disk"),
+    ("pmem_vs_vanilla_wal_disk", "pmem", "vanilla_wal_disk"),
+    ("pmem_vs_mmap", "pmem", "mmap"),
+    (
+        "pmem_vs_vanilla_delete_tmpfs",
+        "pmem",
+        "vanilla_delete_tmpfs",
+    ),
+    ("pmem_vs_vanilla_wal_tmpfs", "pmem", "vanilla_wal_tmpfs"),
+    ("safe_append_gain", "pmem", "pmem_no_safe_append"),
+    (
+        "file_vs_vanilla_delete_disk",
+        "file_delete_disk",
+        "vanilla_delete_disk",
+    ),
+];
+
+fn register_vfses() -> Result<()> {
+    ferrite_sqlite::register_defaults_linked()?;
+    let options = VfsOptions {
+        safe_append: false,
+        ..VfsOptions::new(Mode::Pmem)
+    };
+    ferrite_sqlite::register_linked(PMEM_NO_SAFE_APPEND, options)?;
+    Ok(())
+}
+
+/// Loads `warehouses` into a plain SQLite file under `dir`.
+fn load_template(dir: &Path, warehouses: u64, constants: Constants) -> Result<PathBuf> {
+    let path = dir.join(format!("tpcc-template-w{warehouses}.db"));
+    let _ = std::fs::remove_file(&path);
+    let started = std::time::Instant::now();
+    let db = Connection::open(&path)?;
+    let mut rand = Rand::new(0x7BCC + warehouses, constants);
+    load::load(&db, warehouses, &mut rand).context("loading TPC-C")?;
+    check::consistency(&db).context("after loading")?;
+    tracing::info!(
+        warehouses,
+        seconds = started.elapsed().as_secs_f64(),
+        "loaded {}",
+        path.display()
+    );
+    Ok(path)
+}
+
+type Results = BTreeMap<u64, BTreeMap<&'static str, Vec<RunResult>>>;
+
+/// Runs the experiment and writes `tpcc.json` and `tpcc.svg`.
+pub fn run(args: &TpccArgs) -> Result<()> {
+    let common = args.common.clone().resolved();
+    let warehouses = match (args.warehouses.is_empty(), common.quick) {
+        (false, _) => args.warehouses.clone(),
+        (true, true) => vec![1],
+        (true, false) => vec![1, 2, 4],
+    };
+    let duration =
+        Duration::from_secs_f64(
+            args.duration
+                .unwrap_or(if common.quick { 3.0 } else { 10.0 }),
+        );
+    register_vfses()?;
+    let disk = report::disk_scratch_dir()?;
+    let tmpfs = report::pm_scratch_dir()?;
+    let mut seeds = SplitMix64::new(0x7CC0);
+    let load_constants = Constants::for_load(&mut seeds);
+    let run_constants = Constants::for_run(load_constants, &mut seeds);
+    let mut results: Results = BTreeMap::new();
+    for &w in &warehouses {
+        let template = load_template(&disk, w, load_constants)?;
+        for run in 0..common.runs() {
+            // Rotate the order so drift (page cache, thermal) spreads evenly.
+            for i in 0..CONFIGS.len() {
+                let config = &CONFIGS[(i + run) % CONFIGS.len()];
+                let scratch = if config.medium == Medium::Disk {
+                    &disk
+                } else {
+                    &tmpfs
+                };
+                let spec = RunSpec {
+                    warehouses: w,
+                    terminals: args.terminals.max(1),
+                    duration,
+                    seed: seeds.next_u64(),
+                    constants: run_constants,
+                };
+                let result = driver::run(config, &template, scratch, spec)?;
+                tracing::info!(
+                    w,
+                    run,
+                    config = config.key,
+                    tpmc = result.tpmc,
+                    tps = result.tps,
+                    "run done"
+                );
+                results
+                    .entry(w)
+                    .or_default()
+                    .entry(config.key)
+                    .or_default()
+                    .push(result);
+            }
+        }
+        std::fs::remove_file(&template).ok();
+    }
+    write_report(&common, args, &results)
+}
+
+fn median_of(runs: &[RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter_map(f).collect();
+    (!values.is_empty()).then(|| median(&values))
+}
+
+fn write_report(common: &Common, args: &TpccArgs, results: &Results) -> Result<()> {
+    let mut report = Report::new("tpcc", common.quick, common.runs());
+    report.figure("terminals", args.terminals.max(1));
+    let mut table = BTreeMap::new();
+    for (w, by_config) in results {
+        let mut medians = BTreeMap::new();
+        for (key, runs) in by_config {
+            let config = CONFIGS.iter().find(|c| c.key == *key);
+            medians.insert(
+                *key,
+                serde_json::json!({
+                    "vfs": config.map(|c| c.vfs),
+                    "journal_mode": config.map(|c| c.journal),
+                    "medium": config.map(|c| format!("{:?}", c.medium).to_lowercase()),
+                    "tpmc": median_of(runs, |r| Some(r.tpmc)),
+                    "tps": median_of(runs, |r| Some(r.tps)),
+                    "flushes_per_txn": median_of(runs, |r| r.flushes_per_txn),
+                    "fences_per_txn": median_of(runs, |r| r.fences_per_txn),
+                    "runs": runs,
+                }),
+            );
+        }
+        for (key, num, den) in RATIOS {
+            let tpmc = |k: &str| {
+                by_config
+                    .get(k)
+                    .and_then(|r| median_of(r, |x| Some(x.tpmc)))
+            };
+            if let (Some(n), Some(d)) = (tpmc(num), tpmc(den)) {
+                report.ratio(format!("{key}_w{w}"), n / d.max(1e-9));
+            }
+        }
+        table.insert(format!("w{w}"), medians);
+    }
+    headline_ratios(&mut report, results);
+    report.figure("by_warehouses", &table);
+    report.note(
+        "ratios are of median tpmC; the unsuffixed keys are the median over warehouse counts",
+    );
+    report
+        .note("PM configurations run on emulated PM (tmpfs): durable against a process crash only");
+    let json = report.write(&common.out)?;
+    let svg = common.out.join("tpcc.svg");
+    plot(results, &svg)?;
+    print_table(results, &report);
+    tracing::info!("wrote {} and {}", json.display(), svg.display());
+    Ok(())
+}
+
+/// The unsuffixed ratios: the median over warehouse counts.
+fn headline_ratios(report: &mut Report, results: &Results) {
+    for (key, _, _) in RATIOS {
+        let values: Vec<f64> = results
+            .keys()
+            .filter_map(|w| report.ratios().get(&format!("{key}_w{w}")).copied())
+            .collect();
+        if !values.is_empty() {
+            report.ratio(key, median(&values));
+        }
+    }
+}
+
+fn plot(results: &Results, svg: &Path) -> Result<()> {
+    let mut tpmc = Vec::new();
+    for config in &CONFIGS {
+        let points: Vec<(f64, f64)> = results
+            .iter()
+            .filter_map(|(w, by)| {
+                let m = median_of(by.get(config.key)?, |r| Some(r.tpmc))?;
+                Some((*w as f64, m))
+            })
+            .collect();
+        tpmc.push(Series {
+            label: format!("{} ({}, {})", config.key, config.vfs, config.journal),
+            points,
+        });
+    }
+    let panel = Panel {
+        title: "TPC-C throughput (median)".into(),
+        x_label: "warehouses".into(),
+        y_label: "tpmC".into(),
+        log_x: true,
+        log_y: true,
+        series: tpmc,
+    };
+    report::plot(svg, "SQLite on PM: TPC-C (paper 000, fig. 3)", &[panel])
+}
+
+#[allow(clippy::print_stdout)]
+fn print_table(results: &Results, report: &Report) {
+    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx");
+    for (w, by) in results {
+        println!("  {w} warehouse(s)");
+        for config in &CONFIGS {
+            let Some(runs) = by.get(config.key) else {
+                continue;
+            };
+            let flushes = median_of(runs, |r| r.flushes_per_txn)
+                .map_or("-".to_string(), |f| format!("{f:.1}"));
+            println!(
+                "    {:<22} {:>10.0} {:>9.1} {:>8}",
+                config.key,
+                median_of(runs, |r| Some(r.tpmc)).unwrap_or(0.0),
+                median_of(runs, |r| Some(r.tps)).unwrap_or(0.0),
+                flushes
+            );
+        }
+    }
+    println!("\nratios of median tpmC (> 1: ferrite-pmem faster)");
+    for (key, value) in report.ratios() {
+        println!("  {key:<36} {value:.3}");
+    }
+}

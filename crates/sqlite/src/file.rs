@@ -1,0 +1,196 @@
+//! [`OpenFile`]: what a VFS file handle does, in safe Rust. The C callbacks
+//! in [`crate::vfs`] only translate arguments and results.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libsqlite3_sys as ffi;
+
+use ferrite_io::Device;
+
+use crate::error::{Error, Result};
+use crate::lock::DbLock;
+use crate::media::{Opened, Shared};
+use crate::mode::VfsOptions;
+use crate::shm::{Shm, ShmLock};
+
+/// One connection's handle on one file.
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    shared: Arc<Shared>,
+    size_file: Option<std::fs::File>,
+    lock_path: PathBuf,
+    lock: Option<DbLock>,
+    shm: Option<Shm>,
+    options: VfsOptions,
+    /// Nameless temporary files neither lock nor share.
+    temporary: bool,
+    /// Name to delete at close (`SQLITE_OPEN_DELETEONCLOSE` with a name).
+    pub(crate) delete_on_close: Option<String>,
+}
+
+/// Logs `error` and picks the SQLite code for it: `SQLITE_FULL` for a full
+/// medium, else `code`.
+pub(crate) fn report(error: &Error, what: &str, code: i32) -> i32 {
+    if error.is_no_space() {
+        tracing::warn!("sqlite {what}: {error}");
+        return ffi::SQLITE_FULL;
+    }
+    tracing::error!("sqlite {what}: {error}");
+    code
+}
+
+impl OpenFile {
+    pub(crate) fn new(opened: Opened, options: VfsOptions, temporary: bool) -> OpenFile {
+        OpenFile {
+            shared: opened.shared,
+            size_file: opened.size_file,
+            lock_path: opened.lock_path,
+            lock: None,
+            shm: None,
+            options,
+            temporary,
+            delete_on_close: None,
+        }
+    }
+
+    fn device(&self) -> &dyn Device {
+        self.shared.device.as_ref()
+    }
+
+    /// `xRead`: a short read is zero-filled and reported as such.
+    pub(crate) fn read(&self, buf: &mut [u8], offset: u64) -> i32 {
+        match self.device().read_at(offset, buf) {
+            Ok(n) if n == buf.len() => ffi::SQLITE_OK,
+            Ok(n) => {
+                buf[n..].fill(0);
+                ffi::SQLITE_IOERR_SHORT_READ
+            }
+            Err(e) => report(&e.into(), "read", ffi::SQLITE_IOERR_READ),
+        }
+    }
+
+    /// `xWrite`.
+    pub(crate) fn write(&self, data: &[u8], offset: u64) -> i32 {
+        match self.device().write_at(offset, data) {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(e) => report(&e.into(), "write", ffi::SQLITE_IOERR_WRITE),
+        }
+    }
+
+    /// `xTruncate`.
+    pub(crate) fn truncate(&self, size: u64) -> i32 {
+        match self.device().set_len(size) {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(e) => report(&e.into(), "truncate", ffi::SQLITE_IOERR_TRUNCATE),
+        }
+    }
+
+    /// `xSync`: `fdatasync` on disk, a drain (and the length) on PM.
+    pub(crate) fn sync(&self) -> i32 {
+        match self.device().sync() {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(e) => report(&e.into(), "sync", ffi::SQLITE_IOERR_FSYNC),
+        }
+    }
+
+    /// `xFileSize`. A plain file may have been resized by another process,
+    /// so its size comes from `fstat`; PM files are single-process.
+    pub(crate) fn size(&self) -> Result<u64> {
+        match &self.size_file {
+            Some(file) => file
+                .metadata()
+                .map(|m| m.len())
+                .map_err(|e| Error::io("fstat", &self.lock_path, e)),
+            None => Ok(self.device().len()),
+        }
+    }
+
+    fn db_lock(&mut self) -> Result<&mut DbLock> {
+        let lock = match self.lock.take() {
+            Some(lock) => lock,
+            None => DbLock::open(&self.lock_path)?,
+        };
+        Ok(self.lock.insert(lock))
+    }
+
+    /// `xLock`: `SQLITE_OK` or `SQLITE_BUSY`.
+    pub(crate) fn lock(&mut self, level: i32) -> i32 {
+        if self.temporary {
+            return ffi::SQLITE_OK;
+        }
+        match self.db_lock().and_then(|l| l.lock(level)) {
+            Ok(true) => ffi::SQLITE_OK,
+            Ok(false) => ffi::SQLITE_BUSY,
+            Err(e) => report(&e, "lock", ffi::SQLITE_IOERR_LOCK),
+        }
+    }
+
+    /// `xUnlock`.
+    pub(crate) fn unlock(&mut self, level: i32) -> i32 {
+        if self.temporary || self.lock.is_none() {
+            return ffi::SQLITE_OK;
+        }
+        match self.db_lock().and_then(|l| l.unlock(level)) {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(e) => report(&e, "unlock", ffi::SQLITE_IOERR_UNLOCK),
+        }
+    }
+
+    /// `xCheckReservedLock`.
+    pub(crate) fn reserved(&mut self) -> Result<bool> {
+        if self.temporary {
+            return Ok(false);
+        }
+        self.db_lock()?.reserved()
+    }
+
+    /// `xDeviceCharacteristics`.
+    pub(crate) fn characteristics(&self) -> i32 {
+        self.options.device_characteristics()
+    }
+
+    /// `xSectorSize`.
+    pub(crate) fn sector_size(&self) -> i32 {
+        self.options.sector_size()
+    }
+
+    fn shm(&mut self) -> Result<&mut Shm> {
+        let shm = match self.shm.take() {
+            Some(shm) => shm,
+            None => {
+                let mut path = self.lock_path.clone().into_os_string();
+                path.push("-shm");
+                Shm::open(&PathBuf::from(path))?
+            }
+        };
+        Ok(self.shm.insert(shm))
+    }
+
+    /// `xShmMap`.
+    pub(crate) fn shm_map(
+        &mut self,
+        index: usize,
+        size: usize,
+        extend: bool,
+    ) -> Result<Option<*mut u8>> {
+        self.shm()?.map(index, size, extend)
+    }
+
+    /// `xShmLock`: `SQLITE_OK` or `SQLITE_BUSY`.
+    pub(crate) fn shm_lock(&mut self, offset: u64, n: u64, what: ShmLock) -> i32 {
+        match self.shm().and_then(|s| s.lock(offset, n, what)) {
+            Ok(true) => ffi::SQLITE_OK,
+            Ok(false) => ffi::SQLITE_BUSY,
+            Err(e) => report(&e, "shm lock", ffi::SQLITE_IOERR_SHMLOCK),
+        }
+    }
+
+    /// `xShmUnmap`.
+    pub(crate) fn shm_unmap(&mut self, delete: bool) -> i32 {
+        match self.shm.take().map(|s| s.close(delete)) {
+            None | Some(Ok(())) => ffi::SQLITE_OK,
+            Some(Err(e)) => report(&e, "shm unmap", ffi::SQLITE_IOERR_SHMMAP),
+        }
+    }
+}

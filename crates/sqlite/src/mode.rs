@@ -1,0 +1,131 @@
+//! The VFS modes and what each may promise SQLite.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ferrite_io::PmPolicy;
+
+/// How a VFS writes and syncs its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Vanilla-equivalent: `pwrite` on write, `fdatasync` on sync
+    /// ([`ferrite_io::FileDevice`]). Files are plain SQLite files.
+    File,
+    /// The paper's SQLite/MM: the file is mapped, every write is copied,
+    /// flushed and fenced before it returns; sync only persists a changed
+    /// length.
+    Mmap,
+    /// The paper's SQLite/PMM: `copy_nodrain` on write, one drain on sync.
+    Pmem,
+}
+
+impl Mode {
+    /// Every mode.
+    pub const ALL: [Mode; 3] = [Mode::File, Mode::Mmap, Mode::Pmem];
+
+    /// Lower-case name: `file`, `mmap` or `pmem`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::File => "file",
+            Mode::Mmap => "mmap",
+            Mode::Pmem => "pmem",
+        }
+    }
+
+    /// The name the VFS is registered under: `ferrite-file`,
+    /// `ferrite-mmap` or `ferrite-pmem`.
+    pub fn vfs_name(self) -> &'static str {
+        match self {
+            Mode::File => "ferrite-file",
+            Mode::Mmap => "ferrite-mmap",
+            Mode::Pmem => "ferrite-pmem",
+        }
+    }
+
+    /// The PM write policy, for the PM modes.
+    pub fn policy(self) -> Option<PmPolicy> {
+        match self {
+            Mode::File => None,
+            Mode::Mmap => Some(PmPolicy::FlushEveryWrite),
+            Mode::Pmem => Some(PmPolicy::DrainOnSync),
+        }
+    }
+
+    /// Whether files of this mode are PM device files (with the 4 KiB
+    /// Ferrite header) rather than plain SQLite files.
+    pub fn is_pm(self) -> bool {
+        self != Mode::File
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s || m.vfs_name() == s)
+            .ok_or_else(|| format!("unknown VFS mode {s:?}; expected file, mmap or pmem"))
+    }
+}
+
+/// What a VFS instance is: its mode and which device characteristics it
+/// advertises. `docs/sqlite.md` gives the reasoning for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VfsOptions {
+    /// How files are written and synced.
+    pub mode: Mode,
+    /// Advertise `SQLITE_IOCAP_SAFE_APPEND` where it is true (the PM
+    /// modes). Off only to measure what it is worth.
+    pub safe_append: bool,
+}
+
+impl VfsOptions {
+    /// The defaults for `mode`: every true characteristic advertised.
+    pub fn new(mode: Mode) -> VfsOptions {
+        VfsOptions {
+            mode,
+            safe_append: true,
+        }
+    }
+
+    /// `SQLITE_IOCAP_*` bits for `xDeviceCharacteristics`.
+    ///
+    /// - `POWERSAFE_OVERWRITE` everywhere: a crash never changes bytes
+    ///   outside a write's range (the unix VFS assumes the same of disks;
+    ///   PM stores only touch the bytes written).
+    /// - `SAFE_APPEND` on PM: the length lives in the device header and is
+    ///   persisted only after the data it covers (drain, then length).
+    /// - `SEQUENTIAL` on `mmap` only: every write is flushed and fenced
+    ///   before it returns, so writes persist in call order. `pmem` defers
+    ///   the drain to sync, so two writes between syncs are unordered.
+    /// - No `ATOMIC*`: PM is failure-atomic only for aligned 8-byte words.
+    pub fn device_characteristics(&self) -> i32 {
+        use libsqlite3_sys as ffi;
+        let mut caps = ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE;
+        if self.mode.is_pm() && self.safe_append {
+            caps |= ffi::SQLITE_IOCAP_SAFE_APPEND;
+        }
+        if self.mode == Mode::Mmap {
+            caps |= ffi::SQLITE_IOCAP_SEQUENTIAL;
+        }
+        caps
+    }
+
+    /// `xSectorSize`: 4096 on disk (as the unix VFS reports); SQLite's
+    /// minimum of 512 on PM, which never disturbs bytes it was not asked
+    /// to write, so the journal need not pad to a disk sector.
+    pub fn sector_size(&self) -> i32 {
+        if self.mode.is_pm() {
+            512
+        } else {
+            4096
+        }
+    }
+}
