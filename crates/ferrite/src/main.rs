@@ -1,5 +1,7 @@
 //! The `ferrite` command: `serve` runs the Redis-compatible server, `check`
-//! verifies (and optionally repairs) a data directory.
+//! verifies (and optionally repairs) a data directory, `bench <experiment>`
+//! runs one of the benchmark crate's experiments (the same as
+//! `cargo run --release -p ferrite-bench -- ...`).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -23,6 +25,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an experiment of the benchmark suite.
+    Bench {
+        #[command(subcommand)]
+        experiment: ferrite_bench::Experiment,
+    },
     /// Runs the Redis-compatible server (127.0.0.1:6379, data in ./ferrite-data).
     ///
     /// Any redis.conf directive can be given as a flag: `--port 6380
@@ -118,6 +125,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench { experiment } => ferrite_bench::run(experiment).map(|()| ExitCode::SUCCESS),
         Command::Serve { args } => serve(args),
         Command::Check {
             fix,

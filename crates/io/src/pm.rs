@@ -31,7 +31,7 @@ pub const PM_INITIAL_CAPACITY: usize = 2 << 20;
 /// Growth step cap, so a huge device does not double into the next GiB.
 const GROWTH_STEP_MAX: usize = 1 << 30;
 
-const _: () = assert!(LEN_OFFSET % 8 == 0 && CRC_OFFSET + 4 <= PM_HEADER_LEN);
+const _: () = assert!(LEN_OFFSET.is_multiple_of(8) && CRC_OFFSET + 4 <= PM_HEADER_LEN);
 
 /// How writes reach the persistence domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -329,9 +329,11 @@ impl Config {
                     .filter(|n| (1..=500).contains(n))
                     .ok_or_else(|| bad(name, value, "1 to 500"))?
             }
-            "maxmemory-policy" if value != "noeviction" => return Err(format!(
+            "maxmemory-policy" if value != "noeviction" => {
+                return Err(format!(
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
-            )),
+            ))
+            }
             _ => return self.set_passive(name, value),
         }
         Ok(())

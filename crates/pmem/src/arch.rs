@@ -87,7 +87,7 @@ pub(crate) unsafe fn copy_nodrain(
 ) -> StoreCounts {
     if !dispatch.uses_nt(len) || !x86::HAS_NT {
         // SAFETY: forwarded from the caller.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+        unsafe { copy_cached(dst, src, len) };
         return StoreCounts {
             // SAFETY: forwarded from the caller.
             lines_flushed: unsafe { flush_lines(dispatch.flush, dst, len) },
@@ -107,7 +107,7 @@ pub(crate) unsafe fn copy_nodrain(
     if head > 0 {
         // SAFETY: `head <= len`, inside both ranges.
         unsafe {
-            std::ptr::copy_nonoverlapping(src, dst, head);
+            copy_cached(dst, src, head);
             counts.lines_flushed += flush_lines(dispatch.flush, dst, head);
         }
     }
@@ -118,11 +118,58 @@ pub(crate) unsafe fn copy_nodrain(
         // SAFETY: the tail is the last `tail` bytes of both ranges.
         unsafe {
             let (d, s) = (dst.add(head + body), src.add(head + body));
-            std::ptr::copy_nonoverlapping(s, d, tail);
+            copy_cached(d, s, tail);
             counts.lines_flushed += flush_lines(dispatch.flush, d, tail);
         }
     }
     counts
+}
+
+/// Cached copy. Copies of up to 64 bytes (a log record, a header word) are
+/// done inline with two overlapping moves instead of a call to `memcpy`,
+/// which at that size costs as much as the copy.
+///
+/// # Safety
+/// As [`copy_nodrain`].
+#[inline(always)]
+unsafe fn copy_cached(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: every access below stays inside `[0, len)` of both ranges:
+    // the second move of each pair ends exactly at `len`.
+    unsafe {
+        match len {
+            0 => {}
+            1..=3 => {
+                for i in 0..len {
+                    *dst.add(i) = *src.add(i);
+                }
+            }
+            4..=7 => {
+                let a = src.cast::<u32>().read_unaligned();
+                let b = src.add(len - 4).cast::<u32>().read_unaligned();
+                dst.cast::<u32>().write_unaligned(a);
+                dst.add(len - 4).cast::<u32>().write_unaligned(b);
+            }
+            8..=16 => {
+                let a = src.cast::<u64>().read_unaligned();
+                let b = src.add(len - 8).cast::<u64>().read_unaligned();
+                dst.cast::<u64>().write_unaligned(a);
+                dst.add(len - 8).cast::<u64>().write_unaligned(b);
+            }
+            17..=32 => {
+                let a = src.cast::<u128>().read_unaligned();
+                let b = src.add(len - 16).cast::<u128>().read_unaligned();
+                dst.cast::<u128>().write_unaligned(a);
+                dst.add(len - 16).cast::<u128>().write_unaligned(b);
+            }
+            33..=64 => {
+                let a = src.cast::<[u128; 2]>().read_unaligned();
+                let b = src.add(len - 32).cast::<[u128; 2]>().read_unaligned();
+                dst.cast::<[u128; 2]>().write_unaligned(a);
+                dst.add(len - 32).cast::<[u128; 2]>().write_unaligned(b);
+            }
+            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+        }
+    }
 }
 
 /// Sets `len` bytes to `byte`, persisted after a later [`fence`] like

@@ -21,13 +21,22 @@ pub const ENV_NT_THRESHOLD: &str = "FERRITE_PMEM_NT_THRESHOLD";
 /// (`avx512`, `avx`, `sse2`).
 pub const ENV_SIMD: &str = "FERRITE_PMEM_SIMD";
 
-/// Copies of at least this many bytes use non-temporal stores by default.
+/// Copies of at least this many bytes use non-temporal stores on real PM.
 ///
-/// Measured on the development machines with `ferrite-bench pmem`: below
-/// 256 B, cached stores plus a line flush win because a non-temporal store of
-/// a partial line costs a full write-combining buffer eviction; from 256 B on
-/// the streaming path is faster. libpmem uses the same figure.
+/// On Optane-class media a cached store to a line that is not in the cache
+/// first reads the line from the media (read-for-ownership), so streaming
+/// stores win from a few lines on; 256 B is one media line, and the figure
+/// libpmem tuned on that hardware. We have no real PM to re-measure it.
 pub const NT_THRESHOLD_DEFAULT: usize = 256;
+
+/// Copies of at least this many bytes use non-temporal stores on emulated PM.
+///
+/// Measured, not guessed: `ferrite-bench pmem` sweeps 128 B..4 KiB with both
+/// paths (figure `nt_threshold_sweep_ops_per_s`). On the development machines
+/// (DRAM behind tmpfs) cached stores + clwb win up to 512 B and streaming wins
+/// from 768 B on; re-run the sweep on other hardware and override with
+/// `FERRITE_PMEM_NT_THRESHOLD` if it differs.
+pub const NT_THRESHOLD_EMULATED: usize = 768;
 
 /// Size of a CPU cache line, the unit of every flush.
 pub const CACHE_LINE: usize = 64;
@@ -304,6 +313,21 @@ impl Dispatch {
                 Dispatch::detect()
             }
         })
+    }
+
+    /// The default for a region of the given kind: [`Dispatch::global`], with
+    /// the non-temporal threshold measured for that medium unless the
+    /// environment set one.
+    pub fn for_mode(mode: crate::MapMode) -> Dispatch {
+        let mut dispatch = Dispatch::global();
+        let overridden = std::env::var_os(ENV_NT_THRESHOLD).is_some();
+        if !overridden && dispatch.nt_threshold != usize::MAX {
+            dispatch.nt_threshold = match mode {
+                crate::MapMode::RealPm => NT_THRESHOLD_DEFAULT,
+                crate::MapMode::Emulated | crate::MapMode::Simulated => NT_THRESHOLD_EMULATED,
+            };
+        }
+        dispatch
     }
 
     /// This dispatch with another flush instruction, if the CPU has it.

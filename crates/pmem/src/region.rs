@@ -31,7 +31,8 @@ pub struct MapOptions {
     pub len: usize,
     /// Address space to reserve for growth (at least `len`).
     pub max_len: usize,
-    /// Flush and copy choices; `None` takes [`Dispatch::global`].
+    /// Flush and copy choices; `None` takes [`Dispatch::for_mode`] of the
+    /// kind of memory the file turns out to be on.
     pub dispatch: Option<Dispatch>,
     /// Fault every page in at map time (`MAP_POPULATE`), so first stores do
     /// not pay for page faults.
@@ -127,7 +128,7 @@ impl PmemRegion {
             file,
             path,
             mode,
-            dispatch: options.dispatch.unwrap_or_else(Dispatch::global),
+            dispatch: options.dispatch.unwrap_or_else(|| Dispatch::for_mode(mode)),
             populate: options.populate,
             sink: StatsSink::new(),
             grow_lock: Mutex::new(()),
@@ -242,15 +243,9 @@ impl PmemRegion {
     }
 
     #[inline]
-    fn after_stores(
-        &self,
-        ptr: *mut u8,
-        offset: usize,
-        len: usize,
-        counts: arch::StoreCounts,
-    ) -> Result<()> {
+    fn after_stores(&self, offset: usize, len: usize, counts: arch::StoreCounts) -> Result<()> {
         self.sink.record_stores(
-            ptr as usize,
+            offset,
             len,
             counts.lines_flushed,
             counts.bytes_nt,
@@ -315,7 +310,7 @@ impl PmemMedium for PmemRegion {
         let ptr = self.at(offset, data.len())?;
         // SAFETY: as for `write`.
         let counts = unsafe { arch::copy_nodrain(&self.dispatch, ptr, data.as_ptr(), data.len()) };
-        self.after_stores(ptr, offset, data.len(), counts)
+        self.after_stores(offset, data.len(), counts)
     }
 
     #[inline]
@@ -323,7 +318,7 @@ impl PmemMedium for PmemRegion {
         let ptr = self.at(offset, len)?;
         // SAFETY: the range is mapped and writable.
         let counts = unsafe { arch::memset_nodrain(&self.dispatch, ptr, byte, len) };
-        self.after_stores(ptr, offset, len, counts)
+        self.after_stores(offset, len, counts)
     }
 
     #[inline]
@@ -332,7 +327,6 @@ impl PmemMedium for PmemRegion {
         // SAFETY: the range is mapped.
         let lines = unsafe { arch::flush_lines(self.dispatch.flush, ptr, len) };
         self.after_stores(
-            ptr,
             offset,
             len,
             arch::StoreCounts {
@@ -352,7 +346,7 @@ impl PmemMedium for PmemRegion {
 
     #[inline]
     fn store_u64(&self, offset: usize, value: u64) -> Result<()> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         let ptr = self.at(offset, 8)?;
@@ -366,7 +360,7 @@ impl PmemMedium for PmemRegion {
 
     #[inline]
     fn load_u64(&self, offset: usize) -> Result<u64> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         let ptr = self.at(offset, 8)?;

@@ -391,14 +391,14 @@ impl PmemMedium for SimPmem {
     }
 
     fn store_u64(&self, offset: usize, value: u64) -> Result<()> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         self.store(offset, &value.to_le_bytes(), false)
     }
 
     fn load_u64(&self, offset: usize) -> Result<u64> {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Unaligned { offset });
         }
         let mut word = [0u8; 8];

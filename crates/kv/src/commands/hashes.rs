@@ -39,7 +39,7 @@ fn hash_create<'k>(
 }
 
 fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str) -> Result<i64, CmdError> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(Cow::Owned(format!(
             "ERR wrong number of arguments for '{name}' command"
         )));

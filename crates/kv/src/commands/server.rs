@@ -102,7 +102,7 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
         }
         b"SET" => {
-            if args.len() < 4 || args.len() % 2 != 0 {
+            if args.len() < 4 || !args.len().is_multiple_of(2) {
                 return Err(arity("set"));
             }
             let mut next = ctx.state.config.clone();
@@ -240,6 +240,9 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Writes one INFO section's fields.
+type SectionWriter = fn(&State, &mut String);
+
 /// The INFO text for the requested sections (default: all).
 pub fn info_text(state: &State, wanted: &[String]) -> String {
     let all = wanted.is_empty()
@@ -248,7 +251,7 @@ pub fn info_text(state: &State, wanted: &[String]) -> String {
             .any(|w| w == "all" || w == "everything" || w == "default");
     let want = |s: &str| all || wanted.iter().any(|w| w == s);
     let mut out = String::new();
-    let sections: [(&str, fn(&State, &mut String)); 7] = [
+    let sections: [(&str, SectionWriter); 7] = [
         ("server", crate::info::server),
         ("clients", crate::info::clients),
         ("memory", crate::info::memory),

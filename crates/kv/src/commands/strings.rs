@@ -212,10 +212,8 @@ pub(super) fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 let at = at.to_string();
                 ctx.propagate(&[b"PEXPIREAT", key, at.as_bytes()]);
             }
-            Expiry::Persist => {
-                if ctx.state.keyspace.persist(db, key) {
-                    ctx.propagate(&[b"PERSIST", key]);
-                }
+            Expiry::Persist if ctx.state.keyspace.persist(db, key) => {
+                ctx.propagate(&[b"PERSIST", key]);
             }
             _ => {}
         }
@@ -237,7 +235,7 @@ pub(super) fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn check_pairs(args: &Args<'_>, name: &str) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(Cow::Owned(format!(
             "ERR wrong number of arguments for '{name}' command"
         )));

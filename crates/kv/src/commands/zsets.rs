@@ -62,7 +62,7 @@ fn zadd_flags(args: &Args<'_>) -> Result<(ZaddFlags, usize), CmdError> {
         ));
     }
     let pairs = args.len() - i;
-    if pairs == 0 || pairs % 2 != 0 {
+    if pairs == 0 || !pairs.is_multiple_of(2) {
         return Err(Cow::Borrowed(errors::SYNTAX));
     }
     if f.incr && pairs != 2 {

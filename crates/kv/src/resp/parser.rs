@@ -144,7 +144,7 @@ fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     while at < buf.len() {
         let nl = at + buf[at..].iter().position(|&b| b == b'\n')?;
-        if nl > 0 && buf[nl - 1] == b'\r' && nl - 1 >= from {
+        if nl > 0 && buf[nl - 1] == b'\r' && nl > from {
             return Some(nl - 1);
         }
         at = nl + 1;

@@ -419,7 +419,7 @@ impl Server {
         match conn.write_pending(&mut self.state.stats.net_output_bytes) {
             Ok(true) if conn.closing => self.close(conn, index),
             Ok(done) => {
-                if done != !conn.want_write {
+                if done == conn.want_write {
                     conn.want_write = !done;
                     let interest = if done {
                         Interest::READABLE

@@ -1,0 +1,21 @@
+//! `ferrite-bench`: run one of Ferrite's experiments.
+
+use clap::Parser;
+
+/// Ferrite's experiments, each with its baseline in the same run.
+#[derive(Debug, Parser)]
+#[command(name = "ferrite-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    experiment: ferrite_bench::Experiment,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    ferrite_bench::run(Cli::parse().experiment)
+}
