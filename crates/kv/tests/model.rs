@@ -54,7 +54,7 @@ fn key(k: u8) -> Vec<u8> {
 }
 
 fn val(v: u8) -> Vec<u8> {
-    if v % 3 == 0 {
+    if v.is_multiple_of(3) {
         (v / 3).to_string().into_bytes()
     } else {
         format!("v{v}").into_bytes()
