@@ -13,6 +13,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub mod kv;
+pub mod kvload;
 pub mod pmem;
 pub mod report;
 
@@ -49,11 +51,34 @@ impl Common {
 pub enum Experiment {
     /// Persist primitives vs libpmem and msync; Device write+sync latency.
     Pmem(Common),
+    /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
+    /// setting): throughput by appendfsync level and log medium, memory.
+    Kv(Common),
+    /// (internal) Runs a Ferrite server for the kv experiment:
+    /// `kv-serve --name value...`.
+    #[command(hide = true)]
+    KvServe {
+        /// redis.conf directives as `--name value` flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// (internal) The kv experiment's own load generator.
+    #[command(hide = true)]
+    KvLoad(kvload::LoadArgs),
 }
 
 /// Runs one experiment.
 pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
+        Experiment::Kv(common) => kv::run(&common.resolved()),
+        Experiment::KvServe { args } => {
+            let config = ferrite_kv::config::Config::load(None, &args)?;
+            Ok(ferrite_kv::serve(config)?)
+        }
+        Experiment::KvLoad(args) => {
+            println!("{:.1}", kvload::run_load(&args)?);
+            Ok(())
+        }
     }
 }
