@@ -160,14 +160,23 @@ fn replay(state: &mut State, device: &dyn Device) -> Result<ScanReport> {
 /// Redis's rules for a damaged log: a torn tail is cut with a warning
 /// (`aof-load-truncated yes`), anything else refuses to start.
 pub fn open_log(state: &mut State, notify: Box<dyn Fn() + Send + Sync>) -> Result<OpenedLog> {
-    let config = state.config.clone();
-    if !config.appendonly {
+    if !state.config.appendonly {
         return Ok(OpenedLog {
             log: Box::new(NullLog),
             report: None,
         });
     }
-    let device = open_device(&config)?;
+    let device = open_device(&state.config)?;
+    open_log_on(state, device, notify)
+}
+
+/// [`open_log`] on a given device (a simulated one in crash tests).
+pub fn open_log_on(
+    state: &mut State,
+    device: Arc<dyn Device>,
+    notify: Box<dyn Fn() + Send + Sync>,
+) -> Result<OpenedLog> {
+    let config = state.config.clone();
     let started = Instant::now();
     let report = replay(state, &*device)?;
     let dir = config.dir.display().to_string();

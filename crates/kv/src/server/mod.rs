@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::aof::{open_log, CommandLog};
+use crate::aof::{open_log, open_log_on, CommandLog};
 use crate::commands::{execute, unwatch_all, Ctx, Propagation, Session};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -79,18 +79,28 @@ fn io_err(op: &'static str, what: String) -> impl FnOnce(io::Error) -> Error {
 impl Server {
     /// Opens the log (replaying it), then binds the configured addresses.
     pub fn bind(config: Config) -> Result<Server> {
+        Server::bind_with(config, None)
+    }
+
+    /// [`Server::bind`] with the log on `device` instead of the one the
+    /// configuration names (crash and failure tests use simulated devices).
+    pub fn bind_with(
+        config: Config,
+        device: Option<Arc<dyn ferrite_io::Device>>,
+    ) -> Result<Server> {
         let poll = Poll::new().map_err(io_err("create poll", "epoll".into()))?;
         let waker = Arc::new(
             Waker::new(poll.registry(), WAKER).map_err(io_err("create waker", "eventfd".into()))?,
         );
         let mut state = State::new(config);
         let notify_waker = Arc::clone(&waker);
-        let opened = open_log(
-            &mut state,
-            Box::new(move || {
-                let _ = notify_waker.wake();
-            }),
-        )?;
+        let notify: Box<dyn Fn() + Send + Sync> = Box::new(move || {
+            let _ = notify_waker.wake();
+        });
+        let opened = match device {
+            Some(device) => open_log_on(&mut state, device, notify)?,
+            None => open_log(&mut state, notify)?,
+        };
         let mut listeners = Vec::new();
         for (i, host) in state.config.bind.iter().enumerate() {
             let ip: IpAddr = host
