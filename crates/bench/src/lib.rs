@@ -17,6 +17,7 @@ pub mod kv;
 pub mod kvload;
 pub mod pmem;
 pub mod report;
+pub mod wal;
 
 /// Options every experiment takes.
 #[derive(Clone, Debug, clap::Args)]
@@ -51,6 +52,9 @@ impl Common {
 pub enum Experiment {
     /// Persist primitives vs libpmem and msync; Device write+sync latency.
     Pmem(Common),
+    /// Paper 004: redo log with group commit vs one sync per commit, on
+    /// disk and on emulated PM, 1 to 64 sessions.
+    Wal(Common),
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
     /// setting): throughput by appendfsync level and log medium, memory.
     Kv(Common),
@@ -71,6 +75,7 @@ pub enum Experiment {
 pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
+        Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Kv(common) => kv::run(&common.resolved()),
         Experiment::KvServe { args } => {
             let config = ferrite_kv::config::Config::load(None, &args)?;

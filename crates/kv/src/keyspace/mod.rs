@@ -365,12 +365,17 @@ impl Keyspace {
     }
 
     /// Active expiry: walks segments round-robin, removing expired keys,
-    /// until `segments_max` segments were visited. Called from the server's
-    /// timer, like Redis's `activeExpireCycle`.
+    /// until `segments_max` segments holding keys with a TTL were scanned
+    /// or every segment was visited once. Segments without a TTL cost one
+    /// emptiness check, so a sweep of all databases stays cheap. Called
+    /// from the server's timer, like Redis's `activeExpireCycle`.
     pub fn active_expire(&mut self, segments_max: usize) -> usize {
         let total = self.dbs.len() * SEGMENTS_PER_DB;
-        let mut removed = 0;
-        for _ in 0..segments_max.min(total) {
+        let (mut removed, mut scanned) = (0, 0);
+        for _ in 0..total {
+            if scanned >= segments_max {
+                break;
+            }
             let at = self.active_cursor % total;
             self.active_cursor = (at + 1) % total;
             let (db, seg) = (at / SEGMENTS_PER_DB, at % SEGMENTS_PER_DB);
@@ -378,6 +383,7 @@ impl Keyspace {
             if segment.expires.is_empty() {
                 continue;
             }
+            scanned += 1;
             let due: Vec<Bytes> = segment
                 .expires
                 .iter()

@@ -1,0 +1,55 @@
+//! The background syncer of [`crate::Durability::Periodic`].
+
+use std::sync::{Arc, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::group::Shared;
+
+/// Starts the thread that syncs the log every `interval` while there is
+/// something to sync, until the log is closed or poisoned.
+pub(crate) fn spawn(shared: Arc<Shared>, interval: Duration) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("wal-syncer".into())
+        .spawn(move || run(&shared, interval))
+}
+
+fn run(shared: &Shared, interval: Duration) {
+    loop {
+        let mut state = shared.lock();
+        let deadline = Instant::now() + interval;
+        loop {
+            if state.closed || state.poison.is_some() {
+                return;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = shared
+                .syncer_wake
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        if state.segment.self_persist {
+            continue;
+        }
+        // A commit is writing: let it finish, then sync what it wrote. The
+        // sync is never started concurrently with another, so a sync slower
+        // than the interval simply delays the next one.
+        while state.io_active && !state.closed && state.poison.is_none() {
+            state = shared.wait(state);
+        }
+        if state.closed || state.poison.is_some() || state.durable_lsn + 1 >= state.next_lsn {
+            continue;
+        }
+        state.sync_running = true;
+        let (mut state, result) = shared.leader_round(state, true);
+        state.sync_running = false;
+        if let Err(e) = result {
+            tracing::error!("periodic log sync failed: {e}");
+            return;
+        }
+    }
+}
