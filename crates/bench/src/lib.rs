@@ -13,6 +13,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub mod kv;
+pub mod kvload;
 pub mod pmem;
 pub mod report;
 pub mod tpcc;
@@ -56,6 +58,20 @@ pub enum Experiment {
     Wal(Common),
     /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
     Tpcc(tpcc::TpccArgs),
+    /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
+    /// setting): throughput by appendfsync level and log medium, memory.
+    Kv(Common),
+    /// (internal) Runs a Ferrite server for the kv experiment:
+    /// `kv-serve --name value...`.
+    #[command(hide = true)]
+    KvServe {
+        /// redis.conf directives as `--name value` flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// (internal) The kv experiment's own load generator.
+    #[command(hide = true)]
+    KvLoad(kvload::LoadArgs),
 }
 
 /// Runs one experiment.
@@ -64,5 +80,14 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
+        Experiment::Kv(common) => kv::run(&common.resolved()),
+        Experiment::KvServe { args } => {
+            let config = ferrite_kv::config::Config::load(None, &args)?;
+            Ok(ferrite_kv::serve(config)?)
+        }
+        Experiment::KvLoad(args) => {
+            println!("{:.1}", kvload::run_load(&args)?);
+            Ok(())
+        }
     }
 }

@@ -1,0 +1,306 @@
+//! Crash test of the real `ferrite serve` binary: concurrent clients write
+//! with `appendfsync always`, the server is killed with SIGKILL at a random
+//! moment, restarted, and every acknowledged write must be there while
+//! nothing that was never sent may appear. Runs for the file log and the
+//! emulated-PM log; `FERRITE_CRASH_ITERS` sets the rounds per device.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Rounds per device when `FERRITE_CRASH_ITERS` is not set: enough to hit
+/// many crash points, small enough for a CI budget of a few minutes.
+const ROUNDS_DEFAULT: usize = 12;
+const CLIENTS: usize = 4;
+
+/// A minimal blocking RESP client: enough for SET, GET, INCR, MULTI, KEYS.
+struct Client {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+#[derive(Debug, PartialEq)]
+enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Reply>),
+}
+
+impl Client {
+    fn connect(port: u16) -> std::io::Result<Client> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+        Ok(Client {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+        })
+    }
+
+    fn send(&mut self, args: &[&[u8]]) -> std::io::Result<()> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.writer.write_all(&out)
+    }
+
+    fn read(&mut self) -> std::io::Result<Reply> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end();
+        let (tag, rest) = line.split_at(1);
+        let bad = || std::io::Error::other(format!("bad reply line {line:?}"));
+        Ok(match tag {
+            "+" => Reply::Simple(rest.into()),
+            "-" => Reply::Error(rest.into()),
+            ":" => Reply::Int(rest.parse().map_err(|_| bad())?),
+            "$" => {
+                let n: i64 = rest.parse().map_err(|_| bad())?;
+                if n < 0 {
+                    Reply::Bulk(None)
+                } else {
+                    let mut data = vec![0u8; n as usize + 2];
+                    std::io::Read::read_exact(&mut self.reader, &mut data)?;
+                    data.truncate(n as usize);
+                    Reply::Bulk(Some(data))
+                }
+            }
+            "*" => {
+                let n: i64 = rest.parse().map_err(|_| bad())?;
+                let mut items = Vec::new();
+                for _ in 0..n.max(0) {
+                    items.push(self.read()?);
+                }
+                Reply::Array(items)
+            }
+            _ => return Err(bad()),
+        })
+    }
+
+    fn call(&mut self, args: &[&[u8]]) -> std::io::Result<Reply> {
+        self.send(args)?;
+        self.read()
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(dir: &Path, device: &str) -> (Child, u16) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["serve", "--port", &port.to_string(), "--dir"])
+        .arg(dir)
+        .args(["--appendfsync", "always", "--log-device", device])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ferrite starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Client::connect(port).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server did not come up on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+/// What the test knows about a key.
+#[derive(Clone, Debug, PartialEq)]
+enum Known {
+    /// Acknowledged: must be there with this value, forever.
+    Acked(Vec<u8>),
+    /// Sent, reply lost in the crash: may be there with this value, or not.
+    Maybe(Vec<u8>),
+    /// Sent, not acknowledged, and found absent after a restart: must stay absent.
+    Absent,
+}
+
+type Ledger = Arc<Mutex<BTreeMap<Vec<u8>, Known>>>;
+
+/// One client's writes until the connection breaks: plain SETs and
+/// two-key MULTI/EXEC transactions, each key written once.
+fn writer(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
+    let Ok(mut c) = Client::connect(port) else {
+        return;
+    };
+    let note = |k: &[u8], known: Known| ledger.lock().unwrap().insert(k.to_vec(), known);
+    for i in 0.. {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let (k1, k2) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
+        let value = format!("value-{tag}-{i}").into_bytes();
+        if i % 4 == 0 {
+            note(k1.as_bytes(), Known::Maybe(value.clone()));
+            note(k2.as_bytes(), Known::Maybe(value.clone()));
+            let ok = (|| -> std::io::Result<bool> {
+                c.call(&[b"MULTI"])?;
+                c.call(&[b"SET", k1.as_bytes(), &value])?;
+                c.call(&[b"SET", k2.as_bytes(), &value])?;
+                Ok(matches!(c.call(&[b"EXEC"])?, Reply::Array(ref a) if a.len() == 2))
+            })();
+            match ok {
+                Ok(true) => {
+                    note(k1.as_bytes(), Known::Acked(value.clone()));
+                    note(k2.as_bytes(), Known::Acked(value));
+                }
+                _ => return,
+            }
+        } else {
+            note(k1.as_bytes(), Known::Maybe(value.clone()));
+            match c.call(&[b"SET", k1.as_bytes(), &value]) {
+                Ok(Reply::Simple(s)) if s == "OK" => {
+                    note(k1.as_bytes(), Known::Acked(value));
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Checks the restarted server against the ledger, and settles the
+/// `Maybe` keys to what recovery decided.
+fn verify(port: u16, ledger: &Ledger, round: usize) {
+    let mut c = Client::connect(port).expect("connect after restart");
+    let mut ledger = ledger.lock().unwrap();
+    let Reply::Array(keys) = c.call(&[b"KEYS", b"*"]).unwrap() else {
+        panic!("KEYS failed")
+    };
+    for k in keys {
+        let Reply::Bulk(Some(k)) = k else {
+            panic!("bad key")
+        };
+        assert!(
+            ledger.contains_key(&k),
+            "round {round}: key {:?} was never written",
+            String::from_utf8_lossy(&k)
+        );
+    }
+    let mut pairs: BTreeMap<String, Vec<bool>> = BTreeMap::new();
+    for (key, known) in ledger.iter_mut() {
+        let got = match c.call(&[b"GET", key]).unwrap() {
+            Reply::Bulk(v) => v,
+            other => panic!("GET: {other:?}"),
+        };
+        let name = String::from_utf8_lossy(key).into_owned();
+        match known.clone() {
+            Known::Acked(v) => assert_eq!(
+                got.as_ref(),
+                Some(&v),
+                "round {round}: acknowledged {name} lost"
+            ),
+            Known::Maybe(v) => {
+                assert!(
+                    got.is_none() || got.as_ref() == Some(&v),
+                    "round {round}: {name} has a value never written"
+                );
+                *known = if got.is_some() {
+                    Known::Acked(v)
+                } else {
+                    Known::Absent
+                };
+            }
+            Known::Absent => assert!(
+                got.is_none(),
+                "round {round}: {name} came back after being absent"
+            ),
+        }
+        if let Some(stem) = name.strip_suffix(":a").or_else(|| name.strip_suffix(":b")) {
+            pairs
+                .entry(stem.to_string())
+                .or_default()
+                .push(got.is_some());
+        }
+    }
+    for (stem, present) in pairs {
+        let index: usize = stem
+            .rsplit(':')
+            .next()
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(1);
+        if index.is_multiple_of(4) {
+            assert!(
+                present.iter().all(|p| *p == present[0]),
+                "round {round}: transaction {stem} half applied"
+            );
+        }
+    }
+}
+
+fn crash_rounds(device: &str) {
+    let rounds = std::env::var("FERRITE_CRASH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ROUNDS_DEFAULT);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger: Ledger = Arc::default();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
+    eprintln!("crash test on {device}: {rounds} rounds, seed {seed:#x}");
+    for round in 0..rounds {
+        let (mut child, port) = start(dir.path(), device);
+        verify(port, &ledger, round);
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads: Vec<_> = (0..CLIENTS)
+            .map(|t| {
+                let (ledger, stop) = (Arc::clone(&ledger), Arc::clone(&stop));
+                let tag = format!("r{round}c{t}");
+                std::thread::spawn(move || writer(port, tag, ledger, stop))
+            })
+            .collect();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let run_ms = 20 + (seed >> 33) % 250;
+        std::thread::sleep(Duration::from_millis(run_ms));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    let (mut child, port) = start(dir.path(), device);
+    verify(port, &ledger, rounds);
+    let acked = ledger
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|k| matches!(k, Known::Acked(_)))
+        .count();
+    assert!(
+        acked > rounds,
+        "too few acknowledged writes ({acked}) to mean anything"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_write_file_log() {
+    crash_rounds("file");
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_write_emulated_pm_log() {
+    crash_rounds("pmem-emulated");
+}

@@ -1,0 +1,245 @@
+//! Connection commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT, RESET,
+//! CLIENT.
+
+use std::borrow::Cow;
+
+use super::{errors, int_arg, upper, CmdResult, Ctx};
+use crate::resp::{Args, Protocol};
+
+/// The Redis version reported to clients. Tools pick features by version;
+/// Ferrite implements the 7.2 command forms it lists in `docs/kv.md`.
+pub const REDIS_VERSION: &str = "7.2.0";
+
+pub(super) fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    match args.len() {
+        1 => ctx.reply.simple("PONG"),
+        2 => ctx.reply.bulk(args.get(1)),
+        _ => {
+            return Err(Cow::Borrowed(
+                "ERR wrong number of arguments for 'ping' command",
+            ))
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn echo(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    ctx.reply.bulk(args.get(1));
+    Ok(())
+}
+
+fn db_index(
+    ctx: &Ctx<'_>,
+    args: &Args<'_>,
+    index: usize,
+    name: &'static str,
+) -> Result<usize, Cow<'static, str>> {
+    let n = int_arg(args, index).map_err(|_| Cow::Borrowed(name))?;
+    if n < 0 || n as usize >= ctx.state.keyspace.databases() {
+        return Err(Cow::Borrowed("ERR DB index is out of range"));
+    }
+    Ok(n as usize)
+}
+
+pub(super) fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let db = db_index(ctx, args, 1, errors::NOT_INTEGER)?;
+    ctx.session.db = db;
+    if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
+        info.db = db;
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let a = db_index(ctx, args, 1, "ERR invalid first DB index")?;
+    let b = db_index(ctx, args, 2, "ERR invalid second DB index")?;
+    ctx.state.keyspace.swap_db(a, b);
+    ctx.propagate_args(args);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Checks a password for the default user.
+fn check_password(ctx: &mut Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> CmdResult {
+    let Some(expected) = ctx.state.config.requirepass.as_deref() else {
+        if user.is_some_and(|u| u != b"default") {
+            return Err(Cow::Borrowed(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ));
+        }
+        return Err(Cow::Borrowed("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
+    };
+    if user.is_some_and(|u| u != b"default") || password != expected.as_bytes() {
+        return Err(Cow::Borrowed(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ));
+    }
+    ctx.session.authenticated = true;
+    Ok(())
+}
+
+pub(super) fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    match args.len() {
+        2 => check_password(ctx, None, args.get(1))?,
+        3 => check_password(ctx, Some(args.get(1)), args.get(2))?,
+        _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let mut proto = ctx.reply.proto;
+    let mut i = 1;
+    if args.len() > 1 {
+        let version = int_arg(args, 1)
+            .map_err(|_| Cow::Borrowed("ERR Protocol version is not an integer or out of range"))?;
+        proto = match version {
+            2 => Protocol::Resp2,
+            3 => Protocol::Resp3,
+            _ => return Err(Cow::Borrowed("NOPROTO unsupported protocol version")),
+        };
+        i = 2;
+    }
+    let mut name = None;
+    while i < args.len() {
+        match upper(args, i).as_slice() {
+            b"AUTH" if i + 2 < args.len() => {
+                check_password(ctx, Some(args.get(i + 1)), args.get(i + 2))?;
+                i += 3;
+            }
+            b"SETNAME" if i + 1 < args.len() => {
+                name = Some(args.get(i + 1).to_vec());
+                i += 2;
+            }
+            _ => {
+                return Err(Cow::Owned(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(args.get(i))
+                )))
+            }
+        }
+    }
+    if !ctx.session.authenticated {
+        return Err(Cow::Borrowed("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(name) = name {
+        set_name(ctx, &name)?;
+    }
+    ctx.reply.proto = proto;
+    if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
+        info.resp = proto.version();
+    }
+    ctx.reply.map(7);
+    ctx.reply.bulk(b"server");
+    ctx.reply.bulk(b"redis");
+    ctx.reply.bulk(b"version");
+    ctx.reply.bulk(REDIS_VERSION.as_bytes());
+    ctx.reply.bulk(b"proto");
+    ctx.reply.int(proto.version());
+    ctx.reply.bulk(b"id");
+    ctx.reply.int(ctx.session.id as i64);
+    ctx.reply.bulk(b"mode");
+    ctx.reply.bulk(b"standalone");
+    ctx.reply.bulk(b"role");
+    ctx.reply.bulk(b"master");
+    ctx.reply.bulk(b"modules");
+    ctx.reply.array(0);
+    Ok(())
+}
+
+pub(super) fn quit(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    ctx.session.close_after_reply = true;
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    ctx.session.multi = None;
+    super::transactions::unwatch_all(&mut ctx.state.keyspace, ctx.session);
+    ctx.session.db = 0;
+    ctx.session.name = None;
+    ctx.session.authenticated = ctx.state.config.requirepass.is_none();
+    ctx.reply.proto = Protocol::Resp2;
+    if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
+        info.db = 0;
+        info.name.clear();
+        info.resp = 2;
+    }
+    ctx.reply.simple("RESET");
+    Ok(())
+}
+
+fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Cow::Borrowed(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    ctx.session.name = (!name.is_empty()).then(|| name.into());
+    if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
+        info.name = String::from_utf8_lossy(name).into_owned();
+    }
+    Ok(())
+}
+
+/// One CLIENT LIST line.
+fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
+    let now = crate::state::unix_ms();
+    let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
+    format!(
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=NULL user=default redir=-1 resp={}\n",
+        info.addr,
+        info.laddr,
+        info.name,
+        (now - info.created_ms).max(0) / 1000,
+        info.db,
+        info.resp
+    )
+}
+
+pub(super) fn client(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let sub = upper(args, 1);
+    let arity_error = || {
+        Cow::Owned(format!(
+            "ERR wrong number of arguments for 'client|{}' command",
+            String::from_utf8_lossy(&sub).to_ascii_lowercase()
+        ))
+    };
+    match sub.as_slice() {
+        b"SETNAME" if args.len() == 3 => {
+            set_name(ctx, args.get(2))?;
+            ctx.reply.ok();
+        }
+        b"GETNAME" if args.len() == 2 => {
+            let name = ctx.session.name.clone();
+            ctx.reply.bulk_opt(name.as_deref());
+        }
+        b"ID" if args.len() == 2 => ctx.reply.int(ctx.session.id as i64),
+        b"INFO" if args.len() == 2 => {
+            let line = client_line(ctx, ctx.session.id);
+            ctx.reply.verbatim(&line);
+        }
+        b"LIST" => {
+            let ids: Vec<u64> = ctx.state.clients.keys().copied().collect();
+            let text: String = ids.into_iter().map(|id| client_line(ctx, id)).collect();
+            ctx.reply.verbatim(&text);
+        }
+        b"SETINFO" if args.len() == 4 => ctx.reply.ok(),
+        b"NO-EVICT" | b"NO-TOUCH" if args.len() == 3 => ctx.reply.ok(),
+        b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"SETINFO" | b"NO-EVICT" | b"NO-TOUCH" => {
+            return Err(arity_error())
+        }
+        b"HELP" => ctx.reply.bulks(
+            [&b"CLIENT <subcommand>: ID, GETNAME, SETNAME, LIST, INFO, SETINFO"[..]].into_iter(),
+        ),
+        _ => {
+            return Err(Cow::Owned(format!(
+                "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(args.get(1))
+            )))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! Hash commands.
+
+use std::borrow::Cow;
+
+use super::keys::scan_options;
+use super::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::glob::glob_match;
+use crate::keyspace::Keyspace;
+use crate::resp::Args;
+use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::types::{HashValue, Value};
+
+fn hash_ref<'k>(
+    ks: &'k mut Keyspace,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'k HashValue>, CmdError> {
+    match ks.get(db, key) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    }
+}
+
+fn hash_create<'k>(
+    ks: &'k mut Keyspace,
+    db: usize,
+    key: &[u8],
+) -> Result<&'k mut HashValue, CmdError> {
+    if let Some(v) = ks.get(db, key) {
+        if !matches!(v, Value::Hash(_)) {
+            return Err(Cow::Borrowed(errors::WRONGTYPE));
+        }
+    }
+    match ks.get_or_insert(db, key, Value::new_hash) {
+        Value::Hash(h) => Ok(h),
+        _ => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    }
+}
+
+fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str) -> Result<i64, CmdError> {
+    if !args.len().is_multiple_of(2) {
+        return Err(Cow::Owned(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
+    let hash = hash_create(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let mut added = 0;
+    for i in (2..args.len()).step_by(2) {
+        if hash
+            .insert(args.get(i).into(), args.get(i + 1).into())
+            .is_none()
+        {
+            added += 1;
+        }
+    }
+    ctx.propagate_args(args);
+    Ok(added)
+}
+
+pub(super) fn hset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let added = hset_generic(ctx, args, "hset")?;
+    ctx.reply.int(added);
+    Ok(())
+}
+
+pub(super) fn hmset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    hset_generic(ctx, args, "hmset")?;
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_create(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let field = args.get(2);
+    let added = !hash.contains_key(field);
+    if added {
+        hash.insert(field.into(), args.get(3).into());
+        ctx.propagate(&[b"HSET", args.get(1), field, args.get(3)]);
+    }
+    ctx.reply.int(i64::from(added));
+    Ok(())
+}
+
+pub(super) fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply
+        .bulk_opt(hash.and_then(|h| h.get(args.get(2))).map(|v| &v[..]));
+    Ok(())
+}
+
+pub(super) fn hmget(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.array(args.len() - 2);
+    for field in args.iter().skip(2) {
+        ctx.reply
+            .bulk_opt(hash.and_then(|h| h.get(field)).map(|v| &v[..]));
+    }
+    Ok(())
+}
+
+pub(super) fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    if hash_ref(&mut ctx.state.keyspace, db, key)?.is_none() {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let mut removed = 0;
+    if let Some(Value::Hash(h)) = ctx.state.keyspace.get_mut(db, key) {
+        removed = args
+            .iter()
+            .skip(2)
+            .filter(|f| h.remove(*f).is_some())
+            .count();
+    }
+    ctx.state.keyspace.remove_if_empty(db, key);
+    if removed > 0 {
+        ctx.propagate_args(args);
+    }
+    ctx.reply.int(removed as i64);
+    Ok(())
+}
+
+/// HGETALL, HKEYS, HVALS.
+fn hash_listing(ctx: &mut Ctx<'_>, args: &Args<'_>, keys: bool, values: bool) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let len = hash.map_or(0, |h| h.len());
+    if keys && values {
+        ctx.reply.map(len);
+    } else {
+        ctx.reply.array(len);
+    }
+    for (field, value) in hash.into_iter().flatten() {
+        if keys {
+            ctx.reply.bulk(field);
+        }
+        if values {
+            ctx.reply.bulk(value);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn hgetall(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    hash_listing(ctx, args, true, true)
+}
+
+pub(super) fn hkeys(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    hash_listing(ctx, args, true, false)
+}
+
+pub(super) fn hvals(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    hash_listing(ctx, args, false, true)
+}
+
+pub(super) fn hlen(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.int(hash.map_or(0, |h| h.len()) as i64);
+    Ok(())
+}
+
+pub(super) fn hstrlen(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let len = hash.and_then(|h| h.get(args.get(2))).map_or(0, |v| v.len());
+    ctx.reply.int(len as i64);
+    Ok(())
+}
+
+pub(super) fn hexists(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let found = hash.is_some_and(|h| h.contains_key(args.get(2)));
+    ctx.reply.int(i64::from(found));
+    Ok(())
+}
+
+pub(super) fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let delta = int_arg(args, 3)?;
+    let (db, key, field) = (ctx.session.db, args.get(1), args.get(2));
+    let current = match hash_ref(&mut ctx.state.keyspace, db, key)?.and_then(|h| h.get(field)) {
+        None => 0,
+        Some(v) => value_as_i64(v).ok_or(Cow::Borrowed("ERR hash value is not an integer"))?,
+    };
+    let next = current
+        .checked_add(delta)
+        .ok_or(Cow::Borrowed(errors::OVERFLOW))?;
+    let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
+    hash.insert(field.into(), next.to_string().as_bytes().into());
+    ctx.propagate_args(args);
+    ctx.reply.int(next);
+    Ok(())
+}
+
+pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let delta = parse_f64(args.get(3)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    let (db, key, field) = (ctx.session.db, args.get(1), args.get(2));
+    let current = match hash_ref(&mut ctx.state.keyspace, db, key)?.and_then(|h| h.get(field)) {
+        None => 0.0,
+        Some(v) => parse_f64(v).ok_or(Cow::Borrowed("ERR hash value is not a float"))?,
+    };
+    let next = current + delta;
+    if !next.is_finite() {
+        return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
+    }
+    let text = format_float_human(next);
+    let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
+    hash.insert(field.into(), text.as_bytes().into());
+    ctx.propagate(&[b"HSET", key, field, text.as_bytes()]);
+    ctx.reply.bulk(text.as_bytes());
+    Ok(())
+}
+
+pub(super) fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let fields: Vec<&[u8]> = hash.into_iter().flatten().map(|(f, _)| &f[..]).collect();
+    if fields.is_empty() {
+        ctx.reply.null();
+        return Ok(());
+    }
+    let pick = ctx.state.rng.below(fields.len() as u64) as usize;
+    ctx.reply.bulk(fields[pick]);
+    Ok(())
+}
+
+/// HSCAN returns the whole (matching) hash in one step with cursor 0: a
+/// valid, if unchunked, SCAN iteration.
+pub(super) fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (_, o) = scan_options(args, 2, false)?;
+    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let pairs: Vec<(&[u8], &[u8])> = hash
+        .into_iter()
+        .flatten()
+        .filter(|(f, _)| o.pattern.as_ref().is_none_or(|p| glob_match(p, f)))
+        .map(|(f, v)| (&f[..], &v[..]))
+        .collect();
+    ctx.reply.array(2);
+    ctx.reply.bulk(b"0");
+    ctx.reply.array(pairs.len() * 2);
+    for (f, v) in pairs {
+        ctx.reply.bulk(f);
+        ctx.reply.bulk(v);
+    }
+    Ok(())
+}

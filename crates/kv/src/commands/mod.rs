@@ -1,0 +1,310 @@
+//! The command table and dispatch: arity and authentication checks,
+//! MULTI queueing, refusals (MISCONF, OOM), then the command itself.
+//!
+//! Every command is a plain function over a [`Ctx`]. A write command also
+//! says what to append to the log through [`Propagation`], in a
+//! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
+//! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
+
+mod connection;
+mod hashes;
+mod keys;
+mod lists;
+mod server;
+mod sets;
+mod strings;
+mod table;
+mod transactions;
+mod zsets;
+
+use std::borrow::Cow;
+
+use ferrite_pmem::SplitMix64;
+
+use crate::keyspace::Keyspace;
+use crate::resp::{Args, ReplyBuf};
+use crate::state::State;
+use crate::types::Bytes;
+
+pub use connection::REDIS_VERSION;
+pub use table::{lookup, CommandSpec, COMMANDS};
+pub use transactions::{flatten, unwatch_all};
+
+/// A command's error reply, without the leading `-`.
+pub type CmdError = Cow<'static, str>;
+/// What command functions return: `Err` becomes an error reply.
+pub type CmdResult = Result<(), CmdError>;
+
+/// The error replies shared by many commands, worded as Redis words them.
+pub mod errors {
+    /// Operation on a key of another type.
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    /// Bad option combination or unknown option.
+    pub const SYNTAX: &str = "ERR syntax error";
+    /// An argument that must be an integer is not.
+    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    /// An argument that must be a float is not.
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    /// INCR and friends past `i64`.
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    /// RENAME and LSET on a missing key.
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    /// A SCAN cursor that is not a number.
+    pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+    /// Bad score range ends.
+    pub const MIN_MAX_FLOAT: &str = "ERR min or max is not a float";
+    /// A string that would exceed `proto-max-bulk-len`.
+    pub const STRING_TOO_LONG: &str =
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+    /// A positive number was required.
+    pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+}
+
+/// Command properties, as bits.
+pub mod flags {
+    /// Modifies data: logged, refused when the log failed.
+    pub const WRITE: u32 = 1;
+    /// Only reads data.
+    pub const READONLY: u32 = 1 << 1;
+    /// Refused when memory is above `maxmemory`.
+    pub const DENYOOM: u32 = 1 << 2;
+    /// Allowed before AUTH.
+    pub const NOAUTH: u32 = 1 << 3;
+    /// Runs even inside MULTI instead of being queued.
+    pub const NOQUEUE: u32 = 1 << 4;
+    /// Administrative.
+    pub const ADMIN: u32 = 1 << 5;
+    /// O(1) or O(log n).
+    pub const FAST: u32 = 1 << 6;
+    /// Reads the clock or randomness; listed for COMMAND INFO.
+    pub const RANDOM: u32 = 1 << 7;
+}
+
+/// The log form of one client command: RESP commands, with `SELECT` added
+/// where the database changes inside the record.
+#[derive(Debug, Default)]
+pub struct Propagation {
+    /// RESP bytes of the commands.
+    pub buf: Vec<u8>,
+    /// How many commands `buf` holds.
+    pub commands: usize,
+    /// Database the first command runs in.
+    pub first_db: Option<usize>,
+    /// Database the last command ran in.
+    pub last_db: usize,
+}
+
+impl Propagation {
+    /// Appends one command for database `db`.
+    pub fn push(&mut self, db: usize, args: &[&[u8]]) {
+        match self.first_db {
+            None => self.first_db = Some(db),
+            Some(_) if self.last_db != db => {
+                let text = db.to_string();
+                encode_command(&mut self.buf, &[b"SELECT", text.as_bytes()]);
+                self.commands += 1;
+            }
+            Some(_) => {}
+        }
+        self.last_db = db;
+        encode_command(&mut self.buf, args);
+        self.commands += 1;
+    }
+
+    /// Appends the command exactly as the client sent it.
+    pub fn push_args(&mut self, db: usize, args: &Args<'_>) {
+        let parts: Vec<&[u8]> = args.iter().collect();
+        self.push(db, &parts);
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.commands = 0;
+        self.first_db = None;
+    }
+}
+
+/// Encodes a command as a RESP multi-bulk array.
+pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    use crate::resp::reply::push_i64;
+    out.push(b'*');
+    push_i64(out, args.len() as i64);
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        out.push(b'$');
+        push_i64(out, a.len() as i64);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// A queued MULTI command.
+pub type QueuedCommand = Vec<Vec<u8>>;
+
+/// What the connection-level commands keep per client.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Selected database.
+    pub db: usize,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// Passed AUTH (or no password is configured).
+    pub authenticated: bool,
+    /// Commands queued since MULTI, if in a transaction.
+    pub multi: Option<Vec<QueuedCommand>>,
+    /// A command failed to queue: EXEC will abort.
+    pub multi_error: bool,
+    /// WATCHed keys with the version seen at WATCH time.
+    pub watched: Vec<(usize, Bytes, u64)>,
+    /// QUIT: close once the reply is written.
+    pub close_after_reply: bool,
+    /// Replaying the log: no auth, no refusals, nothing logged.
+    pub is_replay: bool,
+}
+
+/// Everything a command can touch.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// Server-wide state: keyspace, configuration, statistics.
+    pub state: &'a mut State,
+    /// The calling client.
+    pub session: &'a mut Session,
+    /// Where the reply goes.
+    pub reply: &'a mut ReplyBuf,
+    /// What to log.
+    pub prop: &'a mut Propagation,
+}
+
+impl Ctx<'_> {
+    /// The keyspace.
+    pub fn ks(&mut self) -> &mut Keyspace {
+        &mut self.state.keyspace
+    }
+
+    /// The client's database.
+    pub fn db(&self) -> usize {
+        self.session.db
+    }
+
+    /// Logs the command as sent.
+    pub fn propagate_args(&mut self, args: &Args<'_>) {
+        let db = self.session.db;
+        self.prop.push_args(db, args);
+    }
+
+    /// Logs `args` for the client's database.
+    pub fn propagate(&mut self, args: &[&[u8]]) {
+        let db = self.session.db;
+        self.prop.push(db, args);
+    }
+
+    /// Random numbers for SPOP, RANDOMKEY and friends.
+    pub fn rng(&mut self) -> &mut SplitMix64 {
+        &mut self.state.rng
+    }
+}
+
+/// Upper-cases argument `index` for option matching.
+pub(crate) fn upper(args: &Args<'_>, index: usize) -> Vec<u8> {
+    args.get(index).to_ascii_uppercase()
+}
+
+/// Parses an integer argument.
+pub(crate) fn int_arg(args: &Args<'_>, index: usize) -> Result<i64, CmdError> {
+    crate::types::number::parse_i64(args.get(index)).ok_or(Cow::Borrowed(errors::NOT_INTEGER))
+}
+
+/// Runs one parsed command for a client: checks, MULTI queueing, dispatch.
+pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if args.is_empty() {
+        return;
+    }
+    let Some(spec) = lookup(args.get(0)) else {
+        unknown_command(ctx, args);
+        return;
+    };
+    if !ctx.session.authenticated && spec.flags & flags::NOAUTH == 0 {
+        ctx.reply.error("NOAUTH Authentication required.");
+        return;
+    }
+    if !spec.arity_ok(args.len()) {
+        ctx.session.multi_error |= ctx.session.multi.is_some();
+        ctx.reply.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            spec.name
+        ));
+        return;
+    }
+    if ctx.session.multi.is_some() && spec.flags & flags::NOQUEUE == 0 {
+        if let Some(queue) = ctx.session.multi.as_mut() {
+            queue.push(args.to_vec());
+        }
+        ctx.reply.simple("QUEUED");
+        return;
+    }
+    run(ctx, spec, args);
+}
+
+/// Runs a command that passed the checks of [`execute`] (also used by EXEC).
+pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+    if let Err(e) = refusal(ctx, spec) {
+        ctx.reply.error(&e);
+        return;
+    }
+    ctx.state.stats.commands_processed += 1;
+    if let Err(e) = (spec.handler)(ctx, args) {
+        ctx.reply.error(&e);
+    }
+}
+
+/// Why a command must be refused now, if it must.
+fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
+    if ctx.session.is_replay {
+        return Ok(());
+    }
+    if spec.flags & flags::WRITE != 0 {
+        if let Some(why) = &ctx.state.log_failure {
+            return Err(Cow::Owned(format!(
+                "MISCONF Errors writing to the AOF file: {why}. Writes are refused until the server is restarted; reads still work."
+            )));
+        }
+    }
+    if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+        return Err(Cow::Borrowed(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+    }
+    Ok(())
+}
+
+fn unknown_command(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    ctx.session.multi_error |= ctx.session.multi.is_some();
+    let name = String::from_utf8_lossy(args.get(0));
+    let mut text = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        truncate(&name, 128)
+    );
+    let mut budget = 128usize;
+    for arg in args.iter().skip(1) {
+        if budget == 0 {
+            break;
+        }
+        let shown = String::from_utf8_lossy(arg);
+        let shown = truncate(&shown, budget);
+        budget = budget.saturating_sub(shown.len());
+        text.push_str(&format!("'{shown}' "));
+    }
+    ctx.reply.error(&text);
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

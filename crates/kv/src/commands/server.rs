@@ -1,0 +1,275 @@
+//! Server commands: INFO, CONFIG, COMMAND, FLUSHDB, FLUSHALL, TIME,
+//! LASTSAVE, SHUTDOWN.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use super::{errors, flags, upper, CmdResult, Ctx, COMMANDS};
+use crate::resp::Args;
+use crate::state::State;
+
+fn flush_option(args: &Args<'_>) -> CmdResult {
+    match args.len() {
+        1 => Ok(()),
+        2 if matches!(upper(args, 1).as_slice(), b"ASYNC" | b"SYNC") => Ok(()),
+        _ => Err(Cow::Borrowed(errors::SYNTAX)),
+    }
+}
+
+pub(super) fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    flush_option(args)?;
+    let db = ctx.session.db;
+    ctx.state.keyspace.flush_db(db);
+    ctx.propagate(&[b"FLUSHDB"]);
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    flush_option(args)?;
+    for db in 0..ctx.state.keyspace.databases() {
+        ctx.state.keyspace.flush_db(db);
+    }
+    ctx.propagate(&[b"FLUSHALL"]);
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.reply.array(2);
+    ctx.reply.bulk(now.as_secs().to_string().as_bytes());
+    ctx.reply.bulk(now.subsec_micros().to_string().as_bytes());
+    Ok(())
+}
+
+pub(super) fn lastsave(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    ctx.reply.int(ctx.state.start_unix_s);
+    Ok(())
+}
+
+pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    for i in 1..args.len() {
+        match upper(args, i).as_slice() {
+            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"ABORT" => return Err(Cow::Borrowed("ERR No shutdown in progress.")),
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+    }
+    // No reply: like Redis, the server closes every connection as it exits,
+    // after the log is flushed and synced.
+    ctx.state.shutdown_requested = true;
+    ctx.session.close_after_reply = true;
+    Ok(())
+}
+
+pub(super) fn bgrewriteaof(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    Err(Cow::Borrowed(
+        "ERR BGREWRITEAOF is not available yet in Ferrite (the parallel rewrite is issue #5)",
+    ))
+}
+
+pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let sub = upper(args, 1);
+    let arity = |name: &str| {
+        Cow::Owned(format!(
+            "ERR wrong number of arguments for 'config|{name}' command"
+        ))
+    };
+    match sub.as_slice() {
+        b"GET" => {
+            if args.len() < 3 {
+                return Err(arity("get"));
+            }
+            let mut found: Vec<(String, String)> = Vec::new();
+            for pattern in args.iter().skip(2) {
+                for entry in ctx
+                    .state
+                    .config
+                    .get_matching(&String::from_utf8_lossy(pattern))
+                {
+                    if !found.iter().any(|(k, _)| *k == entry.0) {
+                        found.push(entry);
+                    }
+                }
+            }
+            ctx.reply.map(found.len());
+            for (k, v) in found {
+                ctx.reply.bulk(k.as_bytes());
+                ctx.reply.bulk(v.as_bytes());
+            }
+        }
+        b"SET" => {
+            if args.len() < 4 || !args.len().is_multiple_of(2) {
+                return Err(arity("set"));
+            }
+            let mut next = ctx.state.config.clone();
+            for i in (2..args.len()).step_by(2) {
+                let name = String::from_utf8_lossy(args.get(i)).into_owned();
+                let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
+                next.set_at_runtime(&name, &value).map_err(|reason| {
+                    Cow::Owned(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
+                    ))
+                })?;
+            }
+            ctx.state.config = next;
+            ctx.reply.ok();
+        }
+        b"RESETSTAT" if args.len() == 2 => {
+            ctx.state.stats = Default::default();
+            ctx.reply.ok();
+        }
+        b"REWRITE" => {
+            return Err(Cow::Borrowed(
+                "ERR CONFIG REWRITE is not supported by Ferrite",
+            ))
+        }
+        b"RESETSTAT" => return Err(arity("resetstat")),
+        _ => {
+            return Err(Cow::Owned(format!(
+                "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+                String::from_utf8_lossy(args.get(1))
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn flag_names(bits: u32) -> Vec<&'static str> {
+    let names = [
+        (flags::WRITE, "write"),
+        (flags::READONLY, "readonly"),
+        (flags::DENYOOM, "denyoom"),
+        (flags::NOAUTH, "no_auth"),
+        (flags::ADMIN, "admin"),
+        (flags::FAST, "fast"),
+        (flags::RANDOM, "random"),
+    ];
+    names
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+fn command_info(ctx: &mut Ctx<'_>, spec: &super::CommandSpec) {
+    let r = &mut *ctx.reply;
+    r.array(10);
+    r.bulk(spec.name.as_bytes());
+    r.int(i64::from(spec.arity));
+    let names = flag_names(spec.flags);
+    r.set(names.len());
+    for n in names {
+        r.simple(n);
+    }
+    r.int(i64::from(spec.keys.0));
+    r.int(i64::from(spec.keys.1));
+    r.int(i64::from(spec.keys.2));
+    r.set(1);
+    r.simple(&format!("@{}", spec.group));
+    r.array(0);
+    r.array(0);
+    r.array(0);
+}
+
+pub(super) fn command(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if args.len() == 1 {
+        ctx.reply.array(COMMANDS.len());
+        for spec in COMMANDS {
+            command_info(ctx, spec);
+        }
+        return Ok(());
+    }
+    match upper(args, 1).as_slice() {
+        b"COUNT" => ctx.reply.int(COMMANDS.len() as i64),
+        b"LIST" => ctx.reply.bulks(COMMANDS.iter().map(|c| c.name.as_bytes())),
+        b"INFO" => {
+            let names: Vec<&[u8]> = args.iter().skip(2).collect();
+            let specs: Vec<Option<&super::CommandSpec>> = if names.is_empty() {
+                COMMANDS.iter().map(Some).collect()
+            } else {
+                names.iter().map(|n| super::lookup(n)).collect()
+            };
+            ctx.reply.array(specs.len());
+            for spec in specs {
+                match spec {
+                    Some(s) => command_info(ctx, s),
+                    None => ctx.reply.null_array(),
+                }
+            }
+        }
+        b"DOCS" => {
+            let specs: Vec<&super::CommandSpec> = if args.len() == 2 {
+                COMMANDS.iter().collect()
+            } else {
+                args.iter().skip(2).filter_map(super::lookup).collect()
+            };
+            ctx.reply.map(specs.len());
+            for spec in specs {
+                ctx.reply.bulk(spec.name.as_bytes());
+                ctx.reply.map(3);
+                ctx.reply.bulk(b"summary");
+                ctx.reply.bulk(spec.summary.as_bytes());
+                ctx.reply.bulk(b"since");
+                ctx.reply.bulk(b"1.0.0");
+                ctx.reply.bulk(b"group");
+                ctx.reply.bulk(spec.group.as_bytes());
+            }
+        }
+        _ => {
+            return Err(Cow::Owned(format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(args.get(1))
+            )))
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let wanted: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let text = info_text(ctx.state, &wanted);
+    ctx.reply.verbatim(&text);
+    Ok(())
+}
+
+/// Writes one INFO section's fields.
+type SectionWriter = fn(&State, &mut String);
+
+/// The INFO text for the requested sections (default: all).
+pub fn info_text(state: &State, wanted: &[String]) -> String {
+    let all = wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "everything" || w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let mut out = String::new();
+    let sections: [(&str, SectionWriter); 7] = [
+        ("server", crate::info::server),
+        ("clients", crate::info::clients),
+        ("memory", crate::info::memory),
+        ("persistence", crate::info::persistence),
+        ("stats", crate::info::stats),
+        ("replication", crate::info::replication),
+        ("keyspace", crate::info::keyspace),
+    ];
+    for (name, write) in sections {
+        if want(name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            let mut title = name.to_string();
+            title[..1].make_ascii_uppercase();
+            let _ = write!(out, "# {title}\r\n");
+            write(state, &mut out);
+        }
+    }
+    out
+}

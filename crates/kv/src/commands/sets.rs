@@ -1,0 +1,300 @@
+//! Set commands.
+
+use std::borrow::Cow;
+
+use super::keys::scan_options;
+use super::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::glob::glob_match;
+use crate::keyspace::Keyspace;
+use crate::resp::Args;
+use crate::types::{Bytes, SetValue, Value};
+
+/// Most picks SRANDMEMBER with a negative count makes, so one command
+/// cannot make the server build an unbounded reply.
+const RANDOM_PICKS_MAX: u64 = 1 << 24;
+
+fn set_ref<'k>(
+    ks: &'k mut Keyspace,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'k SetValue>, CmdError> {
+    match ks.get(db, key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    }
+}
+
+pub(super) fn sadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    set_ref(&mut ctx.state.keyspace, db, key)?;
+    let Value::Set(set) = ctx.state.keyspace.get_or_insert(db, key, Value::new_set) else {
+        return Err(Cow::Borrowed(errors::WRONGTYPE));
+    };
+    let added = args
+        .iter()
+        .skip(2)
+        .filter(|m| set.insert((*m).into()))
+        .count();
+    if added > 0 {
+        ctx.propagate_args(args);
+    }
+    ctx.reply.int(added as i64);
+    Ok(())
+}
+
+pub(super) fn srem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    if set_ref(&mut ctx.state.keyspace, db, key)?.is_none() {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let mut removed = 0;
+    if let Some(Value::Set(set)) = ctx.state.keyspace.get_mut(db, key) {
+        removed = args.iter().skip(2).filter(|m| set.remove(*m)).count();
+    }
+    ctx.state.keyspace.remove_if_empty(db, key);
+    if removed > 0 {
+        ctx.propagate_args(args);
+    }
+    ctx.reply.int(removed as i64);
+    Ok(())
+}
+
+pub(super) fn smembers(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.set(set.map_or(0, |s| s.len()));
+    for m in set.into_iter().flatten() {
+        ctx.reply.bulk(m);
+    }
+    Ok(())
+}
+
+pub(super) fn sismember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply
+        .int(i64::from(set.is_some_and(|s| s.contains(args.get(2)))));
+    Ok(())
+}
+
+pub(super) fn smismember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.array(args.len() - 2);
+    for m in args.iter().skip(2) {
+        ctx.reply.int(i64::from(set.is_some_and(|s| s.contains(m))));
+    }
+    Ok(())
+}
+
+pub(super) fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.int(set.map_or(0, |s| s.len()) as i64);
+    Ok(())
+}
+
+/// Picks `count` distinct members at random (a partial Fisher-Yates).
+fn sample(ctx: &mut Ctx<'_>, members: Vec<Bytes>, count: usize) -> Vec<Bytes> {
+    let mut members = members;
+    let take = count.min(members.len());
+    for i in 0..take {
+        let j = i + ctx.state.rng.below((members.len() - i) as u64) as usize;
+        members.swap(i, j);
+    }
+    members.truncate(take);
+    members
+}
+
+fn optional_count(args: &Args<'_>) -> Result<Option<i64>, CmdError> {
+    if args.len() == 3 {
+        Ok(Some(int_arg(args, 2)?))
+    } else if args.len() > 3 {
+        Err(Cow::Borrowed(errors::SYNTAX))
+    } else {
+        Ok(None)
+    }
+}
+
+pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let count = optional_count(args)?;
+    if count.is_some_and(|c| c < 0) {
+        return Err(Cow::Borrowed(errors::NOT_POSITIVE));
+    }
+    let Some(set) = set_ref(&mut ctx.state.keyspace, db, key)? else {
+        match count {
+            Some(_) => ctx.reply.set(0),
+            None => ctx.reply.null(),
+        }
+        return Ok(());
+    };
+    let members: Vec<Bytes> = set.iter().cloned().collect();
+    let chosen = sample(ctx, members, count.unwrap_or(1) as usize);
+    if let Some(Value::Set(set)) = ctx.state.keyspace.get_mut(db, key) {
+        for m in &chosen {
+            set.remove(m);
+        }
+    }
+    ctx.state.keyspace.remove_if_empty(db, key);
+    if !chosen.is_empty() {
+        // Which members were popped was random: log exactly those.
+        let mut logged: Vec<&[u8]> = vec![b"SREM", key];
+        logged.extend(chosen.iter().map(|m| &m[..]));
+        ctx.propagate(&logged);
+    }
+    match count {
+        None => ctx.reply.bulk_opt(chosen.first().map(|m| &m[..])),
+        Some(_) => {
+            ctx.reply.set(chosen.len());
+            for m in &chosen {
+                ctx.reply.bulk(m);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let count = optional_count(args)?;
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let members: Vec<Bytes> = set.into_iter().flatten().cloned().collect();
+    match count {
+        None => {
+            let chosen = sample(ctx, members, 1);
+            ctx.reply.bulk_opt(chosen.first().map(|m| &m[..]));
+        }
+        Some(n) if n >= 0 => {
+            let chosen = sample(ctx, members, n as usize);
+            ctx.reply.bulks(chosen.iter().map(|m| &m[..]));
+        }
+        Some(n) => {
+            // A negative count allows repeats: |n| independent picks.
+            if n.unsigned_abs() > RANDOM_PICKS_MAX {
+                return Err(Cow::Borrowed("ERR value is out of range"));
+            }
+            let n = if members.is_empty() {
+                0
+            } else {
+                n.unsigned_abs()
+            };
+            let picks: Vec<&[u8]> = (0..n)
+                .map(|_| &members[ctx.state.rng.below(members.len() as u64) as usize][..])
+                .collect();
+            ctx.reply.bulks(picks.into_iter());
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Computes SINTER/SUNION/SDIFF over `keys`.
+fn combine(ctx: &mut Ctx<'_>, keys: &[&[u8]], op: SetOp) -> Result<SetValue, CmdError> {
+    let db = ctx.session.db;
+    let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
+    for key in keys {
+        sets.push(set_ref(&mut ctx.state.keyspace, db, key)?.cloned());
+    }
+    let mut iter = sets.into_iter();
+    let mut acc = iter.next().flatten().unwrap_or_default();
+    for next in iter {
+        let next = next.unwrap_or_default();
+        match op {
+            SetOp::Inter => acc.retain(|m| next.contains(m)),
+            SetOp::Union => acc.extend(next),
+            SetOp::Diff => acc.retain(|m| !next.contains(m)),
+        }
+    }
+    Ok(acc)
+}
+
+fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, op: SetOp) -> CmdResult {
+    let keys: Vec<&[u8]> = args.iter().skip(1).collect();
+    let result = combine(ctx, &keys, op)?;
+    ctx.reply.set(result.len());
+    for m in &result {
+        ctx.reply.bulk(m);
+    }
+    Ok(())
+}
+
+fn set_op_store(ctx: &mut Ctx<'_>, args: &Args<'_>, op: SetOp) -> CmdResult {
+    let keys: Vec<&[u8]> = args.iter().skip(2).collect();
+    let result = combine(ctx, &keys, op)?;
+    let (db, dest) = (ctx.session.db, args.get(1));
+    let len = result.len();
+    if result.is_empty() {
+        ctx.state.keyspace.remove(db, dest);
+    } else {
+        ctx.state
+            .keyspace
+            .set(db, dest, Value::Set(Box::new(result)), false);
+    }
+    ctx.propagate_args(args);
+    ctx.reply.int(len as i64);
+    Ok(())
+}
+
+pub(super) fn sinter(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op(ctx, args, SetOp::Inter)
+}
+
+pub(super) fn sunion(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op(ctx, args, SetOp::Union)
+}
+
+pub(super) fn sdiff(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op(ctx, args, SetOp::Diff)
+}
+
+pub(super) fn sinterstore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op_store(ctx, args, SetOp::Inter)
+}
+
+pub(super) fn sunionstore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op_store(ctx, args, SetOp::Union)
+}
+
+pub(super) fn sdiffstore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_op_store(ctx, args, SetOp::Diff)
+}
+
+pub(super) fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, src, dst, member) = (ctx.session.db, args.get(1), args.get(2), args.get(3));
+    let has = set_ref(&mut ctx.state.keyspace, db, src)?.is_some_and(|s| s.contains(member));
+    set_ref(&mut ctx.state.keyspace, db, dst)?;
+    if !has {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    if let Some(Value::Set(s)) = ctx.state.keyspace.get_mut(db, src) {
+        s.remove(member);
+    }
+    ctx.state.keyspace.remove_if_empty(db, src);
+    if let Value::Set(s) = ctx.state.keyspace.get_or_insert(db, dst, Value::new_set) {
+        s.insert(member.into());
+    }
+    ctx.propagate_args(args);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+/// SSCAN returns the whole (matching) set with cursor 0, like HSCAN.
+pub(super) fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (_, o) = scan_options(args, 2, false)?;
+    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let members: Vec<&[u8]> = set
+        .into_iter()
+        .flatten()
+        .map(|m| &m[..])
+        .filter(|m| o.pattern.as_ref().is_none_or(|p| glob_match(p, m)))
+        .collect();
+    ctx.reply.array(2);
+    ctx.reply.bulk(b"0");
+    ctx.reply.bulks(members.into_iter());
+    Ok(())
+}

@@ -1,0 +1,419 @@
+//! String commands.
+
+use std::borrow::Cow;
+
+use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::Keyspace;
+use crate::resp::Args;
+use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::types::Value;
+
+/// The string at `key`: `Ok(None)` if missing, WRONGTYPE if not a string.
+pub(crate) fn get_str<'k>(
+    ks: &'k mut Keyspace,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'k [u8]>, CmdError> {
+    match ks.get(db, key) {
+        None => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(s)),
+        Some(_) => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    }
+}
+
+pub(super) fn get(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let value = get_str(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    ctx.reply.bulk_opt(value);
+    Ok(())
+}
+
+/// The expiry options shared by SET and GETEX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    None,
+    /// Absolute Unix ms.
+    At(i64),
+    KeepTtl,
+    Persist,
+}
+
+/// Turns `EX 10` style options into an absolute time, refusing values
+/// Redis refuses (zero, negative, overflowing).
+fn expiry_option(option: &[u8], value: &[u8], now_ms: i64, command: &str) -> Result<i64, CmdError> {
+    let n = crate::types::number::parse_i64(value).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?;
+    let invalid = || Cow::Owned(format!("ERR invalid expire time in '{command}' command"));
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let at = match option {
+        b"EX" => n.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms)),
+        b"PX" => n.checked_add(now_ms),
+        b"EXAT" => n.checked_mul(1000),
+        _ => Some(n),
+    };
+    at.ok_or_else(invalid)
+}
+
+struct SetOptions {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    expiry: Expiry,
+}
+
+fn parse_set_options(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<SetOptions, CmdError> {
+    let mut o = SetOptions {
+        nx: false,
+        xx: false,
+        get: false,
+        expiry: Expiry::None,
+    };
+    let mut i = 3;
+    while i < args.len() {
+        let opt = upper(args, i);
+        match opt.as_slice() {
+            b"NX" if !o.xx => o.nx = true,
+            b"XX" if !o.nx => o.xx = true,
+            b"GET" => o.get = true,
+            b"KEEPTTL" if o.expiry == Expiry::None => o.expiry = Expiry::KeepTtl,
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if o.expiry == Expiry::None && i + 1 < args.len() => {
+                let at = expiry_option(&opt, args.get(i + 1), ctx.state.keyspace.now_ms, "set")?;
+                o.expiry = Expiry::At(at);
+                i += 1;
+            }
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+pub(super) fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let o = parse_set_options(ctx, args)?;
+    let (db, key, value) = (ctx.session.db, args.get(1), args.get(2));
+    let ks = &mut ctx.state.keyspace;
+    let old: Option<Vec<u8>> = if o.get {
+        get_str(ks, db, key)?.map(<[u8]>::to_vec)
+    } else {
+        None
+    };
+    let exists = ks.contains(db, key);
+    if (o.nx && exists) || (o.xx && !exists) {
+        if o.get {
+            ctx.reply.bulk_opt(old.as_deref());
+        } else {
+            ctx.reply.null();
+        }
+        return Ok(());
+    }
+    ks.set(
+        db,
+        key,
+        Value::Str(value.into()),
+        o.expiry == Expiry::KeepTtl,
+    );
+    match o.expiry {
+        Expiry::At(at) => {
+            ks.set_expire(db, key, at);
+            let at = at.to_string();
+            ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
+        }
+        Expiry::KeepTtl => ctx.propagate(&[b"SET", key, value, b"KEEPTTL"]),
+        _ => ctx.propagate(&[b"SET", key, value]),
+    }
+    if o.get {
+        ctx.reply.bulk_opt(old.as_deref());
+    } else {
+        ctx.reply.ok();
+    }
+    Ok(())
+}
+
+pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    if ctx.state.keyspace.contains(db, key) {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(args.get(2).into()), false);
+    ctx.propagate(&[b"SET", key, args.get(2)]);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+fn set_with_expiry(ctx: &mut Ctx<'_>, args: &Args<'_>, unit: &[u8], name: &str) -> CmdResult {
+    let now = ctx.state.keyspace.now_ms;
+    let at = expiry_option(unit, args.get(2), now, name)?;
+    let (db, key, value) = (ctx.session.db, args.get(1), args.get(3));
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(value.into()), false);
+    ctx.state.keyspace.set_expire(db, key, at);
+    let at = at.to_string();
+    ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn setex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_with_expiry(ctx, args, b"EX", "setex")
+}
+
+pub(super) fn psetex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    set_with_expiry(ctx, args, b"PX", "psetex")
+}
+
+pub(super) fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key, value) = (ctx.session.db, args.get(1), args.get(2));
+    let old = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec);
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(value.into()), false);
+    ctx.propagate(&[b"SET", key, value]);
+    ctx.reply.bulk_opt(old.as_deref());
+    Ok(())
+}
+
+pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let old = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec);
+    if old.is_some() {
+        ctx.state.keyspace.remove(db, key);
+        ctx.propagate(&[b"DEL", key]);
+    }
+    ctx.reply.bulk_opt(old.as_deref());
+    Ok(())
+}
+
+pub(super) fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let mut expiry = Expiry::None;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = upper(args, i);
+        match opt.as_slice() {
+            b"PERSIST" if expiry == Expiry::None => expiry = Expiry::Persist,
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expiry == Expiry::None && i + 1 < args.len() => {
+                let now = ctx.state.keyspace.now_ms;
+                expiry = Expiry::At(expiry_option(&opt, args.get(i + 1), now, "getex")?);
+                i += 1;
+            }
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 1;
+    }
+    let value = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec);
+    if value.is_some() {
+        match expiry {
+            Expiry::At(at) => {
+                ctx.state.keyspace.set_expire(db, key, at);
+                let at = at.to_string();
+                ctx.propagate(&[b"PEXPIREAT", key, at.as_bytes()]);
+            }
+            Expiry::Persist if ctx.state.keyspace.persist(db, key) => {
+                ctx.propagate(&[b"PERSIST", key]);
+            }
+            _ => {}
+        }
+    }
+    ctx.reply.bulk_opt(value.as_deref());
+    Ok(())
+}
+
+pub(super) fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let db = ctx.session.db;
+    ctx.reply.array(args.len() - 1);
+    for key in args.iter().skip(1) {
+        match ctx.state.keyspace.get(db, key) {
+            Some(Value::Str(s)) => ctx.reply.bulk(s),
+            _ => ctx.reply.null(),
+        }
+    }
+    Ok(())
+}
+
+fn check_pairs(args: &Args<'_>, name: &str) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(Cow::Owned(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    check_pairs(args, "mset")?;
+    let db = ctx.session.db;
+    for pair in (1..args.len()).step_by(2) {
+        let value = Value::Str(args.get(pair + 1).into());
+        ctx.state.keyspace.set(db, args.get(pair), value, false);
+    }
+    ctx.propagate_args(args);
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn msetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    check_pairs(args, "msetnx")?;
+    let db = ctx.session.db;
+    let any_exists = (1..args.len())
+        .step_by(2)
+        .any(|i| ctx.state.keyspace.contains(db, args.get(i)));
+    if any_exists {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    for pair in (1..args.len()).step_by(2) {
+        let value = Value::Str(args.get(pair + 1).into());
+        ctx.state.keyspace.set(db, args.get(pair), value, false);
+    }
+    ctx.propagate_args(args);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+/// Adds `delta` to the integer at `key`, keeping its TTL.
+fn incr_by(ctx: &mut Ctx<'_>, args: &Args<'_>, delta: i64) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let current = match get_str(&mut ctx.state.keyspace, db, key)? {
+        None => 0,
+        Some(text) => value_as_i64(text).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?,
+    };
+    let next = current
+        .checked_add(delta)
+        .ok_or(Cow::Borrowed(errors::OVERFLOW))?;
+    let text = next.to_string();
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(text.as_bytes().into()), true);
+    ctx.propagate_args(args);
+    ctx.reply.int(next);
+    Ok(())
+}
+
+pub(super) fn incr(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    incr_by(ctx, args, 1)
+}
+
+pub(super) fn decr(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    incr_by(ctx, args, -1)
+}
+
+pub(super) fn incrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let delta = int_arg(args, 2)?;
+    incr_by(ctx, args, delta)
+}
+
+pub(super) fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let delta = int_arg(args, 2)?;
+    let delta = delta
+        .checked_neg()
+        .ok_or(Cow::Borrowed("ERR decrement would overflow"))?;
+    incr_by(ctx, args, delta)
+}
+
+pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let delta = parse_f64(args.get(2)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    let current = match get_str(&mut ctx.state.keyspace, db, key)? {
+        None => 0.0,
+        Some(text) => parse_f64(text).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?,
+    };
+    let next = current + delta;
+    if !next.is_finite() {
+        return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
+    }
+    let text = format_float_human(next);
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(text.as_bytes().into()), true);
+    // The float arithmetic is replayed as its result, so a different
+    // rounding at replay cannot change the value.
+    ctx.propagate(&[b"SET", key, text.as_bytes(), b"KEEPTTL"]);
+    ctx.reply.bulk(text.as_bytes());
+    Ok(())
+}
+
+pub(super) fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key, tail) = (ctx.session.db, args.get(1), args.get(2));
+    let limit = ctx.state.config.proto_max_bulk_len_bytes;
+    let current = get_str(&mut ctx.state.keyspace, db, key)?.unwrap_or_default();
+    if current.len() + tail.len() > limit {
+        return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
+    }
+    let mut joined = Vec::with_capacity(current.len() + tail.len());
+    joined.extend_from_slice(current);
+    joined.extend_from_slice(tail);
+    let len = joined.len();
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(joined.into()), true);
+    ctx.propagate_args(args);
+    ctx.reply.int(len as i64);
+    Ok(())
+}
+
+pub(super) fn strlen(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let len = get_str(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?.map_or(0, <[u8]>::len);
+    ctx.reply.int(len as i64);
+    Ok(())
+}
+
+pub(super) fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let start = int_arg(args, 2)?;
+    let end = int_arg(args, 3)?;
+    let value = get_str(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?.unwrap_or_default();
+    let len = value.len() as i64;
+    if len == 0 || (start < 0 && end < 0 && start > end) {
+        ctx.reply.bulk(b"");
+        return Ok(());
+    }
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let end = if end < 0 {
+        (len + end).max(0)
+    } else {
+        end.min(len - 1)
+    };
+    if start > end || start >= len {
+        ctx.reply.bulk(b"");
+    } else {
+        ctx.reply.bulk(&value[start as usize..=end as usize]);
+    }
+    Ok(())
+}
+
+pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key, patch) = (ctx.session.db, args.get(1), args.get(3));
+    let offset = int_arg(args, 2)?;
+    if offset < 0 {
+        return Err(Cow::Borrowed("ERR offset is out of range"));
+    }
+    let offset = offset as usize;
+    let current = get_str(&mut ctx.state.keyspace, db, key)?;
+    if patch.is_empty() {
+        let len = current.map_or(0, <[u8]>::len);
+        ctx.reply.int(len as i64);
+        return Ok(());
+    }
+    if offset.saturating_add(patch.len()) > ctx.state.config.proto_max_bulk_len_bytes {
+        return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
+    }
+    let mut bytes = current.map(<[u8]>::to_vec).unwrap_or_default();
+    if bytes.len() < offset + patch.len() {
+        bytes.resize(offset + patch.len(), 0);
+    }
+    bytes[offset..offset + patch.len()].copy_from_slice(patch);
+    let len = bytes.len();
+    ctx.state
+        .keyspace
+        .set(db, key, Value::Str(bytes.into()), true);
+    ctx.propagate_args(args);
+    ctx.reply.int(len as i64);
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! EXEC runs the queued commands back to back in the single-threaded event
+//! loop, so no other client interleaves; everything they log goes into one
+//! log record, wrapped in MULTI/EXEC, so a crash keeps all or none of it.
+
+use std::borrow::Cow;
+
+use super::{lookup, run, CmdResult, Ctx, Session};
+use crate::keyspace::Keyspace;
+use crate::resp::Args;
+
+pub(super) fn multi(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    if ctx.session.multi.is_some() {
+        return Err(Cow::Borrowed("ERR MULTI calls can not be nested"));
+    }
+    ctx.session.multi = Some(Vec::new());
+    ctx.session.multi_error = false;
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Forgets every key `session` watches.
+pub fn unwatch_all(ks: &mut Keyspace, session: &mut Session) {
+    for (db, key, _) in session.watched.drain(..) {
+        ks.unwatch(db, &key);
+    }
+}
+
+pub(super) fn discard(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    if ctx.session.multi.take().is_none() {
+        return Err(Cow::Borrowed("ERR DISCARD without MULTI"));
+    }
+    unwatch_all(&mut ctx.state.keyspace, ctx.session);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Lays owned arguments out in one buffer so they can be viewed as [`Args`].
+pub fn flatten(command: &[Vec<u8>]) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut buf = Vec::with_capacity(command.iter().map(Vec::len).sum());
+    let mut ranges = Vec::with_capacity(command.len());
+    for arg in command {
+        ranges.push((buf.len(), buf.len() + arg.len()));
+        buf.extend_from_slice(arg);
+    }
+    (buf, ranges)
+}
+
+pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    let Some(queue) = ctx.session.multi.take() else {
+        return Err(Cow::Borrowed("ERR EXEC without MULTI"));
+    };
+    if ctx.session.multi_error {
+        unwatch_all(&mut ctx.state.keyspace, ctx.session);
+        return Err(Cow::Borrowed(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
+    }
+    let touched = ctx
+        .session
+        .watched
+        .iter()
+        .any(|(db, key, seen)| ctx.state.keyspace.watch_version(*db, key) != *seen);
+    unwatch_all(&mut ctx.state.keyspace, ctx.session);
+    if touched {
+        ctx.reply.null_array();
+        return Ok(());
+    }
+    ctx.reply.array(queue.len());
+    for command in &queue {
+        let (buf, ranges) = flatten(command);
+        let args = Args::new(&buf, &ranges);
+        match lookup(args.get(0)) {
+            Some(spec) => run(ctx, spec, &args),
+            None => ctx.reply.error("ERR unknown command"),
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn watch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if ctx.session.multi.is_some() {
+        return Err(Cow::Borrowed("ERR WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.session.db;
+    for key in args.iter().skip(1) {
+        // Touching an expired key here makes the expiry count as a change
+        // before the WATCH, not after it.
+        ctx.state.keyspace.contains(db, key);
+        let version = ctx.state.keyspace.watch(db, key);
+        ctx.session.watched.push((db, key.into(), version));
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+pub(super) fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    unwatch_all(&mut ctx.state.keyspace, ctx.session);
+    ctx.reply.ok();
+    Ok(())
+}

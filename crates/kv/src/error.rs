@@ -1,0 +1,65 @@
+//! Errors of the kv crate.
+
+use std::path::PathBuf;
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can stop the server from starting or running.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A bad directive in the config file or on the command line.
+    #[error("configuration error at {origin}: {reason}")]
+    Config {
+        /// File and line, or "command line".
+        origin: String,
+        /// What is wrong and what was expected.
+        reason: String,
+    },
+    /// An operating-system call failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file or address.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The log's device failed.
+    #[error(transparent)]
+    Device(#[from] ferrite_io::Error),
+    /// The log is damaged before its end: refusing to start rather than
+    /// silently dropping acknowledged writes.
+    #[error("{path}: corrupt log at offset {offset}: {reason}. Inspect it, then run `ferrite check --fix {dir}` to truncate the log at that offset (everything after it is lost)")]
+    CorruptLog {
+        /// The log file.
+        path: PathBuf,
+        /// Byte offset of the first bad command.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+        /// The data directory, for the suggested command.
+        dir: String,
+    },
+    /// The log's tail is torn and `aof-load-truncated` is `no`.
+    #[error("{path}: the log ends with an incomplete command at offset {offset} and aof-load-truncated is no; run `ferrite check --fix {dir}` or set aof-load-truncated yes")]
+    TruncatedLog {
+        /// The log file.
+        path: PathBuf,
+        /// Where the incomplete command starts.
+        offset: u64,
+        /// The data directory.
+        dir: String,
+    },
+    /// Persistent memory was requested but is not available.
+    #[error("{path}: log-device pmem needs real persistent memory (a DAX file system), but this file is {mode}; use log-device pmem-emulated to test without it")]
+    NoRealPm {
+        /// The log file.
+        path: PathBuf,
+        /// What the mapping turned out to be.
+        mode: String,
+    },
+}

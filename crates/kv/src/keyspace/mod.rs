@@ -1,0 +1,434 @@
+//! The keyspace: 16 databases, each split into [`SEGMENTS_PER_DB`]
+//! segments by a hash of the key, each segment its own hash map.
+//!
+//! Why segments: issue #5 rewrites the log in parallel without fork. A
+//! point-in-time snapshot is taken segment by segment: workers serialise
+//! segments in index order, and a write to a segment not yet serialised
+//! first hands a copy of that one segment to the workers (copy-before-write
+//! at segment granularity). Extra memory is then bounded by the segments
+//! written during the rewrite, never a second copy of the dataset. Each
+//! segment is self-contained (its values and its expiry times) so it can be
+//! copied or serialised alone, and SCAN's cursor is a segment index, so it
+//! needs no state that spans segments.
+//!
+//! Expiry is kept per segment in a separate map holding only keys with a
+//! TTL, so keys without one pay nothing for it.
+
+pub mod glob;
+
+use std::collections::HashMap;
+
+use crate::types::{Bytes, Value};
+
+/// Databases, numbered `0..DATABASES_DEFAULT` (`databases` in the config).
+pub const DATABASES_DEFAULT: usize = 16;
+/// Segments per database. A power of two so the segment is a mask of the
+/// hash; 1024 keeps one segment (one SCAN step, one copy-before-write unit)
+/// near a thousand keys at a million keys.
+pub const SEGMENTS_PER_DB: usize = 1024;
+
+/// Which segment `key` lives in. CRC32C is hardware-accelerated and fixed
+/// across runs, so segment membership is stable for the rewrite workers.
+pub fn segment_of(key: &[u8]) -> usize {
+    (crc32c::crc32c(key) as usize) & (SEGMENTS_PER_DB - 1)
+}
+
+/// One segment: its keys and their expiry times.
+#[derive(Clone, Debug, Default)]
+pub struct Segment {
+    /// Key → value.
+    pub map: HashMap<Bytes, Value>,
+    /// Key → absolute expiry in Unix milliseconds, only for keys with a TTL.
+    pub expires: HashMap<Bytes, i64>,
+}
+
+/// One database.
+#[derive(Debug)]
+pub struct Db {
+    segments: Vec<Segment>,
+    len: usize,
+}
+
+impl Default for Db {
+    fn default() -> Db {
+        Db {
+            segments: (0..SEGMENTS_PER_DB).map(|_| Segment::default()).collect(),
+            len: 0,
+        }
+    }
+}
+
+impl Db {
+    /// Number of keys (expired ones not yet removed included, as DBSIZE).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of keys with a TTL.
+    pub fn expires_len(&self) -> usize {
+        self.segments.iter().map(|s| s.expires.len()).sum()
+    }
+
+    /// The segments, for SCAN, KEYS and the rewrite.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+}
+
+/// Where keys modified while watched are counted (WATCH/EXEC).
+#[derive(Debug, Default)]
+struct Watch {
+    version: u64,
+    watchers: usize,
+}
+
+/// All databases plus the bookkeeping that spans them.
+#[derive(Debug)]
+pub struct Keyspace {
+    dbs: Vec<Db>,
+    watched: HashMap<(usize, Bytes), Watch>,
+    /// Current time in Unix milliseconds, set by the server before each
+    /// command so one command sees one instant.
+    pub now_ms: i64,
+    /// While replaying the log nothing expires: the log holds an explicit
+    /// DEL for every expiry that happened, so replay stays exact.
+    pub loading: bool,
+    /// Keys removed because they expired, for the log (as `DEL`) and INFO.
+    pub expired: Vec<(usize, Bytes)>,
+    /// Total keys expired since start.
+    pub expired_total: u64,
+    /// Keyspace hits and misses, for INFO.
+    pub hits: u64,
+    /// See `hits`.
+    pub misses: u64,
+    active_cursor: usize,
+}
+
+impl Keyspace {
+    /// `databases` empty databases.
+    pub fn new(databases: usize) -> Keyspace {
+        Keyspace {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            watched: HashMap::new(),
+            now_ms: 0,
+            loading: false,
+            expired: Vec::new(),
+            expired_total: 0,
+            hits: 0,
+            misses: 0,
+            active_cursor: 0,
+        }
+    }
+
+    /// Number of databases.
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Database `index` (checked by SELECT beforehand).
+    pub fn db(&self, index: usize) -> &Db {
+        &self.dbs[index]
+    }
+
+    /// Bumps the watch version of `key` if some client watches it.
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        // Building the owned key costs an allocation, paid only while some
+        // client watches something.
+        if let Some(w) = self.watched.get_mut(&(db, Bytes::from(key))) {
+            w.version += 1;
+        }
+    }
+
+    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB).
+    pub fn touch_db(&mut self, db: usize) {
+        for ((d, _), w) in self.watched.iter_mut() {
+            if *d == db {
+                w.version += 1;
+            }
+        }
+    }
+
+    /// Starts watching `key`; returns its current version.
+    pub fn watch(&mut self, db: usize, key: &[u8]) -> u64 {
+        let w = self.watched.entry((db, key.into())).or_default();
+        w.watchers += 1;
+        w.version
+    }
+
+    /// Version of a watched key.
+    pub fn watch_version(&self, db: usize, key: &[u8]) -> u64 {
+        self.watched
+            .get(&(db, Bytes::from(key)))
+            .map_or(0, |w| w.version)
+    }
+
+    /// Stops one watcher of `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8]) {
+        let k = (db, Bytes::from(key));
+        if let Some(w) = self.watched.get_mut(&k) {
+            w.watchers -= 1;
+            if w.watchers == 0 {
+                self.watched.remove(&k);
+            }
+        }
+    }
+
+    fn is_expired(&self, db: usize, seg: usize, key: &[u8]) -> bool {
+        if self.loading {
+            return false;
+        }
+        let expires = &self.dbs[db].segments[seg].expires;
+        !expires.is_empty() && expires.get(key).is_some_and(|&at| at <= self.now_ms)
+    }
+
+    /// Removes `key` if its TTL has passed; returns whether it did.
+    fn expire_if_needed(&mut self, db: usize, seg: usize, key: &[u8]) -> bool {
+        if !self.is_expired(db, seg, key) {
+            return false;
+        }
+        let segment = &mut self.dbs[db].segments[seg];
+        segment.expires.remove(key);
+        if let Some((owned, _)) = segment.map.remove_entry(key) {
+            self.dbs[db].len -= 1;
+            self.touch(db, key);
+            self.expired.push((db, owned));
+            self.expired_total += 1;
+        }
+        true
+    }
+
+    /// The value at `key`, expiring it first if due.
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        let found = self.dbs[db].segments[seg].map.get(key);
+        if found.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        found
+    }
+
+    /// Whether `key` exists (without counting a hit or miss).
+    pub fn contains(&mut self, db: usize, key: &[u8]) -> bool {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        self.dbs[db].segments[seg].map.contains_key(key)
+    }
+
+    /// The value at `key` for modification; marks the key modified.
+    pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        if !self.dbs[db].segments[seg].map.contains_key(key) {
+            return None;
+        }
+        self.touch(db, key);
+        self.dbs[db].segments[seg].map.get_mut(key)
+    }
+
+    /// The value at `key`, created with `make` if missing.
+    pub fn get_or_insert(&mut self, db: usize, key: &[u8], make: fn() -> Value) -> &mut Value {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        self.touch(db, key);
+        let database = &mut self.dbs[db];
+        if !database.segments[seg].map.contains_key(key) {
+            database.segments[seg].map.insert(key.into(), make());
+            database.len += 1;
+        }
+        let map = &mut database.segments[seg].map;
+        map.get_mut(key).expect("inserted just above")
+    }
+
+    /// Stores `value` at `key`; drops any TTL unless `keep_ttl`.
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        self.touch(db, key);
+        let database = &mut self.dbs[db];
+        let segment = &mut database.segments[seg];
+        match segment.map.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                segment.map.insert(key.into(), value);
+                database.len += 1;
+            }
+        }
+        if !keep_ttl && !segment.expires.is_empty() {
+            segment.expires.remove(key);
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Value> {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        let database = &mut self.dbs[db];
+        let segment = &mut database.segments[seg];
+        let value = segment.map.remove(key)?;
+        segment.expires.remove(key);
+        database.len -= 1;
+        self.touch(db, key);
+        Some(value)
+    }
+
+    /// Removes `key` if it holds an empty collection (Redis never keeps one).
+    pub fn remove_if_empty(&mut self, db: usize, key: &[u8]) {
+        let seg = segment_of(key);
+        let segment = &mut self.dbs[db].segments[seg];
+        if segment.map.get(key).is_some_and(Value::is_empty_collection) {
+            segment.map.remove(key);
+            segment.expires.remove(key);
+            self.dbs[db].len -= 1;
+        }
+    }
+
+    /// The absolute expiry of `key` in Unix ms, if it has one.
+    pub fn expire_at(&self, db: usize, key: &[u8]) -> Option<i64> {
+        self.dbs[db].segments[segment_of(key)]
+            .expires
+            .get(key)
+            .copied()
+    }
+
+    /// Sets the expiry of an existing `key`.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], at_ms: i64) {
+        let seg = segment_of(key);
+        self.touch(db, key);
+        let segment = &mut self.dbs[db].segments[seg];
+        if segment.map.contains_key(key) {
+            segment.expires.insert(key.into(), at_ms);
+        }
+    }
+
+    /// Drops the TTL of `key`; returns whether it had one.
+    pub fn persist(&mut self, db: usize, key: &[u8]) -> bool {
+        let seg = segment_of(key);
+        let removed = self.dbs[db].segments[seg].expires.remove(key).is_some();
+        if removed {
+            self.touch(db, key);
+        }
+        removed
+    }
+
+    /// Empties database `db`.
+    pub fn flush_db(&mut self, db: usize) {
+        self.touch_db(db);
+        self.dbs[db] = Db::default();
+    }
+
+    /// Swaps the contents of two databases.
+    pub fn swap_db(&mut self, a: usize, b: usize) {
+        self.touch_db(a);
+        self.touch_db(b);
+        self.dbs.swap(a, b);
+    }
+
+    /// Keys of segment `seg` of `db` that are not expired, for SCAN/KEYS.
+    pub fn segment_keys(&self, db: usize, seg: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        let segment = &self.dbs[db].segments[seg];
+        let now = self.now_ms;
+        let loading = self.loading;
+        segment
+            .map
+            .keys()
+            .map(|k| &k[..])
+            .filter(move |k| loading || segment.expires.get(*k).is_none_or(|&at| at > now))
+    }
+
+    /// A random non-expired key of `db`, using `random` as the source.
+    pub fn random_key(&self, db: usize, mut random: impl FnMut(usize) -> usize) -> Option<Bytes> {
+        let database = &self.dbs[db];
+        if database.len == 0 {
+            return None;
+        }
+        // Pick a random non-empty segment, then a random key in it. Bounded
+        // tries keep a database full of expired keys from spinning.
+        for _ in 0..SEGMENTS_PER_DB * 4 {
+            let seg = random(SEGMENTS_PER_DB);
+            let keys: Vec<&[u8]> = self.segment_keys(db, seg).collect();
+            if !keys.is_empty() {
+                return Some(keys[random(keys.len())].into());
+            }
+        }
+        None
+    }
+
+    /// Active expiry: walks segments round-robin, removing expired keys,
+    /// until `segments_max` segments holding keys with a TTL were scanned
+    /// or every segment was visited once. Segments without a TTL cost one
+    /// emptiness check, so a sweep of all databases stays cheap. Called
+    /// from the server's timer, like Redis's `activeExpireCycle`.
+    pub fn active_expire(&mut self, segments_max: usize) -> usize {
+        let total = self.dbs.len() * SEGMENTS_PER_DB;
+        let (mut removed, mut scanned) = (0, 0);
+        for _ in 0..total {
+            if scanned >= segments_max {
+                break;
+            }
+            let at = self.active_cursor % total;
+            self.active_cursor = (at + 1) % total;
+            let (db, seg) = (at / SEGMENTS_PER_DB, at % SEGMENTS_PER_DB);
+            let segment = &self.dbs[db].segments[seg];
+            if segment.expires.is_empty() {
+                continue;
+            }
+            scanned += 1;
+            let due: Vec<Bytes> = segment
+                .expires
+                .iter()
+                .filter(|(_, &t)| t <= self.now_ms)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in due {
+                if self.expire_if_needed(db, seg, &key) {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lazy_expiry_records_the_deletion() {
+        let mut ks = Keyspace::new(2);
+        ks.now_ms = 1000;
+        ks.set(0, b"k", Value::Str(b"v"[..].into()), false);
+        ks.set_expire(0, b"k", 1500);
+        assert!(ks.get(0, b"k").is_some());
+        ks.now_ms = 1500;
+        assert!(ks.get(0, b"k").is_none());
+        assert_eq!(ks.expired.len(), 1);
+        assert_eq!(ks.db(0).len(), 0);
+    }
+
+    #[test]
+    fn active_expiry_and_watch() {
+        let mut ks = Keyspace::new(1);
+        for i in 0..100u32 {
+            let key = i.to_string();
+            ks.set(0, key.as_bytes(), Value::Str(Box::default()), false);
+            ks.set_expire(0, key.as_bytes(), 10);
+        }
+        let v = ks.watch(0, b"5");
+        ks.now_ms = 11;
+        assert_eq!(ks.active_expire(SEGMENTS_PER_DB), 100);
+        assert!(ks.watch_version(0, b"5") > v);
+        assert!(ks.db(0).is_empty());
+    }
+}

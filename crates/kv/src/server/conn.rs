@@ -1,0 +1,132 @@
+//! One client connection: its socket, buffers, parser and session.
+
+use std::io::{self, Read, Write};
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use mio::Token;
+
+use crate::aof::Ticket;
+use crate::commands::Session;
+use crate::resp::{Limits, Parser, Protocol, ReplyBuf};
+
+/// Bytes read from a socket per `read` call (the shared scratch buffer).
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Reads per readiness event before other clients get a turn.
+const READS_PER_EVENT_MAX: usize = 16;
+
+/// What reading from the socket found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// New bytes are in the query buffer (maybe none).
+    Data,
+    /// The peer closed the connection or it failed.
+    Closed,
+    /// The query buffer passed `client-query-buffer-limit`.
+    TooBig,
+}
+
+/// A connected client.
+#[derive(Debug)]
+pub struct Conn {
+    pub stream: TcpStream,
+    pub token: Token,
+    pub session: Session,
+    pub reply: ReplyBuf,
+    /// Bytes received and not yet consumed by complete commands.
+    pub inbuf: Vec<u8>,
+    pub parser: Parser,
+    /// How much of `reply.buf` was already sent.
+    pub out_sent: usize,
+    /// The replies in `reply.buf` may go out once the log acknowledged this.
+    pub wait_ticket: Ticket,
+    /// When the connection started waiting for the log.
+    pub waiting_since: Option<Instant>,
+    /// Close once the pending replies are written.
+    pub closing: bool,
+    /// Registered for WRITABLE events (a write would have blocked).
+    pub want_write: bool,
+    /// Queued in the server's to-flush list.
+    pub queued: bool,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, token: Token, session: Session) -> Conn {
+        Conn {
+            stream,
+            token,
+            session,
+            reply: ReplyBuf::new(Protocol::Resp2),
+            inbuf: Vec::new(),
+            parser: Parser::new(),
+            out_sent: 0,
+            wait_ticket: 0,
+            waiting_since: None,
+            closing: false,
+            want_write: false,
+            queued: false,
+        }
+    }
+
+    /// Reads what the socket has, up to a fair share, through `scratch`
+    /// (a buffer shared by all connections, so nothing is zeroed per read).
+    pub fn read(
+        &mut self,
+        scratch: &mut [u8],
+        query_limit_bytes: usize,
+        received: &mut u64,
+    ) -> ReadOutcome {
+        for _ in 0..READS_PER_EVENT_MAX {
+            match self.stream.read(scratch) {
+                Ok(0) => return ReadOutcome::Closed,
+                Ok(n) => {
+                    self.inbuf.extend_from_slice(&scratch[..n]);
+                    *received += n as u64;
+                    if self.inbuf.len() > query_limit_bytes {
+                        return ReadOutcome::TooBig;
+                    }
+                    if n < scratch.len() {
+                        return ReadOutcome::Data;
+                    }
+                }
+                Err(e) => match e.kind() {
+                    io::ErrorKind::WouldBlock => return ReadOutcome::Data,
+                    io::ErrorKind::Interrupted => {}
+                    _ => return ReadOutcome::Closed,
+                },
+            }
+        }
+        ReadOutcome::Data
+    }
+
+    /// Writes pending replies; returns `Ok(true)` when all were written.
+    pub fn write_pending(&mut self, sent: &mut u64) -> io::Result<bool> {
+        while self.out_sent < self.reply.buf.len() {
+            match self.stream.write(&self.reply.buf[self.out_sent..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.out_sent += n;
+                    *sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.reply.buf.clear();
+        self.out_sent = 0;
+        Ok(true)
+    }
+
+    /// The parser limits for this client now.
+    pub fn limits(&self, bulk_len_max_bytes: usize) -> Limits {
+        if self.session.authenticated {
+            Limits {
+                args_max: Limits::DEFAULT.args_max,
+                bulk_len_max_bytes,
+            }
+        } else {
+            Limits::UNAUTHENTICATED
+        }
+    }
+}

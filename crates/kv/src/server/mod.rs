@@ -1,0 +1,458 @@
+//! The server: one event loop over mio, as Redis has one, with the log's
+//! durability work on a separate syncer thread (group commit).
+//!
+//! Each loop iteration reads from ready clients and runs every complete
+//! command they sent (pipelining), appends what the commands logged, then
+//! before sleeping writes the iteration's records to the log in one append
+//! and sends every reply whose records the log has acknowledged. With
+//! `appendfsync always` a reply waits until its record is durable; the
+//! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
+
+mod conn;
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::aof::{open_log, open_log_on, CommandLog};
+use crate::commands::{execute, unwatch_all, Ctx, Propagation, Session};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::state::{unix_ms, ClientInfo, State};
+use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
+
+const WAKER: Token = Token(usize::MAX - 1);
+/// Tokens below this are listeners; connection `i` is `CONN_BASE + i`.
+const CONN_BASE: usize = 1024;
+/// Readiness events handled per poll.
+const EVENTS_CAPACITY: usize = 1024;
+/// Segments active expiry visits per timer tick.
+const ACTIVE_EXPIRE_SEGMENTS_PER_TICK: usize = 256;
+
+/// Stops a running server from another thread.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle {
+    flag: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl ShutdownHandle {
+    /// Asks the server to flush its log and stop.
+    pub fn shutdown(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+/// A bound server, ready to [`Server::run`].
+#[derive(Debug)]
+pub struct Server {
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    waker: Arc<Waker>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Connections with replies to send (or to check against the log).
+    ready: Vec<usize>,
+    state: State,
+    log: Box<dyn CommandLog>,
+    prop: Propagation,
+    next_client_id: u64,
+    stop: Arc<AtomicBool>,
+    scratch: Vec<u8>,
+    last_tick: Instant,
+}
+
+fn io_err(op: &'static str, what: String) -> impl FnOnce(io::Error) -> Error {
+    move |source| Error::Io {
+        op,
+        path: what.into(),
+        source,
+    }
+}
+
+impl Server {
+    /// Opens the log (replaying it), then binds the configured addresses.
+    pub fn bind(config: Config) -> Result<Server> {
+        Server::bind_with(config, None)
+    }
+
+    /// [`Server::bind`] with the log on `device` instead of the one the
+    /// configuration names (crash and failure tests use simulated devices).
+    pub fn bind_with(
+        config: Config,
+        device: Option<Arc<dyn ferrite_io::Device>>,
+    ) -> Result<Server> {
+        let poll = Poll::new().map_err(io_err("create poll", "epoll".into()))?;
+        let waker = Arc::new(
+            Waker::new(poll.registry(), WAKER).map_err(io_err("create waker", "eventfd".into()))?,
+        );
+        let mut state = State::new(config);
+        let notify_waker = Arc::clone(&waker);
+        let notify: Box<dyn Fn() + Send + Sync> = Box::new(move || {
+            let _ = notify_waker.wake();
+        });
+        let opened = match device {
+            Some(device) => open_log_on(&mut state, device, notify)?,
+            None => open_log(&mut state, notify)?,
+        };
+        let mut listeners = Vec::new();
+        for (i, host) in state.config.bind.iter().enumerate() {
+            let ip: IpAddr = host
+                .trim_start_matches('-')
+                .parse()
+                .map_err(|_| Error::Config {
+                    origin: "bind".into(),
+                    reason: format!("{host:?} is not an IP address"),
+                })?;
+            let addr = SocketAddr::new(ip, state.config.port);
+            let mut listener = TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
+            poll.registry()
+                .register(&mut listener, Token(i), Interest::READABLE)
+                .map_err(io_err("register", addr.to_string()))?;
+            listeners.push(listener);
+        }
+        state.port = listeners
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(state.config.port, |a| a.port());
+        let stop = Arc::new(AtomicBool::new(false));
+        Ok(Server {
+            poll,
+            listeners,
+            waker,
+            conns: Vec::new(),
+            free: Vec::new(),
+            ready: Vec::new(),
+            state,
+            log: opened.log,
+            prop: Propagation::default(),
+            next_client_id: 1,
+            stop,
+            scratch: vec![0; READ_CHUNK_BYTES],
+            last_tick: Instant::now(),
+        })
+    }
+
+    /// The first address the server listens on.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listeners.first().and_then(|l| l.local_addr().ok())
+    }
+
+    /// A handle to stop the server from elsewhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            flag: Arc::clone(&self.stop),
+            waker: Arc::clone(&self.waker),
+        }
+    }
+
+    /// Stops on SIGTERM and SIGINT.
+    pub fn stop_on_signals(&self) -> Result<()> {
+        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(signal, Arc::clone(&self.stop)).map_err(io_err(
+                "register signal handler",
+                format!("signal {signal}"),
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Serves until SHUTDOWN, a signal or a [`ShutdownHandle`]; then
+    /// flushes and syncs the log.
+    pub fn run(mut self) -> Result<()> {
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz.max(1)));
+        tracing::info!("ready to accept connections on port {}", self.state.port);
+        while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
+            let timeout = tick.saturating_sub(self.last_tick.elapsed());
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(io_err("poll", "epoll".into())(e));
+                }
+            }
+            self.state.keyspace.now_ms = unix_ms();
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {}
+                    Token(t) if t < CONN_BASE => self.accept(t),
+                    Token(t) => {
+                        self.on_conn_event(t - CONN_BASE, event.is_readable(), event.is_writable())
+                    }
+                }
+            }
+            if self.last_tick.elapsed() >= tick {
+                self.last_tick = Instant::now();
+                self.timer();
+            }
+            self.before_sleep();
+        }
+        tracing::info!("shutting down: flushing the log");
+        self.log.close()?;
+        Ok(())
+    }
+
+    fn accept(&mut self, listener: usize) {
+        loop {
+            let (stream, peer) = match self.listeners[listener].accept() {
+                Ok(pair) => pair,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    return;
+                }
+            };
+            self.state.stats.connections_received += 1;
+            if let Some(refusal) = self.refusal(&peer) {
+                let mut stream = stream;
+                let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
+                continue;
+            }
+            self.add_conn(stream, peer);
+        }
+    }
+
+    /// Why a new connection must be refused, as the error line to send.
+    fn refusal(&mut self, peer: &SocketAddr) -> Option<String> {
+        let c = &self.state.config;
+        if c.protected_mode && c.requirepass.is_none() && !peer.ip().is_loopback() {
+            return Some("-DENIED Ferrite is running in protected mode because protected mode is enabled and no password is set for the default user. Connections are only accepted from the loopback interface. Set requirepass, or disable protected-mode, to accept others.\r\n".into());
+        }
+        if self.state.clients.len() >= c.maxclients {
+            self.state.stats.rejected_connections += 1;
+            return Some("-ERR max number of clients reached\r\n".into());
+        }
+        None
+    }
+
+    fn add_conn(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let token = Token(CONN_BASE + index);
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+        {
+            tracing::warn!("cannot register a connection: {e}");
+            self.free.push(index);
+            return;
+        }
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        let session = Session {
+            id,
+            authenticated: self.state.config.requirepass.is_none(),
+            ..Session::default()
+        };
+        let laddr = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        self.state.clients.insert(
+            id,
+            ClientInfo {
+                addr: peer.to_string(),
+                laddr,
+                created_ms: unix_ms(),
+                resp: 2,
+                ..ClientInfo::default()
+            },
+        );
+        self.conns[index] = Some(Conn::new(stream, token, session));
+    }
+
+    fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
+        if writable {
+            self.mark_ready(index);
+        }
+        if readable {
+            self.read_and_run(index);
+        }
+    }
+
+    fn mark_ready(&mut self, index: usize) {
+        if let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) {
+            if !conn.queued {
+                conn.queued = true;
+                self.ready.push(index);
+            }
+        }
+    }
+
+    fn read_and_run(&mut self, index: usize) {
+        let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
+            return;
+        };
+        let limit = self.state.config.client_query_buffer_limit_bytes;
+        let outcome = conn.read(
+            &mut self.scratch,
+            limit,
+            &mut self.state.stats.net_input_bytes,
+        );
+        match outcome {
+            ReadOutcome::Closed => return self.close(conn, index),
+            ReadOutcome::TooBig => {
+                tracing::warn!(
+                    "closing client {}: query buffer over client-query-buffer-limit",
+                    conn.session.id
+                );
+                return self.close(conn, index);
+            }
+            ReadOutcome::Data => {}
+        }
+        self.run_commands(&mut conn);
+        let has_output = !conn.reply.buf.is_empty() || conn.closing;
+        self.conns[index] = Some(conn);
+        if has_output {
+            self.mark_ready(index);
+        }
+    }
+
+    /// Runs every complete command in the connection's buffer.
+    fn run_commands(&mut self, conn: &mut Conn) {
+        let mut at = 0;
+        while at < conn.inbuf.len() && !conn.closing {
+            let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
+            match conn.parser.parse(&conn.inbuf[at..], &limits) {
+                Ok(Some(consumed)) => {
+                    let args = conn.parser.args(&conn.inbuf[at..]);
+                    let mut ctx = Ctx {
+                        state: &mut self.state,
+                        session: &mut conn.session,
+                        reply: &mut conn.reply,
+                        prop: &mut self.prop,
+                    };
+                    execute(&mut ctx, &args);
+                    at += consumed;
+                    if let Some(ticket) = self.log_command() {
+                        conn.wait_ticket = ticket;
+                    }
+                    conn.closing |= conn.session.close_after_reply;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    conn.reply.error(&format!("ERR {e}"));
+                    conn.closing = true;
+                }
+            }
+        }
+        conn.inbuf.drain(..at);
+    }
+
+    /// Appends what the last command logged (and the deletions of keys that
+    /// expired while it ran, first); returns the ticket to wait for.
+    fn log_command(&mut self) -> Option<u64> {
+        let mut ticket = None;
+        if !self.state.keyspace.expired.is_empty() {
+            let mut dels = Propagation::default();
+            for (db, key) in self.state.keyspace.expired.drain(..) {
+                dels.push(db, &[b"DEL", &key]);
+            }
+            ticket = Some(self.log.append(&dels));
+        }
+        if self.prop.commands > 0 {
+            ticket = Some(self.log.append(&self.prop));
+            self.prop.clear();
+        }
+        ticket
+    }
+
+    fn close(&mut self, mut conn: Conn, index: usize) {
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        unwatch_all(&mut self.state.keyspace, &mut conn.session);
+        self.state.clients.remove(&conn.session.id);
+        self.conns[index] = None;
+        self.free.push(index);
+    }
+
+    /// Housekeeping `hz` times a second: active expiry, the everysec sync,
+    /// memory figures, CONFIG SET changes that the log must see.
+    fn timer(&mut self) {
+        self.state.keyspace.now_ms = unix_ms();
+        self.state
+            .keyspace
+            .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        self.log_command();
+        self.log.set_fsync(self.state.config.appendfsync);
+        self.log.tick();
+        self.state.refresh_used_memory();
+        self.log.info(&mut self.state.log);
+    }
+
+    /// Writes this iteration's records, then sends every reply the log has
+    /// acknowledged.
+    fn before_sleep(&mut self) {
+        self.log.flush();
+        if self.state.log_failure.is_none() {
+            if let Some(why) = self.log.failure() {
+                self.state.log_failure = Some(why);
+                self.log.info(&mut self.state.log);
+            }
+        }
+        let acknowledged = self.log.acknowledged();
+        let failed = self.state.log_failure.is_some();
+        let ready = std::mem::take(&mut self.ready);
+        for index in ready {
+            self.flush_conn(index, acknowledged, failed);
+        }
+    }
+
+    fn flush_conn(&mut self, index: usize, acknowledged: u64, failed: bool) {
+        let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
+            return;
+        };
+        conn.queued = false;
+        if conn.wait_ticket > acknowledged {
+            if failed {
+                // The log can no longer make these writes durable, so they
+                // must not be acknowledged: drop the connection instead.
+                return self.close(conn, index);
+            }
+            conn.waiting_since.get_or_insert_with(Instant::now);
+            conn.queued = true;
+            self.conns[index] = Some(conn);
+            self.ready.push(index);
+            return;
+        }
+        if let Some(since) = conn.waiting_since.take() {
+            self.state.log.wait_us_total += since.elapsed().as_micros() as u64;
+        }
+        match conn.write_pending(&mut self.state.stats.net_output_bytes) {
+            Ok(true) if conn.closing => self.close(conn, index),
+            Ok(done) => {
+                if done == conn.want_write {
+                    conn.want_write = !done;
+                    let interest = if done {
+                        Interest::READABLE
+                    } else {
+                        Interest::READABLE | Interest::WRITABLE
+                    };
+                    let token = conn.token;
+                    let _ = self
+                        .poll
+                        .registry()
+                        .reregister(&mut conn.stream, token, interest);
+                }
+                self.conns[index] = Some(conn);
+            }
+            Err(_) => self.close(conn, index),
+        }
+    }
+}
+
+/// Runs a server for `config` until it is stopped (the body of
+/// `ferrite serve`).
+pub fn serve(config: Config) -> Result<()> {
+    let server = Server::bind(config)?;
+    server.stop_on_signals()?;
+    server.run()
+}

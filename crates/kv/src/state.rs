@@ -1,0 +1,152 @@
+//! Server-wide state shared by all commands: the keyspace, the
+//! configuration, statistics and the log's status.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use ferrite_pmem::SplitMix64;
+
+use crate::config::Config;
+use crate::keyspace::Keyspace;
+
+/// Counters reported by INFO stats.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Connections accepted since start.
+    pub connections_received: u64,
+    /// Commands run since start (or CONFIG RESETSTAT).
+    pub commands_processed: u64,
+    /// Connections refused for `maxclients`.
+    pub rejected_connections: u64,
+    /// Bytes read from clients.
+    pub net_input_bytes: u64,
+    /// Bytes written to clients.
+    pub net_output_bytes: u64,
+}
+
+/// The log's figures for INFO persistence, refreshed by the server.
+#[derive(Clone, Debug, Default)]
+pub struct LogInfo {
+    /// Whether a log is open.
+    pub enabled: bool,
+    /// Device kind: `file`, `pmem`.
+    pub device: String,
+    /// For PM: `real` or `emulated`.
+    pub pmem_mode: String,
+    /// Bytes in the log now.
+    pub current_size: u64,
+    /// Bytes in the log after start-up replay.
+    pub base_size: u64,
+    /// Records appended since start.
+    pub appends: u64,
+    /// Durability points (fsync or drain) since start.
+    pub commits: u64,
+    /// Records made durable per commit, on average.
+    pub mean_batch: f64,
+    /// Total microseconds clients' replies waited for durability.
+    pub wait_us_total: u64,
+    /// Times an fsync was late by more than 2 s (Redis's aof_delayed_fsync).
+    pub delayed_fsync: u64,
+    /// Cache lines flushed per appended record (PM devices).
+    pub flushes_per_write: f64,
+    /// Replay at start-up: commands and milliseconds.
+    pub loaded_commands: u64,
+    /// See `loaded_commands`.
+    pub load_ms: u64,
+    /// Bytes cut from a torn tail at start-up.
+    pub truncated_bytes: u64,
+}
+
+/// What CLIENT LIST shows of a connection.
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    /// Peer address.
+    pub addr: String,
+    /// Local address.
+    pub laddr: String,
+    /// Connection start in Unix ms.
+    pub created_ms: i64,
+    /// CLIENT SETNAME.
+    pub name: String,
+    /// Selected database.
+    pub db: usize,
+    /// Protocol version.
+    pub resp: i64,
+}
+
+/// Everything server-wide.
+#[derive(Debug)]
+pub struct State {
+    /// The data.
+    pub keyspace: Keyspace,
+    /// The configuration (CONFIG SET changes it).
+    pub config: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The log's status.
+    pub log: LogInfo,
+    /// Why writes are refused (a failed write or fsync, a full disk).
+    pub log_failure: Option<String>,
+    /// Resident memory in bytes, refreshed by the timer.
+    pub used_memory_bytes: u64,
+    /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
+    pub rng: SplitMix64,
+    /// Start time, for uptime.
+    pub started: Instant,
+    /// Unix seconds of start (LASTSAVE: the last time the data was known
+    /// durable as a whole).
+    pub start_unix_s: i64,
+    /// Connected clients by id.
+    pub clients: BTreeMap<u64, ClientInfo>,
+    /// SHUTDOWN was called.
+    pub shutdown_requested: bool,
+    /// The TCP port actually bound.
+    pub port: u16,
+}
+
+/// The wall clock in Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl State {
+    /// Fresh state for `config`.
+    pub fn new(config: Config) -> State {
+        let seed = unix_ms() as u64 ^ u64::from(std::process::id()) << 32;
+        State {
+            keyspace: Keyspace::new(config.databases),
+            config,
+            stats: Stats::default(),
+            log: LogInfo::default(),
+            log_failure: None,
+            used_memory_bytes: 0,
+            rng: SplitMix64::new(seed),
+            started: Instant::now(),
+            start_unix_s: unix_ms() / 1000,
+            clients: BTreeMap::new(),
+            shutdown_requested: false,
+            port: 0,
+        }
+    }
+
+    /// Whether `maxmemory` is set and exceeded.
+    pub fn over_maxmemory(&self) -> bool {
+        self.config.maxmemory_bytes > 0 && self.used_memory_bytes > self.config.maxmemory_bytes
+    }
+
+    /// Reads this process's resident memory from `/proc/self/statm`.
+    pub fn refresh_used_memory(&mut self) {
+        if let Some(bytes) = resident_bytes() {
+            self.used_memory_bytes = bytes;
+        }
+    }
+}
+
+/// Resident set size of this process in bytes, where `/proc` has it.
+pub fn resident_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}

@@ -1,0 +1,153 @@
+//! Shared test helpers: an in-process server on a free port, and a raw
+//! connection that sends bytes and checks the exact bytes that come back.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ferrite_kv::config::{AppendFsync, Config, LogDevice};
+use ferrite_kv::{Server, ShutdownHandle};
+
+/// A server running on a thread; stopped (and its log closed) on drop.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    handle: ShutdownHandle,
+    thread: Option<JoinHandle<ferrite_kv::Result<()>>>,
+}
+
+impl TestServer {
+    /// A server with its data in `dir`, configured by `tweak`.
+    pub fn start_with(dir: &Path, tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let mut config = Config {
+            port: 0,
+            dir: dir.to_path_buf(),
+            appendfsync: AppendFsync::Always,
+            log_device: LogDevice::File,
+            ..Config::default()
+        };
+        tweak(&mut config);
+        let server = Server::bind(config).expect("server starts");
+        let addr = server.local_addr().expect("bound");
+        let handle = server.shutdown_handle();
+        let thread = std::thread::spawn(move || server.run());
+        TestServer {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    /// A server with default test settings in `dir`.
+    pub fn start(dir: &Path) -> TestServer {
+        TestServer::start_with(dir, |_| {})
+    }
+
+    /// A raw connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.addr)
+    }
+
+    /// Stops the server and waits for it.
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .expect("server thread")
+                .expect("server stops cleanly");
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.handle.shutdown();
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// A connection that speaks raw bytes.
+pub struct Raw {
+    pub stream: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(addr: SocketAddr) -> Raw {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Raw { stream }
+    }
+
+    /// Sends `input` and asserts the reply is exactly `expected`.
+    #[track_caller]
+    pub fn check(&mut self, input: &[u8], expected: &[u8]) {
+        self.stream.write_all(input).expect("send");
+        let mut got = vec![0u8; expected.len()];
+        let mut filled = 0;
+        while filled < expected.len() {
+            match self.stream.read(&mut got[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) => panic!(
+                    "reading the reply to {:?}: {e}; got so far {:?}",
+                    String::from_utf8_lossy(input),
+                    String::from_utf8_lossy(&got[..filled])
+                ),
+            }
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&got[..filled]),
+            String::from_utf8_lossy(expected),
+            "input {:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+
+    /// Sends `input` and returns whatever arrives within a short while.
+    pub fn roundtrip_any(&mut self, input: &[u8]) -> Vec<u8> {
+        self.stream.write_all(input).expect("send");
+        self.stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = self.stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        out
+    }
+
+    /// Whether the server closed the connection.
+    pub fn is_closed(&mut self) -> bool {
+        let mut buf = [0u8; 1];
+        matches!(self.stream.read(&mut buf), Ok(0) | Err(_))
+    }
+}
+
+/// Encodes a command as RESP.
+pub fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}

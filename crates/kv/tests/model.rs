@@ -1,0 +1,410 @@
+//! Model-based test: random command sequences run against the server and
+//! against a tiny reference model (`BTreeMap`s); every reply must agree.
+//! After each sequence the server is restarted and its whole state, rebuilt
+//! from the log, must equal the model's.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use common::TestServer;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Model {
+    Str(Vec<u8>),
+    List(VecDeque<Vec<u8>>),
+    Set(BTreeSet<Vec<u8>>),
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+}
+
+/// A reply, reduced to what both sides can produce.
+#[derive(Clone, Debug, PartialEq)]
+enum R {
+    Ok,
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Arr(Vec<R>),
+    Err(String),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Set(u8, u8),
+    Get(u8),
+    Del(u8),
+    Incr(u8),
+    Append(u8, u8),
+    LPush(u8, u8),
+    RPop(u8),
+    LRange(u8),
+    SAdd(u8, u8),
+    SRem(u8, u8),
+    SMembers(u8),
+    HSet(u8, u8, u8),
+    HDel(u8, u8),
+    HGetAll(u8),
+    Exists(u8),
+    Rename(u8, u8),
+    Multi(Vec<(u8, u8)>),
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key{}", k % 6).into_bytes()
+}
+
+fn val(v: u8) -> Vec<u8> {
+    if v.is_multiple_of(3) {
+        (v / 3).to_string().into_bytes()
+    } else {
+        format!("v{v}").into_bytes()
+    }
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0u8..6;
+    let v = 0u8..12;
+    prop_oneof![
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::Set(k, v)),
+        k.clone().prop_map(Op::Get),
+        k.clone().prop_map(Op::Del),
+        k.clone().prop_map(Op::Incr),
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::Append(k, v)),
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::LPush(k, v)),
+        k.clone().prop_map(Op::RPop),
+        k.clone().prop_map(Op::LRange),
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::SAdd(k, v)),
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::SRem(k, v)),
+        k.clone().prop_map(Op::SMembers),
+        (k.clone(), v.clone(), v.clone()).prop_map(|(k, f, v)| Op::HSet(k, f, v)),
+        (k.clone(), v.clone()).prop_map(|(k, f)| Op::HDel(k, f)),
+        k.clone().prop_map(Op::HGetAll),
+        k.clone().prop_map(Op::Exists),
+        (k.clone(), k.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+        proptest::collection::vec((k, v), 1..4).prop_map(Op::Multi),
+    ]
+}
+
+const WRONGTYPE: &str = "WRONGTYPE";
+
+fn bulks(items: impl IntoIterator<Item = Vec<u8>>) -> R {
+    R::Arr(items.into_iter().map(|i| R::Bulk(Some(i))).collect())
+}
+
+/// Applies `op` to the model and returns the expected reply.
+fn apply(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
+    let wrong = || R::Err(WRONGTYPE.into());
+    match op {
+        Op::Set(k, v) => {
+            m.insert(key(*k), Model::Str(val(*v)));
+            R::Ok
+        }
+        Op::Get(k) => match m.get(&key(*k)) {
+            None => R::Bulk(None),
+            Some(Model::Str(s)) => R::Bulk(Some(s.clone())),
+            Some(_) => wrong(),
+        },
+        Op::Del(k) => R::Int(i64::from(m.remove(&key(*k)).is_some())),
+        Op::Incr(k) => {
+            let current = match m.get(&key(*k)) {
+                None => Some(0),
+                Some(Model::Str(s)) => std::str::from_utf8(s)
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .filter(|n| n.to_string().as_bytes() == s.as_slice()),
+                Some(_) => return wrong(),
+            };
+            match current {
+                Some(n) => {
+                    m.insert(key(*k), Model::Str((n + 1).to_string().into_bytes()));
+                    R::Int(n + 1)
+                }
+                None => R::Err("ERR".into()),
+            }
+        }
+        Op::Append(k, v) => match m.entry(key(*k)).or_insert_with(|| Model::Str(Vec::new())) {
+            Model::Str(s) => {
+                s.extend(val(*v));
+                R::Int(s.len() as i64)
+            }
+            _ => wrong(),
+        },
+        Op::LPush(k, v) => match m
+            .entry(key(*k))
+            .or_insert_with(|| Model::List(VecDeque::new()))
+        {
+            Model::List(l) => {
+                l.push_front(val(*v));
+                R::Int(l.len() as i64)
+            }
+            _ => wrong(),
+        },
+        Op::RPop(k) => match m.get_mut(&key(*k)) {
+            None => R::Bulk(None),
+            Some(Model::List(l)) => {
+                let v = l.pop_back();
+                if l.is_empty() {
+                    m.remove(&key(*k));
+                }
+                R::Bulk(v)
+            }
+            Some(_) => wrong(),
+        },
+        Op::LRange(k) => match m.get(&key(*k)) {
+            None => R::Arr(vec![]),
+            Some(Model::List(l)) => bulks(l.iter().cloned()),
+            Some(_) => wrong(),
+        },
+        Op::SAdd(k, v) => match m
+            .entry(key(*k))
+            .or_insert_with(|| Model::Set(BTreeSet::new()))
+        {
+            Model::Set(s) => R::Int(i64::from(s.insert(val(*v)))),
+            _ => wrong(),
+        },
+        Op::SRem(k, v) => match m.get_mut(&key(*k)) {
+            None => R::Int(0),
+            Some(Model::Set(s)) => {
+                let removed = s.remove(&val(*v));
+                if s.is_empty() {
+                    m.remove(&key(*k));
+                }
+                R::Int(i64::from(removed))
+            }
+            Some(_) => wrong(),
+        },
+        Op::SMembers(k) => match m.get(&key(*k)) {
+            None => R::Arr(vec![]),
+            Some(Model::Set(s)) => bulks(s.iter().cloned()),
+            Some(_) => wrong(),
+        },
+        Op::HSet(k, f, v) => match m
+            .entry(key(*k))
+            .or_insert_with(|| Model::Hash(BTreeMap::new()))
+        {
+            Model::Hash(h) => R::Int(i64::from(h.insert(val(*f), val(*v)).is_none())),
+            _ => wrong(),
+        },
+        Op::HDel(k, f) => match m.get_mut(&key(*k)) {
+            None => R::Int(0),
+            Some(Model::Hash(h)) => {
+                let removed = h.remove(&val(*f)).is_some();
+                if h.is_empty() {
+                    m.remove(&key(*k));
+                }
+                R::Int(i64::from(removed))
+            }
+            Some(_) => wrong(),
+        },
+        Op::HGetAll(k) => match m.get(&key(*k)) {
+            None => R::Arr(vec![]),
+            Some(Model::Hash(h)) => bulks(h.iter().flat_map(|(f, v)| [f.clone(), v.clone()])),
+            Some(_) => wrong(),
+        },
+        Op::Exists(k) => R::Int(i64::from(m.contains_key(&key(*k)))),
+        Op::Rename(a, b) => match m.remove(&key(*a)) {
+            None => R::Err("ERR".into()),
+            Some(v) => {
+                m.insert(key(*b), v);
+                R::Ok
+            }
+        },
+        Op::Multi(sets) => {
+            let replies = sets
+                .iter()
+                .map(|(k, v)| apply(m, &Op::Set(*k, *v)))
+                .collect();
+            R::Arr(replies)
+        }
+    }
+}
+
+fn to_r(result: redis::RedisResult<redis::Value>) -> R {
+    match result {
+        Ok(v) => value_to_r(v),
+        Err(e) => R::Err(e.code().unwrap_or("ERR").to_string()),
+    }
+}
+
+fn value_to_r(v: redis::Value) -> R {
+    match v {
+        redis::Value::Okay => R::Ok,
+        redis::Value::Int(n) => R::Int(n),
+        redis::Value::Nil => R::Bulk(None),
+        redis::Value::BulkString(b) => R::Bulk(Some(b)),
+        redis::Value::Array(items) => R::Arr(items.into_iter().map(value_to_r).collect()),
+        redis::Value::SimpleString(s) if s == "OK" => R::Ok,
+        redis::Value::ServerError(e) => R::Err(e.code().to_string()),
+        other => R::Err(format!("unexpected {other:?}")),
+    }
+}
+
+/// Sorts the elements of replies whose order is unspecified (sets, hashes).
+fn normalise(op: &Op, r: R) -> R {
+    match (op, r) {
+        (Op::SMembers(_), R::Arr(mut items)) => {
+            items.sort_by_key(|i| format!("{i:?}"));
+            R::Arr(items)
+        }
+        (Op::HGetAll(_), R::Arr(items)) => {
+            let mut pairs: Vec<Vec<R>> = items.chunks(2).map(<[R]>::to_vec).collect();
+            pairs.sort_by_key(|p| format!("{:?}", p[0]));
+            R::Arr(pairs.concat())
+        }
+        (_, r) => r,
+    }
+}
+
+fn command(op: &Op) -> redis::Cmd {
+    let mut c;
+    match op {
+        Op::Set(k, v) => {
+            c = redis::cmd("SET");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::Get(k) => {
+            c = redis::cmd("GET");
+            c.arg(key(*k));
+        }
+        Op::Del(k) => {
+            c = redis::cmd("DEL");
+            c.arg(key(*k));
+        }
+        Op::Incr(k) => {
+            c = redis::cmd("INCR");
+            c.arg(key(*k));
+        }
+        Op::Append(k, v) => {
+            c = redis::cmd("APPEND");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::LPush(k, v) => {
+            c = redis::cmd("LPUSH");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::RPop(k) => {
+            c = redis::cmd("RPOP");
+            c.arg(key(*k));
+        }
+        Op::LRange(k) => {
+            c = redis::cmd("LRANGE");
+            c.arg(key(*k)).arg(0).arg(-1);
+        }
+        Op::SAdd(k, v) => {
+            c = redis::cmd("SADD");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::SRem(k, v) => {
+            c = redis::cmd("SREM");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::SMembers(k) => {
+            c = redis::cmd("SMEMBERS");
+            c.arg(key(*k));
+        }
+        Op::HSet(k, f, v) => {
+            c = redis::cmd("HSET");
+            c.arg(key(*k)).arg(val(*f)).arg(val(*v));
+        }
+        Op::HDel(k, f) => {
+            c = redis::cmd("HDEL");
+            c.arg(key(*k)).arg(val(*f));
+        }
+        Op::HGetAll(k) => {
+            c = redis::cmd("HGETALL");
+            c.arg(key(*k));
+        }
+        Op::Exists(k) => {
+            c = redis::cmd("EXISTS");
+            c.arg(key(*k));
+        }
+        Op::Rename(a, b) => {
+            c = redis::cmd("RENAME");
+            c.arg(key(*a)).arg(key(*b));
+        }
+        Op::Multi(_) => unreachable!("sent as a pipeline"),
+    }
+    c
+}
+
+fn run_on_server(con: &mut redis::Connection, op: &Op) -> R {
+    if let Op::Multi(sets) = op {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (k, v) in sets {
+            pipe.cmd("SET").arg(key(*k)).arg(val(*v));
+        }
+        return to_r(pipe.query::<redis::Value>(con));
+    }
+    to_r(command(op).query::<redis::Value>(con))
+}
+
+/// The whole state as the server sees it, in the model's shape.
+fn dump(con: &mut redis::Connection) -> BTreeMap<Vec<u8>, Model> {
+    let mut out = BTreeMap::new();
+    for k in 0..6 {
+        for probe in [Op::Get(k), Op::LRange(k), Op::SMembers(k), Op::HGetAll(k)] {
+            let got = normalise(&probe, run_on_server(con, &probe));
+            let mut one = BTreeMap::new();
+            let value = match (&probe, got) {
+                (Op::Get(_), R::Bulk(Some(s))) => Model::Str(s),
+                (Op::LRange(_), R::Arr(a)) if !a.is_empty() => {
+                    Model::List(a.into_iter().map(bytes_of).collect())
+                }
+                (Op::SMembers(_), R::Arr(a)) if !a.is_empty() => {
+                    Model::Set(a.into_iter().map(bytes_of).collect())
+                }
+                (Op::HGetAll(_), R::Arr(a)) if !a.is_empty() => {
+                    let flat: Vec<Vec<u8>> = a.into_iter().map(bytes_of).collect();
+                    Model::Hash(
+                        flat.chunks(2)
+                            .map(|p| (p[0].clone(), p[1].clone()))
+                            .collect(),
+                    )
+                }
+                _ => continue,
+            };
+            one.insert(key(k), value);
+            out.extend(one);
+        }
+    }
+    out
+}
+
+fn bytes_of(r: R) -> Vec<u8> {
+    match r {
+        R::Bulk(Some(b)) => b,
+        other => panic!("expected a bulk string, got {other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn server_agrees_with_the_model(ops in proptest::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(dir.path());
+        let client = redis::Client::open(format!("redis://{}/", server.addr)).unwrap();
+        let mut con = client.get_connection().unwrap();
+        let mut model = BTreeMap::new();
+        for op in &ops {
+            let expected = normalise(op, apply(&mut model, op));
+            let got = normalise(op, run_on_server(&mut con, op));
+            prop_assert_eq!(got, expected, "after {:?}", op);
+        }
+        drop(con);
+        server.stop();
+        // Restart: the state rebuilt from the log must be the model's.
+        let server = TestServer::start(dir.path());
+        let mut con = client_for(&server);
+        prop_assert_eq!(dump(&mut con), model);
+    }
+}
+
+fn client_for(server: &TestServer) -> redis::Connection {
+    redis::Client::open(format!("redis://{}/", server.addr))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}

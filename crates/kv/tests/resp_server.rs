@@ -1,0 +1,212 @@
+//! Byte-level protocol tests for transactions, connection and server
+//! commands, and what redis-cli and redis-benchmark send at connect.
+
+mod common;
+
+use common::TestServer;
+
+#[test]
+fn transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"MULTI\r\nSET a 1\r\nINCR a\r\nEXEC\r\n",
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n:2\r\n",
+    );
+    c.check(
+        b"EXEC\r\nDISCARD\r\n",
+        b"-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n",
+    );
+    c.check(
+        b"MULTI\r\nMULTI\r\n",
+        b"+OK\r\n-ERR MULTI calls can not be nested\r\n",
+    );
+    c.check(b"GET\r\nEXEC\r\n", b"-ERR wrong number of arguments for 'get' command\r\n-EXECABORT Transaction discarded because of previous errors.\r\n");
+    c.check(b"MULTI\r\nSET a x\r\nINCR a\r\nEXEC\r\n", b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n-ERR value is not an integer or out of range\r\n");
+    c.check(
+        b"MULTI\r\nSET b 1\r\nDISCARD\r\nEXISTS b\r\n",
+        b"+OK\r\n+QUEUED\r\n+OK\r\n:0\r\n",
+    );
+    c.check(
+        b"WATCH w\r\nMULTI\r\nSET w 1\r\nEXEC\r\n",
+        b"+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n",
+    );
+    c.check(b"WATCH w\r\n", b"+OK\r\n");
+    server.raw().check(b"SET w 2\r\n", b"+OK\r\n");
+    c.check(
+        b"MULTI\r\nSET w 3\r\nEXEC\r\nGET w\r\n",
+        b"+OK\r\n+QUEUED\r\n*-1\r\n$1\r\n2\r\n",
+    );
+    c.check(
+        b"MULTI\r\nWATCH x\r\nDISCARD\r\n",
+        b"+OK\r\n-ERR WATCH inside MULTI is not allowed\r\n+OK\r\n",
+    );
+    c.check(b"WATCH x\r\nUNWATCH\r\n", b"+OK\r\n+OK\r\n");
+}
+
+#[test]
+fn connection_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"PING hi\r\nECHO x\r\n", b"$2\r\nhi\r\n$1\r\nx\r\n");
+    c.check(
+        b"SELECT 1\r\nSET k one\r\nSELECT 0\r\nGET k\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n$-1\r\n",
+    );
+    c.check(
+        b"SELECT 16\r\nSELECT x\r\n",
+        b"-ERR DB index is out of range\r\n-ERR value is not an integer or out of range\r\n",
+    );
+    c.check(b"SWAPDB 0 1\r\nGET k\r\n", b"+OK\r\n$3\r\none\r\n");
+    c.check(b"AUTH pw\r\n", b"-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n");
+    c.check(
+        b"CLIENT SETNAME me\r\nCLIENT GETNAME\r\n",
+        b"+OK\r\n$2\r\nme\r\n",
+    );
+    c.check(
+        b"CLIENT SETNAME \"a b\"\r\n",
+        b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
+    );
+    c.check(b"CLIENT ID\r\n", b":1\r\n");
+    c.check(b"CLIENT SETINFO LIB-NAME redis-rs\r\n", b"+OK\r\n");
+    c.check(
+        b"CLIENT NOPE\r\n",
+        b"-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n",
+    );
+    let list = c.roundtrip_any(b"CLIENT LIST\r\n");
+    assert!(String::from_utf8_lossy(&list).contains("id=1 "), "{list:?}");
+    c.check(b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n");
+    let hello = c.roundtrip_any(b"HELLO 3\r\n");
+    assert!(
+        hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{hello:?}"
+    );
+    c.check(b"GET nope\r\n", b"_\r\n");
+    let _ = c.roundtrip_any(b"HELLO 2\r\n");
+    c.check(b"GET nope\r\n", b"$-1\r\n");
+    c.check(b"QUIT\r\n", b"+OK\r\n");
+    assert!(c.is_closed());
+}
+
+#[test]
+fn authentication() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| c.requirepass = Some("s3cret".into()));
+    let mut c = server.raw();
+    c.check(b"GET a\r\n", b"-NOAUTH Authentication required.\r\n");
+    c.check(
+        b"AUTH wrong\r\n",
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    c.check(b"AUTH s3cret\r\nSET a 1\r\n", b"+OK\r\n+OK\r\n");
+    let mut c = server.raw();
+    let hello = c.roundtrip_any(b"HELLO 3 AUTH default s3cret\r\n");
+    assert!(hello.starts_with(b"%7\r\n"), "{hello:?}");
+    c.check(b"GET a\r\n", b"$1\r\n1\r\n");
+    let mut c = server.raw();
+    c.check(
+        b"*20\r\n",
+        b"-ERR Protocol error: invalid multibulk length\r\n",
+    );
+}
+
+#[test]
+fn server_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    // What redis-benchmark asks at start.
+    c.check(b"CONFIG GET save\r\n", b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+    c.check(
+        b"CONFIG GET appendonly\r\n",
+        b"*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n",
+    );
+    c.check(
+        b"CONFIG SET maxmemory 100mb\r\nCONFIG GET maxmemory\r\n",
+        b"+OK\r\n*2\r\n$9\r\nmaxmemory\r\n$9\r\n104857600\r\n",
+    );
+    c.check(b"CONFIG SET nope 1\r\n", b"-ERR CONFIG SET failed (possibly related to argument 'nope') - unknown directive 'nope'\r\n");
+    c.check(b"CONFIG SET port 1\r\n", b"-ERR CONFIG SET failed (possibly related to argument 'port') - 'port' can only be set at start-up\r\n");
+    c.check(
+        b"CONFIG RESETSTAT\r\nCONFIG NOPE\r\n",
+        b"+OK\r\n-ERR unknown subcommand 'NOPE'. Try CONFIG HELP.\r\n",
+    );
+    let count = c.roundtrip_any(b"COMMAND COUNT\r\n");
+    assert!(count.starts_with(b":1"), "{count:?}");
+    let info = c.roundtrip_any(b"COMMAND INFO get\r\n");
+    assert!(
+        info.starts_with(b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n"),
+        "{info:?}"
+    );
+    let docs = c.roundtrip_any(b"COMMAND DOCS get\r\n");
+    assert!(
+        docs.starts_with(b"*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n"),
+        "{docs:?}"
+    );
+    c.check(
+        b"SET a 1\r\nDBSIZE\r\nFLUSHDB\r\nDBSIZE\r\n",
+        b"+OK\r\n:1\r\n+OK\r\n:0\r\n",
+    );
+    c.check(
+        b"SET a 1\r\nSELECT 2\r\nSET b 2\r\nFLUSHALL\r\nDBSIZE\r\nSELECT 0\r\nDBSIZE\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n:0\r\n+OK\r\n:0\r\n",
+    );
+    let time = c.roundtrip_any(b"TIME\r\n");
+    assert!(time.starts_with(b"*2\r\n$10\r\n"), "{time:?}");
+    let info = String::from_utf8_lossy(&c.roundtrip_any(b"INFO persistence\r\n")).into_owned();
+    for field in [
+        "aof_enabled:1",
+        "aof_last_write_status:ok",
+        "aof_current_size:",
+        "aof_delayed_fsync:",
+        "ferrite_log_device:file",
+        "ferrite_log_commits:",
+        "ferrite_log_mean_batch:",
+    ] {
+        assert!(info.contains(field), "missing {field} in {info}");
+    }
+    let all = String::from_utf8_lossy(&c.roundtrip_any(b"INFO\r\n")).into_owned();
+    for section in [
+        "# Server",
+        "# Clients",
+        "# Memory",
+        "# Persistence",
+        "# Stats",
+        "# Keyspace",
+    ] {
+        assert!(all.contains(section), "missing {section}");
+    }
+    c.check(
+        b"BGREWRITEAOF\r\n",
+        b"-ERR BGREWRITEAOF is not available yet in Ferrite (the parallel rewrite is issue #5)\r\n",
+    );
+}
+
+#[test]
+fn maxmemory_refuses_writes_with_oom() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| c.maxmemory_bytes = 1);
+    let mut c = server.raw();
+    // The memory figure refreshes on the timer; wait for one tick.
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    c.check(
+        b"SET a 1\r\n",
+        b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+    );
+    c.check(b"GET a\r\nDEL a\r\n", b"$-1\r\n:0\r\n");
+}
+
+#[test]
+fn shutdown_command_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"SET a 1\r\n", b"+OK\r\n");
+    let _ = std::io::Write::write_all(&mut c.stream, b"SHUTDOWN\r\n");
+    assert!(c.is_closed());
+    server.stop();
+    let server = TestServer::start(dir.path());
+    server.raw().check(b"GET a\r\n", b"$1\r\n1\r\n");
+}
