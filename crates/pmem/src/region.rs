@@ -135,12 +135,7 @@ impl PmemRegion {
         };
         region.map_range(0, len)?;
         region.mapped.store(len, Ordering::Release);
-        match mode {
-            MapMode::RealPm => {
-                tracing::info!(path = %region.path.display(), len, "mapped {}", mode.durability())
-            }
-            _ => tracing::warn!(path = %region.path.display(), len, "mapped {}", mode.durability()),
-        }
+        log_mapping(&region.path, len, mode);
         Ok(region)
     }
 
@@ -384,6 +379,22 @@ impl Drop for PmemRegion {
         // SAFETY: the reservation is ours and nothing borrows into it once
         // the region is dropped.
         unsafe { libc::munmap(self.base.cast(), self.reserved) };
+    }
+}
+
+/// Says what kind of memory a mapping is: loudly (a warning) the first time
+/// a process maps emulated PM, then at debug level, so a program that maps
+/// many files (SQLite's journals) does not repeat it on every open.
+fn log_mapping(path: &Path, len: usize, mode: MapMode) {
+    static WARNED_EMULATED: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+    let path = path.display();
+    match mode {
+        MapMode::RealPm => tracing::info!(%path, len, "mapped {}", mode.durability()),
+        _ if !WARNED_EMULATED.swap(true, Ordering::Relaxed) => {
+            tracing::warn!(%path, len, "mapped {}", mode.durability());
+        }
+        _ => tracing::debug!(%path, len, "mapped {}", mode.durability()),
     }
 }
 
