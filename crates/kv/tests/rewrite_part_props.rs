@@ -176,3 +176,32 @@ fn blocks_outside_the_header_range_are_refused() {
     let err = read_all(&bytes).expect_err("out of range");
     assert!(err.reason.contains("outside"), "{err}");
 }
+
+mod manifests {
+    use ferrite_kv::rewrite::manifest::Manifest;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn arbitrary_manifest_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+            let _ = Manifest::decode(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_manifest_lines_with_a_valid_checksum(lines in prop::collection::vec("[a-z0-9 ./]{0,40}", 0..6)) {
+            let mut body = String::from("ferrite-aof-manifest 1\ngeneration 1\n");
+            for l in &lines {
+                body.push_str(l);
+                body.push('\n');
+            }
+            let crc = crc32c::crc32c(body.as_bytes());
+            body.push_str(&format!("crc32c {crc:08x}\n"));
+            if let Ok(m) = Manifest::decode(body.as_bytes()) {
+                prop_assert!(!m.incrs.is_empty());
+                prop_assert_eq!(Manifest::decode(&m.encode()), Ok(m));
+            }
+        }
+    }
+}

@@ -21,7 +21,7 @@ use std::fmt;
 
 pub use check::{check_dir, CheckOutcome};
 pub use device_log::DeviceLog;
-pub use open::{open_device, open_log, open_log_on, LogFiles, OpenedLog};
+pub use open::{open_device, open_log, open_log_on, replay, LogFiles, OpenedLog};
 
 use crate::commands::Propagation;
 use crate::config::AppendFsync;

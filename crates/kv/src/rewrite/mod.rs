@@ -3,11 +3,20 @@
 //!
 //! - [`part`]: base parts, the compact binary snapshot of a range of
 //!   segments each worker writes.
+//! - [`manifest`]: the file naming the base parts and incremental logs.
+//! - [`dir`]: the data directory's state machine (start, finish, orphans).
+//! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
+//! - [`fs`]: the file-system trait, real and simulated with faults.
 //!
 //! The keyspace side (point-in-time snapshots by copy-before-write at
 //! segment granularity) is in `keyspace/snapshot.rs`.
 
+pub mod dir;
+pub mod fs;
+pub mod load;
+pub mod manifest;
 pub mod part;
+pub mod worker;
 
 use std::fmt;
 
