@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use ferrite_kv::aof::{check_dir, scan::LogEnd};
+use ferrite_kv::aof::{check_dir, LogEnd};
 use ferrite_kv::config::Config;
 
 #[derive(Debug, Parser)]
@@ -42,7 +42,7 @@ enum Command {
     },
     /// Verifies a data directory's log without starting a server.
     Check {
-        /// Truncate a torn or corrupt log at its first bad byte (asks first).
+        /// Truncate a torn or corrupt log at its first bad record (asks first).
         #[arg(long)]
         fix: bool,
         /// With --fix, do not ask.
@@ -88,19 +88,23 @@ fn check(dir: PathBuf, name: &str, fix: bool, yes: bool) -> anyhow::Result<ExitC
         .unwrap_or_default();
     writeln!(
         out,
-        "{path}: {} bytes, {} commands",
-        report.len, report.commands
+        "{path}: {} bytes, {} intact records, {} commands",
+        report.len, report.records, report.commands
     )?;
     match &report.end {
         LogEnd::Clean => writeln!(out, "OK: the log is complete")?,
-        LogEnd::Torn { offset } => writeln!(
+        LogEnd::Torn { offset, lsn, bytes } => writeln!(
             out,
-            "TORN: an incomplete command starts at offset {offset} ({} bytes never acknowledged); the server truncates it at start-up with aof-load-truncated yes",
-            report.len - offset
+            "TORN at offset {offset}: record {lsn} is incomplete ({bytes} bytes never acknowledged); the server truncates it at start-up with aof-load-truncated yes, or `ferrite check --fix {}` does now",
+            dir.display()
         )?,
-        LogEnd::Corrupt { offset, reason } => writeln!(
+        LogEnd::Corrupt {
+            offset,
+            lsn,
+            reason,
+        } => writeln!(
             out,
-            "CORRUPT at offset {offset}: {reason}; `ferrite check --fix {}` truncates the log there, losing the {} bytes after it",
+            "CORRUPT record {lsn} at offset {offset}: {reason}; `ferrite check --fix {}` truncates the log there, losing that record and the {} bytes from it on",
             dir.display(),
             report.len - offset
         )?,

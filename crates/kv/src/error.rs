@@ -31,26 +31,33 @@ pub enum Error {
     /// The log's device failed.
     #[error(transparent)]
     Device(#[from] ferrite_io::Error),
+    /// The log underneath failed, or its file is not a Ferrite log.
+    #[error(transparent)]
+    Log(#[from] ferrite_wal::Error),
     /// The log is damaged before its end: refusing to start rather than
     /// silently dropping acknowledged writes.
-    #[error("{path}: corrupt log at offset {offset}: {reason}. Inspect it, then run `ferrite check --fix {dir}` to truncate the log at that offset (everything after it is lost)")]
+    #[error("{path}: corrupt log record {lsn} at offset {offset}: {reason}. The server refuses to start rather than lose the acknowledged writes after it. Restore the file from a copy, or run `ferrite check --fix {dir}` to truncate the log at offset {offset} (record {lsn} and everything after it are lost)")]
     CorruptLog {
         /// The log file.
         path: PathBuf,
-        /// Byte offset of the first bad command.
+        /// Byte offset of the damaged record.
         offset: u64,
+        /// LSN of the damaged record.
+        lsn: u64,
         /// What is wrong there.
         reason: String,
         /// The data directory, for the suggested command.
         dir: String,
     },
     /// The log's tail is torn and `aof-load-truncated` is `no`.
-    #[error("{path}: the log ends with an incomplete command at offset {offset} and aof-load-truncated is no; run `ferrite check --fix {dir}` or set aof-load-truncated yes")]
+    #[error("{path}: the log ends with an incomplete record at offset {offset} ({bytes} bytes never acknowledged) and aof-load-truncated is no; run `ferrite check --fix {dir}` or set aof-load-truncated yes")]
     TruncatedLog {
         /// The log file.
         path: PathBuf,
-        /// Where the incomplete command starts.
+        /// Where the incomplete record starts.
         offset: u64,
+        /// Bytes from there to the end of the file.
+        bytes: u64,
         /// The data directory.
         dir: String,
     },

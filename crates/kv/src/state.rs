@@ -39,10 +39,17 @@ pub struct LogInfo {
     pub base_size: u64,
     /// Records appended since start.
     pub appends: u64,
-    /// Durability points (fsync or drain) since start.
+    /// Durability points since start: batches made durable by one sync on
+    /// a file, advances of the durable LSN on persistent memory.
     pub commits: u64,
+    /// Device syncs (`fdatasync`) since start.
+    pub syncs: u64,
     /// Records made durable per commit, on average.
     pub mean_batch: f64,
+    /// Microseconds the log's committer spent waiting for writes and syncs.
+    pub commit_wait_us_total: u64,
+    /// Every record up to this LSN is durable.
+    pub durable_lsn: u64,
     /// Total microseconds clients' replies waited for durability.
     pub wait_us_total: u64,
     /// Times an fsync was late by more than 2 s (Redis's aof_delayed_fsync).

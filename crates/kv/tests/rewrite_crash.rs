@@ -11,8 +11,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use ferrite_io::SimFile;
-use ferrite_kv::aof::replay;
 use ferrite_kv::commands::{execute, Ctx, Propagation, Session};
 use ferrite_kv::config::Config;
 use ferrite_kv::resp::{Limits, Parser, ReplyBuf};
@@ -140,6 +138,25 @@ fn fresh_state() -> State {
     })
 }
 
+/// Replays raw RESP commands up to a torn tail. (The server's incremental
+/// logs are wal files; this test is about the directory's states, so its
+/// logs are plain RESP, one command per write.)
+fn replay_resp(state: &mut State, bytes: &[u8]) {
+    state.keyspace.loading = true;
+    let mut at = 0;
+    loop {
+        let mut parser = Parser::new();
+        let Ok(Some(n)) = parser.parse(&bytes[at..], &Limits::DEFAULT) else {
+            break;
+        };
+        let args = parser.args(&bytes[at..]);
+        let words: Vec<&[u8]> = args.iter().collect();
+        run(state, &words);
+        at += n;
+    }
+    state.keyspace.loading = false;
+}
+
 /// What the server would load from `fs`: bases in parallel, then the logs.
 fn load(fs: &SimFs) -> anyhow::Result<State> {
     let dir = AofDir::new(Arc::new(fs.clone()), Path::new("/sim"), NAME);
@@ -158,7 +175,7 @@ fn load(fs: &SimFs) -> anyhow::Result<State> {
     };
     for incr in incrs {
         let bytes = fs.get(&incr.file).expect("named files exist");
-        replay(&mut state, &SimFile::from_image(incr.file.clone(), bytes))?;
+        replay_resp(&mut state, &bytes);
     }
     Ok(state)
 }

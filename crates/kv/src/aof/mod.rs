@@ -1,53 +1,80 @@
-//! The append-only file, on Ferrite's storage devices.
+//! The append-only file, on Ferrite's write-ahead log (`ferrite-wal`).
 //!
-//! Every write command is appended as RESP (Redis's AOF format, so
-//! `redis-check-aof` style tools and humans can read it) through the
-//! [`CommandLog`] trait; the server never touches a device directly. One
-//! client command (or one EXEC) is one *record*: several commands in a
-//! record are wrapped in MULTI/EXEC, so recovery keeps all or none of them.
+//! Every write command is logged as RESP (Redis's AOF format, so the
+//! payloads read like a Redis AOF) through the [`CommandLog`] trait; the
+//! server never touches a device or the wal directly. One client command
+//! (or one EXEC) is one *record*, which the wal frames with an LSN and a
+//! CRC32C (`docs/format.md`, "The AOF on the wal"): recovery keeps all of a
+//! record or none of it, and damage in the middle of the log is told from a
+//! torn tail exactly, by the wal's recovery rather than by parsing RESP.
 //!
-//! [`DeviceLog`] is the log on an `io::Device` with group commit: the event
-//! loop writes each iteration's records in one append, a syncer thread
-//! makes them durable (one fsync, or nothing on persistent memory where a
-//! write is durable when it returns) and wakes the loop, which then sends
-//! the replies that were waiting (`appendfsync always`).
+//! [`WalLog`] is the log on a [`ferrite_wal::Wal`]. The event loop appends
+//! each command's record as it runs (on persistent memory the append itself
+//! persists the record); once per loop iteration it hands the new records to
+//! a committer thread, which commits them (on a disk file: one write and,
+//! for `appendfsync always`, one `fdatasync` for the whole group) and wakes
+//! the loop, which then sends the replies that were waiting.
+//!
+//! Where the log's files live is decided here only ([`LogFiles`]), so that a
+//! manifest can name them (issue #5, the fork-less rewrite).
 
 mod check;
-mod device_log;
+mod committer;
 mod open;
-pub mod scan;
+mod record;
+mod wal_log;
 
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-pub use check::{check_dir, CheckOutcome};
-pub use device_log::DeviceLog;
-pub use open::{open_device, open_log, open_log_on, replay, LogFiles, OpenedLog};
+use ferrite_io::Device;
+
+pub use check::{check_dir, CheckOutcome, CheckReport, LogEnd};
+pub use open::{open_device, open_device_at, open_log, open_log_on, OpenedLog};
+pub use wal_log::WalLog;
 
 use crate::commands::Propagation;
 use crate::config::AppendFsync;
+use crate::error::{Error, Result};
 use crate::state::LogInfo;
 
-/// Position of a record in the log: the log's length once the record is
-/// in it. A reply waiting on ticket `t` may go out once the log has
-/// acknowledged everything up to `t`.
+/// Position of a record in the log: its LSN (`ferrite_wal::Lsn`; the first
+/// record of a log is 1, and LSNs continue across a [`CommandLog::switch`]).
+/// A reply waiting on ticket `t` may go out once the log has acknowledged
+/// everything up to `t`. `Ticket::MAX` is never acknowledged: it is the
+/// ticket of a record the log failed to take.
 pub type Ticket = u64;
+
+/// Where a [`CommandLog::switch`] happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchPoint {
+    /// The last record in the old file (0 if there was none). Every record
+    /// up to it is durable in the old file when `switch` returns; every
+    /// later record goes to the new one.
+    pub last_in_old: Ticket,
+    /// The file appends went to before the switch.
+    pub old_path: PathBuf,
+    /// The file they go to now.
+    pub new_path: PathBuf,
+}
 
 /// The log as the server sees it; see the module documentation.
 pub trait CommandLog: Send + fmt::Debug {
-    /// Buffers one record; returns its ticket. Failures show up in
-    /// [`CommandLog::flush`] and [`CommandLog::failure`].
+    /// Takes one record; returns its ticket. Failures show up in
+    /// [`CommandLog::failure`] (and the ticket is then never acknowledged).
     fn append(&mut self, record: &Propagation) -> Ticket;
 
-    /// Writes the buffered records to the device and, for `always`, asks
-    /// for them to be made durable. Called once per event-loop iteration.
+    /// Starts making the records appended so far durable (for `always`) or
+    /// written (otherwise), without waiting. Called once per event-loop
+    /// iteration, before the replies are sent.
     fn flush(&mut self);
 
     /// Everything up to this ticket may be acknowledged to clients: durable
-    /// for `always`, written to the device otherwise.
+    /// for `always`, handed to the operating system otherwise.
     fn acknowledged(&self) -> Ticket;
 
-    /// Housekeeping from the server timer (the once-a-second fsync of
-    /// `everysec`).
+    /// Housekeeping from the server timer.
     fn tick(&mut self);
 
     /// Changes the durability level (CONFIG SET appendfsync).
@@ -59,8 +86,20 @@ pub trait CommandLog: Send + fmt::Debug {
     /// Fills INFO persistence figures.
     fn info(&self, into: &mut LogInfo);
 
-    /// Flushes, syncs and stops background work (clean shutdown).
-    fn close(&mut self) -> crate::Result<()>;
+    /// Switches appends to a new log file on `next` (empty or all zero, the
+    /// same kind of device as the current one; [`LogFiles::incremental`]
+    /// names it and [`open_device_at`] opens it). The current file is made
+    /// durable first, so this waits for one sync: call it at the start of a
+    /// rewrite, not per command. Returns where the switch happened: a
+    /// rewrite's base covers the state up to `last_in_old`, and the new file
+    /// holds everything after it. Record numbering (tickets) continues in
+    /// the new file, so acknowledgement is unaffected. The old file is no
+    /// longer written; deleting it is the caller's business (once a manifest
+    /// no longer names it).
+    fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint>;
+
+    /// Makes everything durable and stops background work (clean shutdown).
+    fn close(&mut self) -> Result<()>;
 }
 
 /// The log when `appendonly no`: nothing is written, everything is
@@ -84,7 +123,67 @@ impl CommandLog for NullLog {
     fn info(&self, into: &mut LogInfo) {
         into.enabled = false;
     }
-    fn close(&mut self) -> crate::Result<()> {
+    fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
+        Err(Error::Config {
+            origin: "appendonly".into(),
+            reason: format!(
+                "cannot switch the log to {}: appendonly is no, there is no log",
+                next.path().display()
+            ),
+        })
+    }
+    fn close(&mut self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Where the log lives in a data directory: the one place that names log
+/// files.
+#[derive(Clone, Debug)]
+pub struct LogFiles {
+    dir: PathBuf,
+    name: String,
+    /// The log on a file device (`appendfilename`).
+    pub file: PathBuf,
+    /// The log on a persistent-memory device (`appendfilename` + `.pm`).
+    pub pm: PathBuf,
+}
+
+impl LogFiles {
+    /// The log files of `dir` for log name `name` (`appendfilename`).
+    pub fn in_dir(dir: &Path, name: &str) -> LogFiles {
+        LogFiles {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            file: dir.join(name),
+            pm: dir.join(format!("{name}.pm")),
+        }
+    }
+
+    /// The `seq`-th incremental log file (for a log switch at the start of
+    /// a rewrite): `appendonly.aof.<seq>.incr`, with `.pm` on persistent
+    /// memory.
+    pub fn incremental(&self, seq: u64, pm: bool) -> PathBuf {
+        let suffix = if pm { ".pm" } else { "" };
+        self.dir.join(format!("{}.{seq}.incr{suffix}", self.name))
+    }
+
+    /// The log that exists (and whether it is the PM one), if exactly one
+    /// does; an error if both hold data.
+    pub fn existing(&self) -> Result<Option<(PathBuf, bool)>> {
+        let non_empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);
+        match (non_empty(&self.file), non_empty(&self.pm)) {
+            (true, true) => Err(Error::Config {
+                origin: self.file.display().to_string(),
+                reason: format!(
+                    "both {} and {} exist; move the one you do not want away",
+                    self.file.display(),
+                    self.pm.display()
+                ),
+            }),
+            (true, false) => Ok(Some((self.file.clone(), false))),
+            (false, true) => Ok(Some((self.pm.clone(), true))),
+            (false, false) => Ok(None),
+        }
     }
 }

@@ -1,60 +1,39 @@
-//! Opening the log at start-up: choosing the device, replaying the log
-//! into the keyspace, and dealing with a torn or corrupt log.
+//! Opening the log at start-up: choosing the device, recovering the wal
+//! (a torn tail is dropped, damage in the middle refuses to start), and
+//! replaying its records into the keyspace.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ferrite_io::{Device, FileDevice, PmPolicy, PmemDevice};
 use ferrite_pmem::MapMode;
+use ferrite_wal::{LogReader, Recovery, Wal};
 
-use super::scan::{scan_log, LogEnd, ScanReport};
-use super::{CommandLog, DeviceLog, NullLog};
-use crate::commands::{execute, lookup, Ctx, Propagation, Session};
+use super::record::{check_command, for_each_command};
+use super::wal_log::{wal_config, WalLog};
+use super::{CommandLog, LogFiles, NullLog};
+use crate::commands::{execute, Ctx, Propagation, Session};
 use crate::config::{Config, LogDevice};
 use crate::error::{Error, Result};
-use crate::resp::{Protocol, ReplyBuf};
+use crate::resp::{Parser, Protocol, ReplyBuf};
 use crate::state::{unix_ms, State};
 
-/// Where the log lives in a data directory.
-#[derive(Clone, Debug)]
-pub struct LogFiles {
-    /// The log on a file device.
-    pub file: PathBuf,
-    /// The log on a persistent-memory device.
-    pub pm: PathBuf,
-}
-
-impl LogFiles {
-    /// The log files of `dir` for log name `name`.
-    pub fn in_dir(dir: &Path, name: &str) -> LogFiles {
-        LogFiles {
-            file: dir.join(name),
-            pm: dir.join(format!("{name}.pm")),
-        }
-    }
-
-    /// The log that exists, if exactly one does; an error if both hold data.
-    pub fn existing(&self) -> Result<Option<(PathBuf, bool)>> {
-        let non_empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);
-        match (non_empty(&self.file), non_empty(&self.pm)) {
-            (true, true) => Err(Error::Config {
-                origin: self.file.display().to_string(),
-                reason: format!(
-                    "both {} and {} exist; move the one you do not want away",
-                    self.file.display(),
-                    self.pm.display()
-                ),
-            }),
-            (true, false) => Ok(Some((self.file.clone(), false))),
-            (false, true) => Ok(Some((self.pm.clone(), true))),
-            (false, false) => Ok(None),
-        }
-    }
-}
-
 fn open_pm(path: &Path) -> Result<Arc<dyn Device>> {
+    // Each append persists its own record (copy, flush, fence) before it
+    // returns: the wal's self-persisting path, no syncer thread.
     Ok(Arc::new(PmemDevice::open(path, PmPolicy::DrainEveryWrite)?))
+}
+
+/// Opens (creating) a log device at `path`: persistent memory (real or
+/// emulated, as the file system allows) if `pm`, else a file with fsync.
+/// For the files [`LogFiles`] names, e.g. the next file of a log switch.
+pub fn open_device_at(path: &Path, pm: bool) -> Result<Arc<dyn Device>> {
+    if pm {
+        open_pm(path)
+    } else {
+        Ok(Arc::new(FileDevice::open(path)?))
+    }
 }
 
 /// Opens (creating) the log device the configuration asks for.
@@ -118,56 +97,42 @@ pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
 pub struct OpenedLog {
     /// The log, ready for appends.
     pub log: Box<dyn CommandLog>,
-    /// The scan of what was replayed, if a log was read.
-    pub report: Option<ScanReport>,
-}
-
-/// Replays the log on `device` into `state` (without expiring anything).
-pub fn replay(state: &mut State, device: &dyn Device) -> Result<ScanReport> {
-    let mut session = Session {
-        authenticated: true,
-        is_replay: true,
-        ..Session::default()
-    };
-    let mut reply = ReplyBuf::new(Protocol::Resp2);
-    let mut prop = Propagation::default();
-    state.keyspace.loading = true;
-    state.keyspace.now_ms = unix_ms();
-    let report = scan_log(device, |_, args| {
-        if lookup(args.get(0)).is_none() {
-            return Err(format!(
-                "unknown command '{}' in the log",
-                String::from_utf8_lossy(args.get(0))
-            ));
-        }
-        let mut ctx = Ctx {
-            state: &mut *state,
-            session: &mut session,
-            reply: &mut reply,
-            prop: &mut prop,
-        };
-        execute(&mut ctx, args);
-        reply.buf.clear();
-        prop.clear();
-        Ok(())
-    });
-    state.keyspace.loading = false;
-    state.keyspace.expired.clear();
-    Ok(report?)
+    /// What the wal's recovery found, if a log was opened.
+    pub recovery: Option<Recovery>,
 }
 
 /// Opens the log for `state.config`, replays it into `state`, and applies
 /// Redis's rules for a damaged log: a torn tail is cut with a warning
-/// (`aof-load-truncated yes`), anything else refuses to start.
+/// (`aof-load-truncated yes`), damage in the middle refuses to start.
 pub fn open_log(state: &mut State, notify: Box<dyn Fn() + Send + Sync>) -> Result<OpenedLog> {
     if !state.config.appendonly {
         return Ok(OpenedLog {
             log: Box::new(NullLog),
-            report: None,
+            recovery: None,
         });
     }
     let device = open_device(&state.config)?;
     open_log_on(state, device, notify)
+}
+
+/// The kv error for a wal error at start-up: damage names the file, the
+/// offset, the record and the command that repairs it.
+fn start_error(error: ferrite_wal::Error, dir: &str) -> Error {
+    match error {
+        ferrite_wal::Error::Corrupt {
+            path,
+            offset,
+            lsn,
+            reason,
+        } => Error::CorruptLog {
+            path,
+            offset,
+            lsn,
+            reason,
+            dir: dir.to_string(),
+        },
+        other => Error::Log(other),
+    }
 }
 
 /// [`open_log`] on a given device (a simulated one in crash tests).
@@ -177,50 +142,119 @@ pub fn open_log_on(
     notify: Box<dyn Fn() + Send + Sync>,
 ) -> Result<OpenedLog> {
     let config = state.config.clone();
-    let started = Instant::now();
-    let report = replay(state, &*device)?;
     let dir = config.dir.display().to_string();
-    match report.end {
-        LogEnd::Clean => {}
-        LogEnd::Torn { offset } if config.aof_load_truncated => {
-            tracing::warn!(
-                "{}: the log ends with an incomplete command at offset {offset} (a crash during a write); truncating {} bytes, as aof-load-truncated yes allows",
-                device.path().display(),
-                report.len - offset
-            );
-            device.set_len(offset)?;
-            device.sync()?;
-            state.log.truncated_bytes = report.len - offset;
-        }
-        LogEnd::Torn { offset } => {
-            return Err(Error::TruncatedLog {
-                path: device.path().to_path_buf(),
-                offset,
-                dir,
-            })
-        }
-        LogEnd::Corrupt { offset, ref reason } => {
-            return Err(Error::CorruptLog {
-                path: device.path().to_path_buf(),
-                offset,
-                reason: reason.clone(),
-                dir,
-            })
-        }
+    let started = Instant::now();
+    if !config.aof_load_truncated {
+        refuse_torn_tail(&*device, &dir)?;
     }
-    state.log.loaded_commands = report.commands;
+    let wal_config = wal_config(config.appendfsync, device.info().durable_on_write);
+    let wal = Wal::open(Arc::clone(&device), wal_config).map_err(|e| start_error(e, &dir))?;
+    let recovery = wal.recovery().clone();
+    if let Some(tail) = &recovery.torn_tail {
+        tracing::warn!(
+            "{}: the log ended with an incomplete record at offset {} (a crash during a write; {} bytes, never acknowledged); truncated, as aof-load-truncated yes allows",
+            device.path().display(),
+            tail.offset,
+            tail.bytes
+        );
+        state.log.truncated_bytes = tail.bytes;
+    }
+    let commands = replay(state, &device, &dir)?;
+    state.log.loaded_commands = commands;
     state.log.load_ms = started.elapsed().as_millis() as u64;
-    state.log.base_size = device.len();
+    state.log.base_size = recovery.end_offset;
     tracing::info!(
-        "log {} ({}): replayed {} commands in {} ms",
+        "log {} ({}): replayed {} records ({} commands) in {} ms",
         device.path().display(),
         device.info().kind,
-        report.commands,
+        recovery.records,
+        commands,
         state.log.load_ms
     );
-    let log = DeviceLog::new(device, config.appendfsync, notify);
+    let log = WalLog::new(wal, config.appendfsync, notify)?;
     Ok(OpenedLog {
         log: Box::new(log),
-        report: Some(report),
+        recovery: Some(recovery),
     })
+}
+
+/// With `aof-load-truncated no`: an error if the log has a torn tail (looked
+/// at before recovery would drop it).
+fn refuse_torn_tail(device: &dyn Device, dir: &str) -> Result<()> {
+    match ferrite_wal::check(device) {
+        Ok(Recovery {
+            torn_tail: Some(tail),
+            ..
+        }) => Err(Error::TruncatedLog {
+            path: device.path().to_path_buf(),
+            offset: tail.offset,
+            bytes: tail.bytes,
+            dir: dir.to_string(),
+        }),
+        // A new (blank) file has no header yet; opening the wal decides
+        // whether it is blank or not a log.
+        Ok(_) | Err(ferrite_wal::Error::BadHeader { .. }) => Ok(()),
+        Err(e) => Err(start_error(e, dir)),
+    }
+}
+
+/// Replays every record of the log on `device` into `state`; returns the
+/// commands run.
+fn replay(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
+    state.keyspace.loading = true;
+    state.keyspace.now_ms = unix_ms();
+    let result = replay_records(state, device, dir);
+    state.keyspace.loading = false;
+    state.keyspace.expired.clear();
+    result
+}
+
+fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
+    let mut session = Session {
+        authenticated: true,
+        is_replay: true,
+        ..Session::default()
+    };
+    let mut reply = ReplyBuf::new(Protocol::Resp2);
+    let mut prop = Propagation::default();
+    let mut parser = Parser::new();
+    let mut commands = 0;
+    for record in LogReader::open(Arc::clone(device))? {
+        let record = record?;
+        // Every record names its database (see `record.rs`).
+        session.db = 0;
+        let run = for_each_command(&record.payload, &mut parser, |args| {
+            check_command(args)?;
+            let mut ctx = Ctx {
+                state: &mut *state,
+                session: &mut session,
+                reply: &mut reply,
+                prop: &mut prop,
+            };
+            execute(&mut ctx, args);
+            reply.buf.clear();
+            prop.clear();
+            Ok(())
+        });
+        let bad = match run {
+            Ok(_) if session.multi.take().is_some() => Some("it ends inside MULTI".to_string()),
+            Ok(n) => {
+                commands += n;
+                None
+            }
+            Err(reason) => Some(reason),
+        };
+        if let Some(reason) = bad {
+            // The checksum matched, so this is not damage on the medium
+            // but a record the server cannot run: refuse, as for damage.
+            return Err(Error::CorruptLog {
+                path: device.path().to_path_buf(),
+                offset: record.offset,
+                lsn: record.lsn,
+                reason: format!("the record is intact but its payload is not a command: {reason}"),
+                dir: dir.to_string(),
+            });
+        }
+    }
+    Ok(commands)
 }

@@ -1,0 +1,250 @@
+//! [`WalLog`]: the AOF on a [`Wal`], with group commit on a committer
+//! thread and self-persisting appends on persistent memory.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrite_io::Device;
+use ferrite_wal::{Durability, Lsn, Wal, WalConfig};
+
+use super::committer::Committer;
+use super::{record, CommandLog, SwitchPoint, Ticket};
+use crate::commands::Propagation;
+use crate::config::AppendFsync;
+use crate::error::Result;
+use crate::state::LogInfo;
+
+/// The largest record (one command or transaction, as RESP) the log takes:
+/// as large as a client's query buffer may grow by default.
+pub const LOG_RECORD_BYTES_MAX: usize = 1 << 30;
+/// Bytes that may be appended but not yet durable before appends wait. It
+/// must hold one record of [`LOG_RECORD_BYTES_MAX`] with its header and
+/// padding; it is also written into each log file, where it bounds how far
+/// past the durable end a crash can leave records.
+pub const LOG_IN_FLIGHT_BYTES_MAX: usize = LOG_RECORD_BYTES_MAX + (64 << 10);
+/// With `appendfsync no`, the committer syncs after this many bytes, so that
+/// the in-flight bound is never reached by the event loop itself (which
+/// would then have to sync).
+const NO_FSYNC_SYNC_EVERY_BYTES: u64 = 64 << 20;
+/// How often `everysec` syncs.
+const EVERYSEC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The wal configuration for `appendfsync` on a device. On persistent
+/// memory every append persists its record (each appender fences its own
+/// stores), so every level is `EveryCommit` there and needs no thread.
+pub fn wal_config(fsync: AppendFsync, durable_on_write: bool) -> WalConfig {
+    let durability = match fsync {
+        _ if durable_on_write => Durability::EveryCommit,
+        AppendFsync::Always => Durability::EveryCommit,
+        AppendFsync::EverySec => Durability::Periodic(EVERYSEC_INTERVAL),
+        AppendFsync::No => Durability::None,
+    };
+    WalConfig {
+        durability,
+        max_in_flight_bytes: LOG_IN_FLIGHT_BYTES_MAX,
+        record_bytes_max: LOG_RECORD_BYTES_MAX,
+        ..WalConfig::default()
+    }
+}
+
+/// The AOF on a wal; see the module documentation of [`super`].
+#[derive(Debug)]
+pub struct WalLog {
+    wal: Arc<Wal>,
+    committer: Committer,
+    fsync: AppendFsync,
+    /// Encoding buffer for one record's payload.
+    payload: Vec<u8>,
+    /// LSN of the last record appended.
+    appended: Lsn,
+    /// LSN up to which a commit was asked for.
+    requested: Lsn,
+    /// Payload bytes appended since the last sync was asked for.
+    unsynced_bytes: u64,
+    last_sync_request: Instant,
+    /// Bytes of the current file when it was opened (header and recovered
+    /// records) and the wal's device bytes counter then: the file's size is
+    /// derived from them.
+    file_base_bytes: u64,
+    device_bytes_base: u64,
+}
+
+impl WalLog {
+    /// A log appending to `wal` (opened and replayed by the caller).
+    /// `notify` wakes the event loop when records become acknowledged.
+    pub fn new(
+        wal: Wal,
+        fsync: AppendFsync,
+        notify: Box<dyn Fn() + Send + Sync>,
+    ) -> Result<WalLog> {
+        let file_base_bytes = wal.recovery().end_offset;
+        let appended = wal.next_lsn() - 1;
+        let wal = Arc::new(wal);
+        let committer = Committer::start(Arc::clone(&wal), appended, notify).map_err(|source| {
+            crate::Error::Io {
+                op: "start the log committer thread",
+                path: wal.device().path().to_path_buf(),
+                source,
+            }
+        })?;
+        Ok(WalLog {
+            device_bytes_base: wal.stats().device_bytes,
+            wal,
+            committer,
+            fsync,
+            payload: Vec::new(),
+            appended,
+            requested: appended,
+            unsynced_bytes: 0,
+            last_sync_request: Instant::now(),
+            file_base_bytes,
+        })
+    }
+
+    /// The wal underneath.
+    pub fn wal(&self) -> &Wal {
+        &self.wal
+    }
+
+    /// Whether the wal's own durability level already gives `fsync`'s
+    /// durability at commit; if not (CONFIG SET appendfsync always on a wal
+    /// opened for everysec), commits must also sync.
+    fn commit_is_durable(&self) -> bool {
+        self.wal.config().durability == Durability::EveryCommit
+    }
+}
+
+impl CommandLog for WalLog {
+    fn append(&mut self, record: &Propagation) -> Ticket {
+        if !record::encode(record, &mut self.payload) {
+            return self.appended;
+        }
+        if self.committer.shared().failure().is_some() {
+            return Ticket::MAX;
+        }
+        match self.wal.append(&self.payload) {
+            Ok(lsn) => {
+                self.appended = lsn;
+                self.unsynced_bytes += self.payload.len() as u64;
+                lsn
+            }
+            Err(e) => {
+                // The command ran but is not in the log: it must never be
+                // acknowledged, and the log must refuse writes from now on.
+                self.committer.shared().fail(e.to_string());
+                Ticket::MAX
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        // On persistent memory the append made the record durable already.
+        if self.appended <= self.requested || self.wal.durable_lsn() >= self.appended {
+            return;
+        }
+        let sync = match self.fsync {
+            AppendFsync::Always => !self.commit_is_durable(),
+            AppendFsync::No => self.unsynced_bytes >= NO_FSYNC_SYNC_EVERY_BYTES,
+            AppendFsync::EverySec => false,
+        };
+        if sync {
+            self.unsynced_bytes = 0;
+        }
+        self.committer.request(self.appended, sync);
+        self.requested = self.appended;
+    }
+
+    fn acknowledged(&self) -> Ticket {
+        let durable = self.wal.durable_lsn();
+        match self.fsync {
+            AppendFsync::Always => durable,
+            AppendFsync::EverySec | AppendFsync::No => {
+                durable.max(self.committer.shared().committed())
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        // A wal opened for `everysec` syncs on its own thread; one opened for
+        // another level syncs here once a second if `everysec` was set later.
+        let periodic = matches!(self.wal.config().durability, Durability::Periodic(_));
+        if self.fsync == AppendFsync::EverySec
+            && !periodic
+            && self.last_sync_request.elapsed() >= EVERYSEC_INTERVAL
+            && self.wal.durable_lsn() < self.appended
+        {
+            self.last_sync_request = Instant::now();
+            self.unsynced_bytes = 0;
+            self.committer.request(self.appended, true);
+        }
+    }
+
+    fn set_fsync(&mut self, fsync: AppendFsync) {
+        if fsync == self.fsync {
+            return;
+        }
+        self.fsync = fsync;
+        if fsync == AppendFsync::Always && !self.commit_is_durable() {
+            // Replies already waiting are now waiting for durability.
+            self.committer.request(self.appended, true);
+        }
+        tracing::info!(
+            "appendfsync is now {}; the log was opened for {:?}, a weaker level keeps that level's syncs until restart",
+            fsync.name(),
+            self.wal.config().durability
+        );
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.committer.shared().failure()
+    }
+
+    fn info(&self, into: &mut LogInfo) {
+        let device = self.wal.device();
+        let info = device.info();
+        let stats = self.wal.stats();
+        into.enabled = true;
+        into.device = info.kind.name().to_string();
+        into.pmem_mode = info
+            .pmem_mode
+            .map(|m| m.name().to_string())
+            .unwrap_or_default();
+        into.current_size = self.file_base_bytes + stats.device_bytes - self.device_bytes_base;
+        into.appends = stats.records;
+        into.commits = stats.batches;
+        into.syncs = stats.syncs;
+        into.mean_batch = stats.batch_mean;
+        into.commit_wait_us_total = stats.wait.as_micros() as u64;
+        into.durable_lsn = self.wal.durable_lsn();
+        into.delayed_fsync = stats.delayed_syncs;
+        into.flushes_per_write = stats.flushes_per_record().unwrap_or(0.0);
+    }
+
+    fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
+        let old_path = self.wal.device().path().to_path_buf();
+        let new_path = next.path().to_path_buf();
+        let device_bytes = self.wal.stats().device_bytes;
+        self.wal.switch(next)?;
+        // The loop is the only appender, so nothing came in between.
+        let last_in_old = self.wal.next_lsn() - 1;
+        debug_assert_eq!(last_in_old, self.appended);
+        self.file_base_bytes = ferrite_wal::record::LOG_HEADER_LEN as u64;
+        self.device_bytes_base = device_bytes;
+        Ok(SwitchPoint {
+            last_in_old,
+            old_path,
+            new_path,
+        })
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush();
+        self.committer.stop();
+        if let Some(why) = self.failure() {
+            tracing::warn!("closing a failed log: {why}");
+            return Ok(());
+        }
+        self.wal.sync()?;
+        Ok(())
+    }
+}
