@@ -31,7 +31,7 @@ use std::sync::Arc;
 use ferrite_io::Device;
 
 pub use check::{check_dir, CheckOutcome, CheckReport, LogEnd};
-pub use open::{open_device, open_device_at, open_log, open_log_on, OpenedLog};
+pub use open::{open_device, open_device_at, open_log, open_log_on, replay_old_log, OpenedLog};
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;

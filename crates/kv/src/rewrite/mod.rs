@@ -12,6 +12,7 @@
 //! segment granularity) is in `keyspace/snapshot.rs`.
 
 pub mod dir;
+pub mod driver;
 pub mod fs;
 pub mod load;
 pub mod manifest;
