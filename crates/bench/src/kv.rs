@@ -70,9 +70,9 @@ fn matrix() -> Vec<ServerSpec> {
 }
 
 /// A running server process, killed on drop.
-struct Running {
-    child: Child,
-    port: u16,
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Drop for Running {
@@ -82,7 +82,7 @@ impl Drop for Running {
     }
 }
 
-fn wait_for_port(port: u16) -> Result<()> {
+pub(crate) fn wait_for_port(port: u16) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {
@@ -276,7 +276,7 @@ fn memory(dir: &Path, port: u16) -> Result<BTreeMap<&'static str, f64>> {
     Ok(out)
 }
 
-fn ensure_redis() -> Result<()> {
+pub(crate) fn ensure_redis() -> Result<()> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-redis.sh");
     let status = Command::new("bash")
         .arg(&script)

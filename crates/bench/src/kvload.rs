@@ -33,7 +33,7 @@ pub struct LoadArgs {
 }
 
 /// Counts complete replies at the start of `buf`; returns (replies, bytes).
-fn complete_replies(buf: &[u8]) -> Result<(usize, usize)> {
+pub(crate) fn complete_replies(buf: &[u8]) -> Result<(usize, usize)> {
     let (mut count, mut at) = (0, 0);
     while at < buf.len() {
         let Some(nl) = buf[at..].windows(2).position(|w| w == b"\r\n") else {
@@ -61,7 +61,7 @@ fn complete_replies(buf: &[u8]) -> Result<(usize, usize)> {
     Ok((count, at))
 }
 
-fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+pub(crate) fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
     for a in args {
         out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());

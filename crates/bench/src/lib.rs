@@ -17,6 +17,7 @@ pub mod kv;
 pub mod kvload;
 pub mod pmem;
 pub mod report;
+pub mod rewrite;
 pub mod tpcc;
 pub mod wal;
 
@@ -61,6 +62,10 @@ pub enum Experiment {
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
     /// setting): throughput by appendfsync level and log medium, memory.
     Kv(Common),
+    /// Paper 002's figures (issue #5): Ferrite's parallel log rewrite vs
+    /// redis-server 7 BGREWRITEAOF under a SET load: rewrite time,
+    /// throughput and p99 during it, memory (PSS), recovery time.
+    Rewrite(rewrite::RewriteArgs),
     /// (internal) Runs a Ferrite server for the kv experiment:
     /// `kv-serve --name value...`.
     #[command(hide = true)]
@@ -81,6 +86,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
         Experiment::Kv(common) => kv::run(&common.resolved()),
+        Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
             let config = ferrite_kv::config::Config::load(None, &args)?;
             Ok(ferrite_kv::serve(config)?)

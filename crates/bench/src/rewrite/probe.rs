@@ -1,0 +1,256 @@
+//! What the rewrite experiment measures with while a server runs: a small
+//! RESP connection for control commands (BGREWRITEAOF, INFO, PING), the
+//! closed-loop SET load that runs before and during the rewrite, and the
+//! proportional memory (PSS) of a server and its fork children.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::kvload::{complete_replies, encode};
+
+/// One control connection: a command, then its one reply.
+pub(crate) struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    pub(crate) fn connect(port: u16) -> Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).context("connecting")?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        Ok(Conn {
+            stream,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Sends one command and returns its raw reply; an error reply is an
+    /// `Err` (so `-LOADING` reads as "not serving yet").
+    pub(crate) fn call(&mut self, args: &[&[u8]]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        encode(&mut out, args);
+        self.stream.write_all(&out)?;
+        self.buf.clear();
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                bail!("server closed the connection");
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+            let (count, used) = complete_replies(&self.buf)?;
+            if count >= 1 {
+                return Ok(self.buf[..used].to_vec());
+            }
+        }
+    }
+
+    /// `INFO section` as text.
+    pub(crate) fn info(&mut self, section: &str) -> Result<String> {
+        let reply = self.call(&[b"INFO", section.as_bytes()])?;
+        Ok(String::from_utf8_lossy(&reply).into_owned())
+    }
+}
+
+/// The value of `field:` in an INFO text.
+pub(crate) fn info_field(info: &str, field: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// PSS of one process in bytes (`/proc/PID/smaps_rollup`); `None` once it
+/// has exited.
+fn pss_bytes(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The direct children of `pid`, from every thread's `children` list.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// PSS of `pid` plus its children (Redis's fork child): PSS divides each
+/// shared page among the processes mapping it, so the sum counts every
+/// physical page once.
+pub(crate) fn tree_pss_bytes(pid: u32) -> u64 {
+    let own = pss_bytes(pid).unwrap_or(0);
+    own + children(pid).into_iter().filter_map(pss_bytes).sum::<u64>()
+}
+
+/// Samples `tree_pss_bytes(pid)` every `period` until `stop`; returns
+/// (seconds since `epoch`, bytes).
+pub(crate) fn sample_memory(
+    pid: u32,
+    period: Duration,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let at = epoch.elapsed().as_secs_f64();
+        out.push((at, tree_pss_bytes(pid) as f64));
+        std::thread::sleep(period);
+    }
+    out
+}
+
+/// One completed SET: when it completed (seconds since the epoch) and how
+/// long it took (microseconds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Done {
+    pub(crate) at_s: f64,
+    pub(crate) latency_us: f64,
+}
+
+/// The write load's shape.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WriteLoad {
+    pub(crate) port: u16,
+    pub(crate) connections: usize,
+    pub(crate) keys: usize,
+    pub(crate) value_bytes: usize,
+}
+
+/// One connection of the load: SET of a random existing key (the fill's
+/// `key:%012d` names), one at a time, until `stop`.
+fn write_client(
+    load: WriteLoad,
+    seed: u64,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Result<Vec<Done>> {
+    let mut conn = Conn::connect(load.port)?;
+    let value = vec![b'v'; load.value_bytes];
+    let mut state = seed | 1;
+    let mut out = Vec::with_capacity(1 << 16);
+    while !stop.load(Ordering::Relaxed) {
+        // xorshift64: cheap, and deterministic for one seed.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let key = format!("key:{:012}", state % load.keys.max(1) as u64);
+        let sent = Instant::now();
+        conn.call(&[b"SET", key.as_bytes(), &value])?;
+        out.push(Done {
+            at_s: epoch.elapsed().as_secs_f64(),
+            latency_us: sent.elapsed().as_secs_f64() * 1e6,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs `load.connections` closed-loop writers until `stop`; returns every
+/// completed SET, sorted by completion time.
+pub(crate) fn write_load(load: WriteLoad, epoch: Instant, stop: &AtomicBool) -> Result<Vec<Done>> {
+    let mut all = std::thread::scope(|s| -> Result<Vec<Done>> {
+        let handles: Vec<_> = (0..load.connections.max(1))
+            .map(|i| {
+                let seed = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1);
+                s.spawn(move || write_client(load, seed, epoch, stop))
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in handles {
+            all.extend(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("load thread panicked"))??,
+            );
+        }
+        Ok(all)
+    })?;
+    all.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    Ok(all)
+}
+
+/// Throughput (SET/s) and p99 latency (µs) of the SETs completed in
+/// `[from_s, to_s)`.
+pub(crate) fn window(done: &[Done], from_s: f64, to_s: f64) -> (f64, f64) {
+    let lat: Vec<f64> = done
+        .iter()
+        .filter(|d| d.at_s >= from_s && d.at_s < to_s)
+        .map(|d| d.latency_us)
+        .collect();
+    let span = (to_s - from_s).max(1e-3);
+    (
+        lat.len() as f64 / span,
+        crate::report::percentile(&lat, 99.0),
+    )
+}
+
+/// SET/s in buckets of `bucket_s`, as (bucket middle, rate) points.
+pub(crate) fn timeline(done: &[Done], from_s: f64, to_s: f64, bucket_s: f64) -> Vec<(f64, f64)> {
+    let buckets = ((to_s - from_s) / bucket_s).ceil().max(1.0) as usize;
+    let mut counts = vec![0usize; buckets];
+    for d in done {
+        if d.at_s >= from_s && d.at_s < to_s {
+            let i = ((d.at_s - from_s) / bucket_s) as usize;
+            counts[i.min(buckets - 1)] += 1;
+        }
+    }
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (from_s + (i as f64 + 0.5) * bucket_s, *c as f64 / bucket_s))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_fields_parse() {
+        let info = "$60\r\n# Persistence\r\naof_rewrite_in_progress:1\r\naof_rewrites:3\r\n";
+        assert_eq!(info_field(info, "aof_rewrite_in_progress"), Some(1));
+        assert_eq!(info_field(info, "aof_rewrites"), Some(3));
+        assert_eq!(info_field(info, "aof_rewrite"), None);
+    }
+
+    #[test]
+    fn windows_and_timelines_count_completions() {
+        let done: Vec<Done> = (0..100)
+            .map(|i| Done {
+                at_s: i as f64 / 100.0,
+                latency_us: if i == 99 { 1000.0 } else { 10.0 },
+            })
+            .collect();
+        let (rate, _) = window(&done, 0.0, 0.5);
+        assert!((rate - 100.0).abs() < 1e-9);
+        let line = timeline(&done, 0.0, 1.0, 0.25);
+        assert_eq!(line.len(), 4);
+        assert!(line.iter().all(|(_, r)| (*r - 100.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn own_memory_is_measured() {
+        assert!(tree_pss_bytes(std::process::id()) > 0);
+    }
+}
