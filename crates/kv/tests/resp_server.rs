@@ -210,3 +210,30 @@ fn shutdown_command_stops_the_server() {
     let server = TestServer::start(dir.path());
     server.raw().check(b"GET a\r\n", b"$1\r\n1\r\n");
 }
+
+/// A pipeline larger than one read event's fair share (16 reads of 64 KiB)
+/// sent at once, then nothing until the replies: with edge-triggered
+/// polling no new event comes, so the server must go back to the socket
+/// itself (the rewrite benchmark's 1 KiB fill stalled here).
+#[test]
+fn a_pipeline_beyond_the_fair_share_is_read_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let value = "v".repeat(1024);
+    let commands = 2000;
+    let mut input = Vec::new();
+    for i in 0..commands {
+        input.extend_from_slice(
+            format!("*3\r\n$3\r\nSET\r\n$8\r\nkey:{i:04}\r\n$1024\r\n{value}\r\n").as_bytes(),
+        );
+    }
+    assert!(input.len() > (1 << 20) * 2);
+    // Whether the whole pipeline is in the socket when the server stops at
+    // its fair share depends on timing, so several rounds make it likely.
+    let replies = "+OK\r\n".repeat(commands);
+    for _ in 0..20 {
+        c.check(&input, replies.as_bytes());
+    }
+    c.check(b"DBSIZE\r\n", format!(":{commands}\r\n").as_bytes());
+}

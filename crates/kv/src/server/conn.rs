@@ -20,6 +20,10 @@ const READS_PER_EVENT_MAX: usize = 16;
 pub enum ReadOutcome {
     /// New bytes are in the query buffer (maybe none).
     Data,
+    /// The fair share was read and the socket may hold more. Polling is
+    /// edge-triggered, so no new event will say so: the server must read
+    /// this connection again on its own.
+    More,
     /// The peer closed the connection or it failed.
     Closed,
     /// The query buffer passed `client-query-buffer-limit`.
@@ -96,7 +100,7 @@ impl Conn {
                 },
             }
         }
-        ReadOutcome::Data
+        ReadOutcome::More
     }
 
     /// Writes pending replies; returns `Ok(true)` when all were written.

@@ -59,6 +59,9 @@ pub struct Server {
     free: Vec<usize>,
     /// Connections with replies to send (or to check against the log).
     ready: Vec<usize>,
+    /// Connections that stopped reading at their fair share with bytes
+    /// possibly left in the socket; read again before the next sleep.
+    reread: Vec<usize>,
     state: State,
     log: Box<dyn CommandLog>,
     /// The manifest and the running rewrite (none when `appendonly no` or
@@ -132,6 +135,7 @@ impl Server {
             conns: Vec::new(),
             free: Vec::new(),
             ready: Vec::new(),
+            reread: Vec::new(),
             state,
             log: opened.log,
             rewriter,
@@ -174,7 +178,11 @@ impl Server {
         let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz.max(1)));
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
-            let timeout = tick.saturating_sub(self.last_tick.elapsed());
+            let timeout = if self.reread.is_empty() {
+                tick.saturating_sub(self.last_tick.elapsed())
+            } else {
+                Duration::ZERO
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(io_err("poll", "epoll".into())(e));
@@ -189,6 +197,9 @@ impl Server {
                         self.on_conn_event(t - CONN_BASE, event.is_readable(), event.is_writable())
                     }
                 }
+            }
+            for index in std::mem::take(&mut self.reread) {
+                self.read_and_run(index);
             }
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
@@ -315,6 +326,7 @@ impl Server {
                 return self.close(conn, index);
             }
             ReadOutcome::Data => {}
+            ReadOutcome::More => self.reread.push(index),
         }
         self.run_commands(&mut conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
