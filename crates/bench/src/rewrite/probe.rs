@@ -205,14 +205,15 @@ pub(crate) fn window(done: &[Done], from_s: f64, to_s: f64) -> (f64, f64) {
     )
 }
 
-/// SET/s in buckets of `bucket_s`, as (bucket middle, rate) points.
+/// SET/s in whole buckets of `bucket_s` (a partial last bucket would
+/// read as a drop), as (bucket middle, rate) points.
 pub(crate) fn timeline(done: &[Done], from_s: f64, to_s: f64, bucket_s: f64) -> Vec<(f64, f64)> {
-    let buckets = ((to_s - from_s) / bucket_s).ceil().max(1.0) as usize;
+    let buckets = ((to_s - from_s) / bucket_s).floor().max(1.0) as usize;
     let mut counts = vec![0usize; buckets];
     for d in done {
-        if d.at_s >= from_s && d.at_s < to_s {
-            let i = ((d.at_s - from_s) / bucket_s) as usize;
-            counts[i.min(buckets - 1)] += 1;
+        let i = ((d.at_s - from_s) / bucket_s) as usize;
+        if d.at_s >= from_s && i < buckets {
+            counts[i] += 1;
         }
     }
     counts
