@@ -20,9 +20,13 @@ struct SimServer {
 
 impl SimServer {
     fn start(sim: Arc<SimFile>) -> SimServer {
+        SimServer::start_with(sim, AppendFsync::Always)
+    }
+
+    fn start_with(sim: Arc<SimFile>, appendfsync: AppendFsync) -> SimServer {
         let config = Config {
             port: 0,
-            appendfsync: AppendFsync::Always,
+            appendfsync,
             ..Config::default()
         };
         let device: Arc<dyn Device> = sim;
@@ -139,4 +143,30 @@ fn full_disk_refuses_writes() {
         b"GET k0\r\n",
         format!("${}\r\n{value}\r\n", value.len()).as_bytes(),
     );
+}
+
+#[test]
+fn failed_background_sync_of_everysec_refuses_writes() {
+    let sim = Arc::new(SimFile::new("/sim/appendonly.aof"));
+    let server = SimServer::start_with(Arc::clone(&sim), AppendFsync::EverySec);
+    let mut c = server.raw();
+    c.check(b"SET a 1\r\n", b"+OK\r\n");
+    sim.fail_next_syncs(1);
+    // Acknowledged once written (everysec); the once-a-second sync fails.
+    c.check(b"SET b 2\r\n", b"+OK\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&c.roundtrip_any(b"INFO persistence\r\n")).into_owned();
+        if info.contains("aof_last_write_status:err") {
+            assert!(info.contains("ferrite_log_failure:"), "{info}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed sync was never reported: {info}"
+        );
+    }
+    let misconf = c.roundtrip_any(b"SET c 3\r\n");
+    assert!(misconf.starts_with(b"-MISCONF"), "{misconf:?}");
+    c.check(b"GET b\r\n", b"$1\r\n2\r\n");
 }

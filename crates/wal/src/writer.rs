@@ -110,6 +110,15 @@ impl Wal {
         self.shared.lock().next_lsn
     }
 
+    /// Why appends and commits are refused, if they are: an earlier write
+    /// or sync failed ([`Error::Poisoned`]) or the log was closed. Lets a
+    /// user that is not committing right now notice a failure of a
+    /// background sync (`Durability::Periodic`).
+    pub fn refusal(&self) -> Option<Error> {
+        let state = self.shared.lock();
+        self.shared.refusal(&state)
+    }
+
     /// The configuration the log was opened with.
     pub fn config(&self) -> &WalConfig {
         &self.shared.config

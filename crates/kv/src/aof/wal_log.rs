@@ -165,6 +165,14 @@ impl CommandLog for WalLog {
     }
 
     fn tick(&mut self) {
+        // A failed background sync (everysec) poisons the wal while no
+        // commit is running: notice it within one tick, not at the next
+        // write, so INFO and MISCONF say why at once.
+        if let Some(e) = self.wal.refusal() {
+            if self.committer.shared().failure().is_none() {
+                self.committer.shared().fail(e.to_string());
+            }
+        }
         // A wal opened for `everysec` syncs on its own thread; one opened for
         // another level syncs here once a second if `everysec` was set later.
         let periodic = matches!(self.wal.config().durability, Durability::Periodic(_));

@@ -30,6 +30,8 @@ pub const DATABASES_DEFAULT: usize = 16;
 /// hash; 1024 keeps one segment (one SCAN step, one copy-before-write unit)
 /// near a thousand keys at a million keys.
 pub const SEGMENTS_PER_DB: usize = 1024;
+/// Random segments RANDOMKEY tries before it walks them in order.
+const RANDOM_KEY_PROBES: usize = 16;
 
 /// Which segment `key` lives in. CRC32C is hardware-accelerated and fixed
 /// across runs, so segment membership is stable for the rewrite workers.
@@ -389,16 +391,31 @@ impl Keyspace {
         if database.len == 0 {
             return None;
         }
-        // Pick a random non-empty segment, then a random key in it. Bounded
-        // tries keep a database full of expired keys from spinning.
-        for _ in 0..SEGMENTS_PER_DB * 4 {
+        // A few random segments first: in a populated database one of them
+        // holds keys, and the pick is close to uniform. A sparse database
+        // (one key in 1024 segments) would defeat any fixed number of random
+        // probes, so then walk every segment once from a random start: a
+        // non-empty database always yields a key.
+        for _ in 0..RANDOM_KEY_PROBES {
             let seg = random(SEGMENTS_PER_DB);
-            let keys: Vec<&[u8]> = self.segment_keys(db, seg).collect();
-            if !keys.is_empty() {
-                return Some(keys[random(keys.len())].into());
+            if let Some(key) = self.random_key_in(db, seg, &mut random) {
+                return Some(key);
             }
         }
-        None
+        let start = random(SEGMENTS_PER_DB);
+        (0..SEGMENTS_PER_DB)
+            .find_map(|i| self.random_key_in(db, (start + i) % SEGMENTS_PER_DB, &mut random))
+    }
+
+    /// A random live key of one segment, if it has any.
+    fn random_key_in(
+        &self,
+        db: usize,
+        seg: usize,
+        random: &mut impl FnMut(usize) -> usize,
+    ) -> Option<Bytes> {
+        let keys: Vec<&[u8]> = self.segment_keys(db, seg).collect();
+        (!keys.is_empty()).then(|| keys[random(keys.len())].into())
     }
 
     /// Active expiry: walks segments round-robin, removing expired keys,
@@ -434,6 +451,24 @@ impl Keyspace {
             }
         }
         removed
+    }
+}
+
+#[cfg(test)]
+mod random_key_tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_key_is_always_found() {
+        let mut ks = Keyspace::new(1);
+        ks.set(0, b"x", Value::Str(b"1"[..].into()), false);
+        // A "random" source that always points at the same empty segment
+        // would starve a probe-only search; the walk must still find x.
+        let empty = (0..SEGMENTS_PER_DB)
+            .find(|&seg| ks.segment_keys(0, seg).next().is_none())
+            .expect("1023 empty segments");
+        let found = ks.random_key(0, |bound| empty % bound);
+        assert_eq!(found.as_deref(), Some(b"x".as_slice()));
     }
 }
 
