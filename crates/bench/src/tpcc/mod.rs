@@ -46,6 +46,11 @@ pub struct TpccArgs {
     /// Seconds per run (default 10; 3 with --quick).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// Run only these configurations (keys as in the JSON, e.g.
+    /// `pmem,mmap,vanilla_delete_tmpfs`); all by default. For A/B
+    /// measurements that need many interleaved runs of a few systems.
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Vec<String>,
 }
 
 /// Every configuration, the paper's three systems first.
@@ -169,6 +174,7 @@ pub fn run(args: &TpccArgs) -> Result<()> {
                 .unwrap_or(if common.quick { 3.0 } else { 10.0 }),
         );
     register_vfses()?;
+    let configs = selected_configs(&args.configs)?;
     let disk = report::disk_scratch_dir()?;
     let tmpfs = report::pm_scratch_dir()?;
     let mut seeds = SplitMix64::new(0x7CC0);
@@ -179,8 +185,8 @@ pub fn run(args: &TpccArgs) -> Result<()> {
         let template = load_template(&disk, w, load_constants)?;
         for run in 0..common.runs() {
             // Rotate the order so drift (page cache, thermal) spreads evenly.
-            for i in 0..CONFIGS.len() {
-                let config = &CONFIGS[(i + run) % CONFIGS.len()];
+            for i in 0..configs.len() {
+                let config = configs[(i + run) % configs.len()];
                 let scratch = if config.medium == Medium::Disk {
                     &disk
                 } else {
@@ -213,6 +219,22 @@ pub fn run(args: &TpccArgs) -> Result<()> {
         std::fs::remove_file(&template).ok();
     }
     write_report(&common, args, &results)
+}
+
+/// The configurations named in `keys`, in table order; all if `keys` is
+/// empty.
+fn selected_configs(keys: &[String]) -> Result<Vec<&'static Config>> {
+    if let Some(unknown) = keys.iter().find(|k| !CONFIGS.iter().any(|c| c.key == *k)) {
+        let known: Vec<&str> = CONFIGS.iter().map(|c| c.key).collect();
+        anyhow::bail!(
+            "unknown configuration {unknown:?}; known: {}",
+            known.join(", ")
+        );
+    }
+    Ok(CONFIGS
+        .iter()
+        .filter(|c| keys.is_empty() || keys.iter().any(|k| k == c.key))
+        .collect())
 }
 
 fn median_of(runs: &[RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<f64> {
