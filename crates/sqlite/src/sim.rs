@@ -250,8 +250,9 @@ impl Media for SimHandle {
         let media = self.media(path)?;
         let files = media.files();
         Ok(match files.get(path) {
-            // Like a PM file on disk, a PM device exists whatever its length.
-            Some(SimDevice::Pm(_)) => true,
+            // As on the real media: a file exists if it is not empty, and
+            // a PM file's size is its logical length.
+            Some(SimDevice::Pm(d)) => !d.is_empty(),
             Some(SimDevice::Disk(d)) => !d.is_empty(),
             None => false,
         })
