@@ -260,6 +260,7 @@ fn write_report(common: &Common, args: &TpccArgs, results: &Results) -> Result<(
                     "tps": median_of(runs, |r| Some(r.tps)),
                     "flushes_per_txn": median_of(runs, |r| r.flushes_per_txn),
                     "fences_per_txn": median_of(runs, |r| r.fences_per_txn),
+                    "cpu_us_per_txn": median_of(runs, |r| r.cpu_us_per_txn),
                     "runs": runs,
                 }),
             );
@@ -332,7 +333,7 @@ fn plot(results: &Results, svg: &Path) -> Result<()> {
 
 #[allow(clippy::print_stdout)]
 fn print_table(results: &Results, report: &Report) {
-    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx");
+    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx / CPU us per tx");
     for (w, by) in results {
         println!("  {w} warehouse(s)");
         for config in &CONFIGS {
@@ -341,12 +342,15 @@ fn print_table(results: &Results, report: &Report) {
             };
             let flushes = median_of(runs, |r| r.flushes_per_txn)
                 .map_or("-".to_string(), |f| format!("{f:.1}"));
+            let cpu = median_of(runs, |r| r.cpu_us_per_txn)
+                .map_or("-".to_string(), |c| format!("{c:.1}"));
             println!(
-                "    {:<22} {:>10.0} {:>9.1} {:>8}",
+                "    {:<22} {:>10.0} {:>9.1} {:>8} {:>8}",
                 config.key,
                 median_of(runs, |r| Some(r.tpmc)).unwrap_or(0.0),
                 median_of(runs, |r| Some(r.tps)).unwrap_or(0.0),
-                flushes
+                flushes,
+                cpu
             );
         }
     }
