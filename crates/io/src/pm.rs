@@ -360,6 +360,14 @@ impl<M: PmemMedium> Device for PmDevice<M> {
         self.len.load(Ordering::Acquire)
     }
 
+    fn read_ptr(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let (at, end) = self.at(offset, len).ok()?;
+        if end > self.len.load(Ordering::Acquire) {
+            return None;
+        }
+        self.medium.read_ptr(at, len)
+    }
+
     fn set_len(&self, len: u64) -> Result<()> {
         self.poison.check(&self.path)?;
         let _guard = self.lock_extend();

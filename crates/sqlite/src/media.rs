@@ -371,4 +371,42 @@ mod tests {
         std::fs::write(&path, []).expect("empty");
         assert!(!media.exists(name).expect("empty file"));
     }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn fetch_reads_pm_pages_in_place_within_the_limit() {
+        use crate::file::OpenFile;
+        use crate::mode::VfsOptions;
+        let dir = tempfile::tempdir().expect("tempdir");
+        for mode in Mode::ALL {
+            let path = dir.path().join(format!("{mode}.db"));
+            let name = path.to_str().expect("utf-8");
+            let media = RealMedia::new(mode);
+            let mut file = OpenFile::new(
+                media.open(name, true).expect("open"),
+                VfsOptions::new(mode),
+                false,
+            );
+            let page = [7u8; 4096];
+            assert_eq!(file.write(&page, 4096), libsqlite3_sys::SQLITE_OK);
+            assert!(file.fetch(4096, 4096).is_none(), "off until mmap_size");
+            assert_eq!(file.set_mmap_limit(1 << 20), 0);
+            assert_eq!(file.set_mmap_limit(-1), 1 << 20, "negative only asks");
+            let Some(ptr) = file.fetch(4096, 4096) else {
+                assert_eq!(mode, Mode::File, "PM files are mapped");
+                continue;
+            };
+            // SAFETY: fetch returned an address of 4096 mapped bytes that
+            // stay mapped while `file` is open.
+            let read = |p: *const u8| unsafe { std::slice::from_raw_parts(p, 4096).to_vec() };
+            assert_eq!(read(ptr), page);
+            assert_eq!(file.write(&[9u8; 4096], 4096), libsqlite3_sys::SQLITE_OK);
+            assert_eq!(read(ptr), [9u8; 4096], "in place: later writes show");
+            assert!(file.fetch(8192, 4096).is_none(), "past the end");
+            assert!(
+                file.fetch((1 << 20) - 2048, 4096).is_none(),
+                "past the limit"
+            );
+        }
+    }
 }

@@ -172,6 +172,9 @@ impl Device for Tracked {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn read_ptr(&self, offset: u64, len: usize) -> Option<*const u8> {
+        self.inner.read_ptr(offset, len)
+    }
     fn set_len(&self, len: u64) -> ferrite_io::Result<()> {
         self.media.event();
         self.inner.set_len(len)
