@@ -32,6 +32,9 @@ pub struct Config {
     /// `PRAGMA journal_mode`.
     pub journal: &'static str,
     pub medium: Medium,
+    /// `PRAGMA mmap_size` (memory-mapped page reads); 0, SQLite's default,
+    /// reads every page with `xRead`.
+    pub mmap_size: u64,
 }
 
 impl Config {
@@ -80,8 +83,8 @@ fn open(path: &Path, config: &Config) -> Result<Connection> {
         .with_context(|| format!("opening {} on {}", path.display(), config.vfs))?;
     db.busy_timeout(Duration::from_secs(30))?;
     db.execute_batch(&format!(
-        "PRAGMA journal_mode={}; PRAGMA synchronous=FULL;",
-        config.journal
+        "PRAGMA journal_mode={}; PRAGMA synchronous=FULL; PRAGMA mmap_size={};",
+        config.journal, config.mmap_size
     ))?;
     Ok(db)
 }
