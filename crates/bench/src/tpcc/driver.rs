@@ -41,7 +41,7 @@ impl Config {
     fn is_pm(&self) -> bool {
         matches!(
             self.vfs,
-            "ferrite-mmap" | "ferrite-pmem" | super::PMEM_NO_SAFE_APPEND
+            "ferrite-mmap" | "ferrite-pmem" | super::PMEM_SAFE_APPEND
         )
     }
 }
