@@ -1,16 +1,19 @@
 //! The `ferrite` command: `serve` runs the Redis-compatible server, `check`
-//! verifies (and optionally repairs) a data directory, `bench <experiment>`
+//! verifies (and optionally repairs) a data directory, `export` writes its
+//! dataset as a RESP append-only file for Redis, `bench <experiment>`
 //! runs one of the benchmark crate's experiments (the same as
 //! `cargo run --release -p ferrite-bench -- ...`).
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use ferrite_kv::aof::{check_dir, LogEnd};
+use ferrite_kv::aof::{CheckReport, LogEnd};
 use ferrite_kv::config::Config;
+use ferrite_kv::rewrite::check::{check_dir, Checked, FileCheck};
+use ferrite_kv::rewrite::export::{export_state, load_dir};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,9 +43,11 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
         args: Vec<String>,
     },
-    /// Verifies a data directory's log without starting a server.
+    /// Verifies a data directory without starting a server: the manifest,
+    /// every base part's checksums and every incremental log.
     Check {
-        /// Truncate a torn or corrupt log at its first bad record (asks first).
+        /// Truncate a torn or corrupt tail of the last log at its first bad
+        /// record (asks first). Never changes base parts or older logs.
         #[arg(long)]
         fix: bool,
         /// With --fix, do not ask.
@@ -53,6 +58,17 @@ enum Command {
         appendfilename: String,
         /// The data directory.
         dir: PathBuf,
+    },
+    /// Writes a data directory's dataset as a plain RESP append-only file
+    /// that Redis loads (run it on a stopped server's directory).
+    Export {
+        /// The log's file name (`appendfilename`).
+        #[arg(long, default_value = "appendonly.aof")]
+        appendfilename: String,
+        /// The data directory.
+        dir: PathBuf,
+        /// The file to write.
+        file: PathBuf,
     },
 }
 
@@ -77,46 +93,94 @@ fn ask(question: &str) -> bool {
 fn check(dir: PathBuf, name: &str, fix: bool, yes: bool) -> anyhow::Result<ExitCode> {
     let outcome = check_dir(&dir, name, fix, |q| yes || ask(q))?;
     let mut out = std::io::stdout().lock();
-    let Some(report) = &outcome.report else {
+    if outcome.files.is_empty() {
         writeln!(out, "{}: no log found (nothing to check)", dir.display())?;
         return Ok(ExitCode::SUCCESS);
-    };
-    let path = outcome
-        .path
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    writeln!(
-        out,
-        "{path}: {} bytes, {} intact records, {} commands",
-        report.len, report.records, report.commands
-    )?;
-    match &report.end {
-        LogEnd::Clean => writeln!(out, "OK: the log is complete")?,
-        LogEnd::Torn { offset, lsn, bytes } => writeln!(
-            out,
-            "TORN at offset {offset}: record {lsn} is incomplete ({bytes} bytes never acknowledged); the server truncates it at start-up with aof-load-truncated yes, or `ferrite check --fix {}` does now",
-            dir.display()
-        )?,
-        LogEnd::Corrupt {
-            offset,
-            lsn,
-            reason,
-        } => writeln!(
-            out,
-            "CORRUPT record {lsn} at offset {offset}: {reason}; `ferrite check --fix {}` truncates the log there, losing that record and the {} bytes from it on",
-            dir.display(),
-            report.len - offset
-        )?,
     }
-    if outcome.truncated_bytes > 0 {
-        writeln!(out, "FIXED: truncated {} bytes", outcome.truncated_bytes)?;
+    if let Some(manifest) = &outcome.manifest {
+        writeln!(out, "{}: manifest OK", manifest.display())?;
+    }
+    for file in &outcome.files {
+        print_file(&mut out, &dir, file)?;
+    }
+    if let Some((path, bytes)) = &outcome.truncated {
+        writeln!(out, "FIXED: truncated {bytes} bytes of {}", path.display())?;
     }
     Ok(if outcome.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// One line (two on damage) per file: what it holds and what is wrong.
+fn print_file(out: &mut impl Write, dir: &Path, file: &FileCheck) -> std::io::Result<()> {
+    let path = file.path.display();
+    let dir = dir.display();
+    match &file.checked {
+        Checked::Base { bytes, keys, damage } => match damage {
+            None => writeln!(out, "{path}: base part, {bytes} bytes, {keys} keys: OK"),
+            Some((offset, reason)) => writeln!(
+                out,
+                "{path}: base part DAMAGED at offset {offset}: {reason}; the server refuses to start. Restore the file from a backup: --fix never changes base parts"
+            ),
+        },
+        Checked::Log { last, report } => {
+            writeln!(
+                out,
+                "{path}: log, {} bytes, {} intact records, {} commands",
+                report.len, report.records, report.commands
+            )?;
+            print_log_end(out, &path.to_string(), &dir.to_string(), *last, report)
+        }
+    }
+}
+
+fn print_log_end(
+    out: &mut impl Write,
+    path: &str,
+    dir: &str,
+    last: bool,
+    report: &CheckReport,
+) -> std::io::Result<()> {
+    match (&report.end, last) {
+        (LogEnd::Clean, _) => writeln!(out, "  OK: the log is complete"),
+        (LogEnd::Torn { offset, lsn, bytes }, true) => writeln!(
+            out,
+            "  TORN at offset {offset}: record {lsn} is incomplete ({bytes} bytes never acknowledged); the server truncates it at start-up with aof-load-truncated yes, or `ferrite check --fix {dir}` does now"
+        ),
+        (LogEnd::Corrupt { offset, lsn, reason }, true) => writeln!(
+            out,
+            "  CORRUPT record {lsn} at offset {offset}: {reason}; `ferrite check --fix {dir}` truncates the log there, losing that record and the {} bytes from it on",
+            report.len - offset
+        ),
+        (LogEnd::Torn { offset, lsn, .. }, false) => writeln!(
+            out,
+            "  TORN at offset {offset} (record {lsn}) in an older log {path}: the server drops the tail at start-up; --fix only cuts the last log"
+        ),
+        (LogEnd::Corrupt { offset, lsn, reason }, false) => writeln!(
+            out,
+            "  CORRUPT record {lsn} at offset {offset} of an older log: {reason}; the server refuses to start. Restore the file from a backup: --fix only cuts the last log"
+        ),
+    }
+}
+
+fn export(dir: PathBuf, name: &str, file: PathBuf) -> anyhow::Result<ExitCode> {
+    let config = Config {
+        dir: dir.clone(),
+        appendfilename: name.to_string(),
+        ..Config::default()
+    };
+    let state = load_dir(&config).with_context(|| format!("loading {}", dir.display()))?;
+    let stats = export_state(&state, &file)?;
+    writeln!(
+        std::io::stdout().lock(),
+        "{}: {} keys, {} bytes of RESP",
+        file.display(),
+        stats.keys,
+        stats.bytes
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
@@ -137,6 +201,11 @@ fn main() -> ExitCode {
             appendfilename,
             dir,
         } => check(dir, &appendfilename, fix, yes),
+        Command::Export {
+            appendfilename,
+            dir,
+            file,
+        } => export(dir, &appendfilename, file),
     };
     match result {
         Ok(code) => code,

@@ -4,103 +4,21 @@
 //! nothing that was never sent may appear. Runs for the file log and the
 //! emulated-PM log; `FERRITE_CRASH_ITERS` sets the rounds per device.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{free_port, Client, Reply};
+
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: enough to hit
 /// many crash points, small enough for a CI budget of a few minutes.
 const ROUNDS_DEFAULT: usize = 12;
 const CLIENTS: usize = 4;
-
-/// A minimal blocking RESP client: enough for SET, GET, INCR, MULTI, KEYS.
-struct Client {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-#[derive(Debug, PartialEq)]
-enum Reply {
-    Simple(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Reply>),
-}
-
-impl Client {
-    fn connect(port: u16) -> std::io::Result<Client> {
-        let stream = TcpStream::connect(("127.0.0.1", port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(20)))?;
-        Ok(Client {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-        })
-    }
-
-    fn send(&mut self, args: &[&[u8]]) -> std::io::Result<()> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.writer.write_all(&out)
-    }
-
-    fn read(&mut self) -> std::io::Result<Reply> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        let line = line.trim_end();
-        let (tag, rest) = line.split_at(1);
-        let bad = || std::io::Error::other(format!("bad reply line {line:?}"));
-        Ok(match tag {
-            "+" => Reply::Simple(rest.into()),
-            "-" => Reply::Error(rest.into()),
-            ":" => Reply::Int(rest.parse().map_err(|_| bad())?),
-            "$" => {
-                let n: i64 = rest.parse().map_err(|_| bad())?;
-                if n < 0 {
-                    Reply::Bulk(None)
-                } else {
-                    let mut data = vec![0u8; n as usize + 2];
-                    std::io::Read::read_exact(&mut self.reader, &mut data)?;
-                    data.truncate(n as usize);
-                    Reply::Bulk(Some(data))
-                }
-            }
-            "*" => {
-                let n: i64 = rest.parse().map_err(|_| bad())?;
-                let mut items = Vec::new();
-                for _ in 0..n.max(0) {
-                    items.push(self.read()?);
-                }
-                Reply::Array(items)
-            }
-            _ => return Err(bad()),
-        })
-    }
-
-    fn call(&mut self, args: &[&[u8]]) -> std::io::Result<Reply> {
-        self.send(args)?;
-        self.read()
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn start(dir: &Path, device: &str) -> (Child, u16) {
     let port = free_port();

@@ -120,6 +120,18 @@ pub trait Device: Send + Sync + fmt::Debug {
     /// The file behind the device, for messages.
     fn path(&self) -> &Path;
 
+    /// The address of device bytes `[offset, offset + len)` for reading
+    /// them in place (SQLite's memory-mapped reads), if the device is
+    /// mapped memory and the range lies within its current length; `None`
+    /// otherwise. The address stays valid, and keeps reading the device's
+    /// current bytes, for as long as the device lives, even if it is
+    /// truncated (then the bytes are unspecified) or grows. Dereferencing
+    /// it is the caller's affair (and `unsafe`).
+    fn read_ptr(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let _ = (offset, len);
+        None
+    }
+
     /// Flush accounting of PM-backed devices; `None` for disk files.
     fn flush_stats(&self) -> Option<FlushStats> {
         None

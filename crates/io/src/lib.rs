@@ -42,7 +42,9 @@ use std::str::FromStr;
 pub use device::{read_exact_at, Device, DeviceInfo, DeviceKind, SyncScope};
 pub use error::{Error, Result};
 pub use file::{sync_parent_dir, FileDevice};
-pub use pm::{PmDevice, PmPolicy, PmemDevice, PM_HEADER_LEN, PM_INITIAL_CAPACITY, PM_MAGIC};
+pub use pm::{
+    stored_len, PmDevice, PmPolicy, PmemDevice, PM_HEADER_LEN, PM_INITIAL_CAPACITY, PM_MAGIC,
+};
 pub use sim_file::{SimFile, SECTOR};
 
 /// A backend to open a device file with, by name.

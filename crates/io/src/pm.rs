@@ -219,6 +219,49 @@ impl<M: PmemMedium> PmDevice<M> {
     }
 }
 
+/// The persisted logical length of the PM device file at `path`, read with
+/// `pread` from its header, without mapping the file: `Ok(None)` if the
+/// file is not a PM device file (its first bytes are neither zero nor
+/// [`PM_MAGIC`]); `Some(0)` for an empty or never-initialised one.
+///
+/// This is what a process opening the file after a crash would see, so it
+/// answers "does this file hold data?" cheaply (SQLite's `xAccess` asks it
+/// of the rollback journal before every transaction). A process that has
+/// the device open should ask [`Device::len`] instead: with
+/// [`PmPolicy::DrainOnSync`] the header lags the length until `sync`.
+pub fn stored_len(path: impl AsRef<Path>) -> Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut header = [0u8; CRC_OFFSET + 4];
+    let mut filled = 0;
+    while filled < header.len() {
+        match file.read_at(&mut header[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("pread", path, e)),
+        }
+    }
+    if header.iter().all(|&b| b == 0) {
+        return Ok(Some(0));
+    }
+    if header[..8] != PM_MAGIC {
+        return Ok(None);
+    }
+    let stored_crc = u32::from_le_bytes([header[24], header[25], header[26], header[27]]);
+    if filled < header.len() || crc32c::crc32c(&header[..16]) != stored_crc {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            offset: 0,
+            reason: "header checksum mismatch".into(),
+        });
+    }
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&header[LEN_OFFSET..LEN_OFFSET + 8]);
+    Ok(Some(u64::from_le_bytes(len)))
+}
+
 /// Reads and checks the header, writing a fresh one on an all-zero medium.
 fn read_header<M: PmemMedium>(medium: &M, path: &Path) -> Result<u64> {
     let mut header = [0u8; CRC_OFFSET + 4];
@@ -315,6 +358,14 @@ impl<M: PmemMedium> Device for PmDevice<M> {
 
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
+    }
+
+    fn read_ptr(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let (at, end) = self.at(offset, len).ok()?;
+        if end > self.len.load(Ordering::Acquire) {
+            return None;
+        }
+        self.medium.read_ptr(at, len)
     }
 
     fn set_len(&self, len: u64) -> Result<()> {

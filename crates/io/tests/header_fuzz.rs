@@ -54,3 +54,36 @@ fn a_length_beyond_the_file_is_reported_not_trusted() {
     .expect("intact");
     assert_eq!(good.len(), 3);
 }
+
+#[test]
+fn stored_len_reads_the_persisted_length_without_mapping() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let device = ferrite_io::PmemDevice::open(&path, PmPolicy::DrainOnSync).expect("open");
+    assert_eq!(ferrite_io::stored_len(&path).expect("fresh"), Some(0));
+    device.write_at(0, b"not yet synced").expect("write");
+    // DrainOnSync persists the length at sync: before it, a crash (and so
+    // the header) still says empty.
+    assert_eq!(ferrite_io::stored_len(&path).expect("unsynced"), Some(0));
+    device.sync().expect("sync");
+    assert_eq!(ferrite_io::stored_len(&path).expect("synced"), Some(14));
+    device.set_len(0).expect("truncate");
+    assert_eq!(ferrite_io::stored_len(&path).expect("truncated"), Some(0));
+    drop(device);
+
+    let zeros = dir.path().join("zeros");
+    std::fs::write(&zeros, [0u8; 100]).expect("write zeros");
+    assert_eq!(ferrite_io::stored_len(&zeros).expect("zeros"), Some(0));
+    std::fs::write(&zeros, []).expect("empty");
+    assert_eq!(ferrite_io::stored_len(&zeros).expect("empty"), Some(0));
+    let foreign = dir.path().join("foreign");
+    std::fs::write(&foreign, b"SQLite format 3\0").expect("write foreign");
+    assert_eq!(ferrite_io::stored_len(&foreign).expect("foreign"), None);
+    let mut torn = PM_MAGIC.to_vec();
+    torn.extend_from_slice(&[1u8; 24]);
+    std::fs::write(&foreign, &torn).expect("write torn");
+    assert!(
+        ferrite_io::stored_len(&foreign).is_err(),
+        "bad CRC is an error"
+    );
+}

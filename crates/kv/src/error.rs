@@ -104,4 +104,18 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A Redis append-only file could not be imported.
+    #[error("cannot import the Redis append-only file {path}: {reason}")]
+    ForeignAof {
+        /// The Redis file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A Redis append-only file in the RDB format (or with an RDB preamble).
+    #[error("{path} is in Redis's RDB format (or starts with an RDB preamble), which Ferrite does not read; in Redis run `CONFIG SET aof-use-rdb-preamble no` then `BGREWRITEAOF`, and copy the resulting RESP append-only file")]
+    RdbAof {
+        /// The Redis file.
+        path: PathBuf,
+    },
 }

@@ -1,7 +1,7 @@
 //! Start-up recovery on the wal: a torn tail is cut with a warning (or
 //! refused with `aof-load-truncated no`), damage in the middle refuses to
 //! start with a message naming file, offset, record and `ferrite check
-//! --fix`, and `check_dir --fix` repairs only after confirmation. Also the
+//! --fix`, and `check_dir --fix` (now `rewrite::check`) repairs only after confirmation. Also the
 //! log switch that the rewrite builds on.
 
 mod common;
@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use common::TestServer;
 use ferrite_io::{Device, FileDevice};
-use ferrite_kv::aof::{check_dir, open_device_at, LogEnd, LogFiles};
+use ferrite_kv::aof::{open_device_at, CheckReport, LogEnd};
 use ferrite_kv::config::{AppendFsync, Config, LogDevice};
+use ferrite_kv::rewrite::check::{check_dir, Checked, DirCheck};
 use ferrite_kv::Server;
 use ferrite_wal::LogReader;
 
@@ -107,7 +108,7 @@ fn corruption_in_the_middle_refuses_to_start_and_check_fix_repairs() {
     let name = "appendonly.aof";
     let checked = check_dir(dir.path(), name, false, |_| panic!("no --fix")).unwrap();
     assert!(!checked.is_ok());
-    let report = checked.report.expect("a log");
+    let report = last_log(&checked);
     assert_eq!(report.records, lsn - 1);
     assert!(
         matches!(report.end, LogEnd::Corrupt { offset: o, lsn: l, .. } if o == offset && l == lsn),
@@ -122,11 +123,11 @@ fn corruption_in_the_middle_refuses_to_start_and_check_fix_repairs() {
         false
     })
     .unwrap();
-    assert_eq!(refused.truncated_bytes, 0);
+    assert_eq!(truncated(&refused), 0);
     assert_eq!(std::fs::metadata(log_path(dir.path())).unwrap().len(), len);
 
     let fixed = check_dir(dir.path(), name, true, |_| true).unwrap();
-    assert_eq!(fixed.truncated_bytes, len - offset);
+    assert_eq!(truncated(&fixed), len - offset);
     assert!(check_dir(dir.path(), name, false, |_| false)
         .unwrap()
         .is_ok());
@@ -174,10 +175,7 @@ fn torn_tail_is_truncated_with_a_warning_unless_refused() {
         error.contains(&format!("offset {len}")) && error.contains("aof-load-truncated"),
         "{error}"
     );
-    let report = check_dir(dir.path(), "appendonly.aof", false, |_| false)
-        .unwrap()
-        .report
-        .unwrap();
+    let report = last_log(&check_dir(dir.path(), "appendonly.aof", false, |_| false).unwrap());
     assert!(
         matches!(report.end, LogEnd::Torn { offset, bytes: 100, .. } if offset == len),
         "{:?}",
@@ -204,12 +202,12 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
     prop.push(0, &[b"SET", b"a", b"1"]);
     assert_eq!(log.append(&prop), 1);
     log.flush();
-    let files = LogFiles::in_dir(dir.path(), "appendonly.aof");
-    let next = open_device_at(&files.incremental(1, false), false).unwrap();
+    let incremental = dir.path().join("appendonly.aof.1.incr");
+    let next = open_device_at(&incremental.clone(), false).unwrap();
     let point = log.switch(next).unwrap();
     assert_eq!(point.last_in_old, 1);
     assert_eq!(point.old_path, log_path(dir.path()));
-    assert_eq!(point.new_path, files.incremental(1, false));
+    assert_eq!(point.new_path, incremental.clone());
     prop.clear();
     prop.push(2, &[b"SET", b"b", b"2"]);
     let ticket = log.append(&prop);
@@ -219,8 +217,7 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
     assert!(log.acknowledged() >= ticket);
 
     // The new file starts at LSN 2 and its record names its database.
-    let device: Arc<dyn Device> =
-        Arc::new(FileDevice::open_existing(files.incremental(1, false)).unwrap());
+    let device: Arc<dyn Device> = Arc::new(FileDevice::open_existing(incremental.clone()).unwrap());
     let records: Vec<_> = LogReader::open(device)
         .unwrap()
         .map(|r| r.unwrap())
@@ -230,4 +227,17 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
     assert!(records[0]
         .payload
         .starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n"));
+}
+
+/// The report on the log a directory check found last (the one appended to).
+fn last_log(checked: &DirCheck) -> CheckReport {
+    match checked.files.last().map(|f| &f.checked) {
+        Some(Checked::Log { report, .. }) => report.clone(),
+        other => panic!("no log checked: {other:?}"),
+    }
+}
+
+/// Bytes a `--fix` cut.
+fn truncated(checked: &DirCheck) -> u64 {
+    checked.truncated.as_ref().map_or(0, |(_, bytes)| *bytes)
 }

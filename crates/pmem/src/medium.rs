@@ -115,6 +115,17 @@ pub trait PmemMedium: Send + Sync + fmt::Debug {
     /// An 8-byte load at an 8-aligned `offset`.
     fn load_u64(&self, offset: usize) -> Result<u64>;
 
+    /// The address of bytes `[offset, offset + len)` for reading them in
+    /// place, if the medium is a mapping whose addresses stay valid (never
+    /// moved or unmapped) for the medium's whole life; `None` otherwise,
+    /// or if the range is not mapped. The bytes may change under the
+    /// reader with later writes, as with [`read`](PmemMedium::read).
+    /// Dereferencing the address is the caller's affair (and `unsafe`).
+    fn read_ptr(&self, offset: usize, len: usize) -> Option<*const u8> {
+        let _ = (offset, len);
+        None
+    }
+
     /// What backs this region.
     fn mode(&self) -> MapMode;
 

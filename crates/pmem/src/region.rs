@@ -365,6 +365,13 @@ impl PmemMedium for PmemRegion {
         }))
     }
 
+    /// The mapping never moves (growth maps more of the reservation in
+    /// place) and is unmapped only when the region is dropped.
+    #[inline]
+    fn read_ptr(&self, offset: usize, len: usize) -> Option<*const u8> {
+        self.at(offset, len).ok().map(|ptr| ptr.cast_const())
+    }
+
     fn mode(&self) -> MapMode {
         self.mode
     }

@@ -27,6 +27,9 @@ pub(crate) struct OpenFile {
     temporary: bool,
     /// Name to delete at close (`SQLITE_OPEN_DELETEONCLOSE` with a name).
     pub(crate) delete_on_close: Option<String>,
+    /// Bytes SQLite may read in place (`PRAGMA mmap_size`, passed down as
+    /// `SQLITE_FCNTL_MMAP_SIZE`); 0 turns `xFetch` off.
+    mmap_limit: u64,
 }
 
 /// Logs `error` and picks the SQLite code for it: `SQLITE_FULL` for a full
@@ -51,6 +54,7 @@ impl OpenFile {
             options,
             temporary,
             delete_on_close: None,
+            mmap_limit: 0,
         }
     }
 
@@ -92,6 +96,34 @@ impl OpenFile {
             Ok(()) => ffi::SQLITE_OK,
             Err(e) => report(&e.into(), "sync", ffi::SQLITE_IOERR_FSYNC),
         }
+    }
+
+    /// `xFetch`: the address of `len` bytes at `offset` inside the PM
+    /// mapping, for SQLite to read a page in place instead of copying it;
+    /// `None` (SQLite then calls `xRead`) on disk files, past the limit
+    /// `PRAGMA mmap_size` set, or past the end.
+    ///
+    /// SQLite never writes through the address (it is built without
+    /// `SQLITE_MMAP_READWRITE`: changes still go through `xWrite`, so
+    /// durability is unchanged), and the address stays valid until the
+    /// device is dropped, which is after this handle is closed, so
+    /// `xUnfetch` has nothing to do.
+    pub(crate) fn fetch(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let end = offset.checked_add(len as u64)?;
+        if self.temporary || end > self.mmap_limit {
+            return None;
+        }
+        self.device().read_ptr(offset, len)
+    }
+
+    /// `SQLITE_FCNTL_MMAP_SIZE`: sets the in-place read limit if `limit`
+    /// is not negative, and returns the previous one.
+    pub(crate) fn set_mmap_limit(&mut self, limit: i64) -> i64 {
+        let previous = i64::try_from(self.mmap_limit).unwrap_or(i64::MAX);
+        if let Ok(limit) = u64::try_from(limit) {
+            self.mmap_limit = limit;
+        }
+        previous
     }
 
     /// `xFileSize`. A plain file may have been resized by another process,

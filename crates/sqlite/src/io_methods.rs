@@ -20,9 +20,10 @@ pub(crate) struct FileHandle {
     pub(crate) vfs: *mut ffi::sqlite3_vfs,
 }
 
-/// Version 2: the WAL index methods, no memory-mapped page access.
+/// Version 3: the WAL index methods and memory-mapped page reads
+/// (`xFetch`, used when `PRAGMA mmap_size` is set and the file is on PM).
 pub(crate) static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
-    iVersion: 2,
+    iVersion: 3,
     xClose: Some(x_close),
     xRead: Some(x_read),
     xWrite: Some(x_write),
@@ -39,8 +40,8 @@ pub(crate) static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods 
     xShmLock: Some(x_shm_lock),
     xShmBarrier: Some(x_shm_barrier),
     xShmUnmap: Some(x_shm_unmap),
-    xFetch: None,
-    xUnfetch: None,
+    xFetch: Some(x_fetch),
+    xUnfetch: Some(x_unfetch),
 };
 
 /// The handle behind `file`.
@@ -166,11 +167,20 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
 }
 
 unsafe extern "C" fn x_file_control(
-    _file: *mut ffi::sqlite3_file,
-    _op: c_int,
-    _arg: *mut c_void,
+    file: *mut ffi::sqlite3_file,
+    op: c_int,
+    arg: *mut c_void,
 ) -> c_int {
-    // No file control is implemented: SQLite falls back to its defaults.
+    if op == ffi::SQLITE_FCNTL_MMAP_SIZE && !arg.is_null() {
+        // SAFETY: SQLite passes an open file and, for this op, a pointer to
+        // an i64 it reads back (the previous limit).
+        unsafe {
+            let limit = arg.cast::<i64>();
+            *limit = open(file).set_mmap_limit(*limit);
+        }
+        return ffi::SQLITE_OK;
+    }
+    // No other file control is implemented: SQLite uses its defaults.
     ffi::SQLITE_NOTFOUND
 }
 
@@ -235,4 +245,35 @@ unsafe extern "C" fn x_shm_barrier(_file: *mut ffi::sqlite3_file) {
 unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
     // SAFETY: SQLite passes an open file.
     unsafe { open(file) }.shm_unmap(delete != 0)
+}
+
+unsafe extern "C" fn x_fetch(
+    file: *mut ffi::sqlite3_file,
+    offset: i64,
+    amount: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    let (Ok(offset), Ok(len)) = (u64::try_from(offset), usize::try_from(amount)) else {
+        // SAFETY: SQLite passes a valid pointer for the address.
+        unsafe { *out = std::ptr::null_mut() };
+        return ffi::SQLITE_OK;
+    };
+    // SAFETY: SQLite passes an open file.
+    let ptr = unsafe { open(file) }.fetch(offset, len);
+    // SAFETY: SQLite passes a valid pointer for the address. A null one
+    // tells it to read the page with xRead instead. SQLite only reads
+    // through the address, which stays mapped until the device is dropped
+    // (after this file is closed).
+    unsafe { *out = ptr.map_or(std::ptr::null_mut(), |p| p.cast_mut().cast::<c_void>()) };
+    ffi::SQLITE_OK
+}
+
+unsafe extern "C" fn x_unfetch(
+    _file: *mut ffi::sqlite3_file,
+    _offset: i64,
+    _page: *mut c_void,
+) -> c_int {
+    // The mapping outlives every fetch (see OpenFile::fetch): nothing to
+    // release, and nothing to unmap when SQLite asks for all of it.
+    ffi::SQLITE_OK
 }

@@ -8,12 +8,18 @@
 //! [`Device`] (keyed by device and inode number): a PM device caches the
 //! file's length and owns its mapping, so two instances of it would
 //! disagree about both.
+//!
+//! SQLite closes its rollback journal at the end of every transaction and
+//! opens it again for the next one. For a PM database the journal's device
+//! is kept (open and mapped) by the database's device until the database's
+//! last connection closes or the journal is deleted, so reopening it costs
+//! one `stat` instead of an open, a map and an unmap.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use ferrite_io::{Device, FileDevice, PmemDevice};
 
@@ -28,6 +34,9 @@ pub(crate) struct Shared {
     pub(crate) device: Box<dyn Device>,
     /// For PM files: the lock that keeps other processes out.
     _owner: Option<LockFile>,
+    /// For a PM database: its rollback journal, kept open between
+    /// transactions (see the module docs).
+    journal: Mutex<Option<Arc<Shared>>>,
 }
 
 impl Shared {
@@ -35,7 +44,12 @@ impl Shared {
         Shared {
             device,
             _owner: None,
+            journal: Mutex::new(None),
         }
+    }
+
+    fn journal(&self) -> MutexGuard<'_, Option<Arc<Shared>>> {
+        self.journal.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -70,6 +84,34 @@ fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// The device this process has open for the file `meta` describes.
+fn open_device_of(meta: &std::fs::Metadata) -> Option<Arc<Shared>> {
+    let map = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    map.get(&(meta.dev(), meta.ino())).and_then(Weak::upgrade)
+}
+
+/// `stat`, with a missing file as `None`.
+fn stat(path: &Path) -> Result<Option<std::fs::Metadata>> {
+    match std::fs::metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// The database whose rollback journal `path` is (SQLite names it
+/// `<database>-journal`), if this process has it open.
+fn database_of_journal(path: &Path) -> Result<Option<Arc<Shared>>> {
+    let Some(database) = path
+        .to_str()
+        .and_then(|p| p.strip_suffix("-journal"))
+        .map(Path::new)
+    else {
+        return Ok(None);
+    };
+    Ok(stat(database)?.and_then(|meta| open_device_of(&meta)))
+}
+
 /// Files on the file system.
 #[derive(Debug)]
 pub(crate) struct RealMedia {
@@ -97,13 +139,32 @@ impl RealMedia {
         Ok(Shared {
             device: Box::new(PmemDevice::open(path, policy)?),
             _owner: Some(owner),
+            journal: Mutex::new(None),
         })
+    }
+
+    /// A PM file this process has open already: one `stat`, no descriptor
+    /// (PM files need none per connection).
+    fn open_in_process(&self, path: &Path) -> Result<Option<Opened>> {
+        if !self.mode.is_pm() {
+            return Ok(None);
+        }
+        Ok(stat(path)?
+            .and_then(|meta| open_device_of(&meta))
+            .map(|shared| Opened {
+                shared,
+                lock_path: path.to_path_buf(),
+                size_file: None,
+            }))
     }
 }
 
 impl Media for RealMedia {
     fn open(&self, path: &str, create: bool) -> Result<Opened> {
         let path = Path::new(path);
+        if let Some(opened) = self.open_in_process(path)? {
+            return Ok(opened);
+        }
         let existed = path.exists();
         if !existed && !create {
             return Err(Error::NotFound { path: path.into() });
@@ -132,6 +193,11 @@ impl Media for RealMedia {
                 }
             }
         };
+        if self.mode.is_pm() {
+            if let Some(database) = database_of_journal(path)? {
+                *database.journal() = Some(shared.clone());
+            }
+        }
         Ok(Opened {
             shared,
             lock_path: path.to_path_buf(),
@@ -141,6 +207,12 @@ impl Media for RealMedia {
 
     fn delete(&self, path: &str, sync_dir: bool) -> Result<()> {
         let path = Path::new(path);
+        if self.mode.is_pm() {
+            // Unmap a kept journal now rather than when its database closes.
+            if let Some(database) = database_of_journal(path)? {
+                database.journal().take();
+            }
+        }
         match std::fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -154,11 +226,31 @@ impl Media for RealMedia {
         Ok(())
     }
 
+    /// Like the unix VFS: the file exists and is not empty. A PM file is
+    /// preallocated, so "empty" is its logical length: the open device's,
+    /// or else the one persisted in its header. SQLite asks this of the
+    /// rollback journal before every transaction (a hot journal must be
+    /// non-empty); a truncated journal is empty, exactly as on disk.
     fn exists(&self, path: &str) -> Result<bool> {
-        match std::fs::metadata(path) {
-            Ok(meta) => Ok(!meta.is_file() || meta.len() > 0),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(Error::io("stat", path, e)),
+        let Some(meta) = stat(Path::new(path))? else {
+            return Ok(false);
+        };
+        if !meta.is_file() {
+            return Ok(true);
+        }
+        if !self.mode.is_pm() {
+            return Ok(meta.len() > 0);
+        }
+        if let Some(shared) = open_device_of(&meta) {
+            return Ok(!shared.device.is_empty());
+        }
+        match ferrite_io::stored_len(path) {
+            Ok(Some(len)) => Ok(len > 0),
+            // Not a PM device file: opening it will say so.
+            Ok(None) => Ok(meta.len() > 0),
+            // A damaged header: opening it will report the damage.
+            Err(ferrite_io::Error::Corrupt { .. }) => Ok(true),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -217,4 +309,104 @@ pub(crate) fn open_temp() -> Result<Opened> {
         lock_path: path,
         size_file: Some(size_file),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pm_journal_is_kept_while_its_database_is_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db_path = dir.path().join("app.db");
+        let journal_path = dir.path().join("app.db-journal");
+        let (db_name, journal_name) = (
+            db_path.to_str().expect("utf-8"),
+            journal_path.to_str().expect("utf-8"),
+        );
+        let media = RealMedia::new(Mode::Pmem);
+        let db = media.open(db_name, true).expect("open database");
+        let journal = media.open(journal_name, true).expect("open journal");
+        // A preallocated PM file with nothing in it does not exist for
+        // SQLite, like an empty file on disk.
+        assert!(!media.exists(journal_name).expect("exists"));
+        journal
+            .shared
+            .device
+            .write_at(0, b"records")
+            .expect("write");
+        assert!(media.exists(journal_name).expect("exists"));
+        let first = Arc::as_ptr(&journal.shared);
+        drop(journal);
+        let again = media.open(journal_name, false).expect("reopen");
+        assert_eq!(Arc::as_ptr(&again.shared), first, "the device was kept");
+        again.shared.device.set_len(0).expect("truncate");
+        assert!(!media.exists(journal_name).expect("exists"));
+        drop(again);
+
+        media.delete(journal_name, false).expect("delete");
+        assert!(db.shared.journal().is_none(), "delete unmaps the journal");
+        assert!(!media.exists(journal_name).expect("exists"));
+        let journal = media.open(journal_name, true).expect("create again");
+        assert!(db.shared.journal().is_some());
+        drop(journal);
+        let kept = Arc::downgrade(db.shared.journal().as_ref().expect("kept"));
+        drop(db);
+        assert!(kept.upgrade().is_none(), "closing the database frees it");
+    }
+
+    #[test]
+    fn a_closed_pm_file_exists_by_its_persisted_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("data.db");
+        let name = path.to_str().expect("utf-8");
+        let media = RealMedia::new(Mode::Mmap);
+        let opened = media.open(name, true).expect("open");
+        opened.shared.device.write_at(0, b"page").expect("write");
+        opened.shared.device.sync().expect("sync");
+        drop(opened);
+        assert!(media.exists(name).expect("exists"));
+        std::fs::write(&path, b"SQLite format 3\0").expect("foreign bytes");
+        assert!(media.exists(name).expect("foreign file exists"));
+        std::fs::write(&path, []).expect("empty");
+        assert!(!media.exists(name).expect("empty file"));
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn fetch_reads_pm_pages_in_place_within_the_limit() {
+        use crate::file::OpenFile;
+        use crate::mode::VfsOptions;
+        let dir = tempfile::tempdir().expect("tempdir");
+        for mode in Mode::ALL {
+            let path = dir.path().join(format!("{mode}.db"));
+            let name = path.to_str().expect("utf-8");
+            let media = RealMedia::new(mode);
+            let mut file = OpenFile::new(
+                media.open(name, true).expect("open"),
+                VfsOptions::new(mode),
+                false,
+            );
+            let page = [7u8; 4096];
+            assert_eq!(file.write(&page, 4096), libsqlite3_sys::SQLITE_OK);
+            assert!(file.fetch(4096, 4096).is_none(), "off until mmap_size");
+            assert_eq!(file.set_mmap_limit(1 << 20), 0);
+            assert_eq!(file.set_mmap_limit(-1), 1 << 20, "negative only asks");
+            let Some(ptr) = file.fetch(4096, 4096) else {
+                assert_eq!(mode, Mode::File, "PM files are mapped");
+                continue;
+            };
+            // SAFETY: fetch returned an address of 4096 mapped bytes that
+            // stay mapped while `file` is open.
+            let read = |p: *const u8| unsafe { std::slice::from_raw_parts(p, 4096).to_vec() };
+            assert_eq!(read(ptr), page);
+            assert_eq!(file.write(&[9u8; 4096], 4096), libsqlite3_sys::SQLITE_OK);
+            assert_eq!(read(ptr), [9u8; 4096], "in place: later writes show");
+            assert!(file.fetch(8192, 4096).is_none(), "past the end");
+            assert!(
+                file.fetch((1 << 20) - 2048, 4096).is_none(),
+                "past the limit"
+            );
+        }
+    }
 }

@@ -172,6 +172,9 @@ impl Device for Tracked {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn read_ptr(&self, offset: u64, len: usize) -> Option<*const u8> {
+        self.inner.read_ptr(offset, len)
+    }
     fn set_len(&self, len: u64) -> ferrite_io::Result<()> {
         self.media.event();
         self.inner.set_len(len)
@@ -250,8 +253,9 @@ impl Media for SimHandle {
         let media = self.media(path)?;
         let files = media.files();
         Ok(match files.get(path) {
-            // Like a PM file on disk, a PM device exists whatever its length.
-            Some(SimDevice::Pm(_)) => true,
+            // As on the real media: a file exists if it is not empty, and
+            // a PM file's size is its logical length.
+            Some(SimDevice::Pm(d)) => !d.is_empty(),
             Some(SimDevice::Disk(d)) => !d.is_empty(),
             None => false,
         })

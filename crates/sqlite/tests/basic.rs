@@ -116,3 +116,51 @@ fn open_result(path: &std::path::Path, mode: Mode) -> rusqlite::Result<Connectio
     ferrite_sqlite::register_defaults_linked().expect("register");
     Connection::open_with_flags_and_vfs(path, OpenFlags::default(), mode.vfs_name())
 }
+
+/// `PRAGMA mmap_size` makes SQLite read pages through `xFetch` (in place
+/// on the PM modes): a second connection must see every commit, across
+/// growth and truncation of the file, in every journal mode.
+#[test]
+fn memory_mapped_reads_see_every_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for mode in Mode::ALL {
+        for journal in ["DELETE", "TRUNCATE", "WAL"] {
+            let path = dir.path().join(format!("mmap-{mode}-{journal}.db"));
+            let writer = open(&path, mode);
+            writer
+                .execute_batch(&format!(
+                    "PRAGMA journal_mode={journal}; PRAGMA mmap_size=67108864;
+                     PRAGMA auto_vacuum=FULL;
+                     CREATE TABLE t(k INTEGER PRIMARY KEY, pad BLOB, r INTEGER);"
+                ))
+                .expect("schema");
+            let reader = open(&path, mode);
+            let size: i64 = reader
+                .query_row("PRAGMA mmap_size=67108864", [], |r| r.get(0))
+                .expect("mmap_size");
+            assert_eq!(size, 67_108_864);
+            for round in 0..6i64 {
+                let rows = if round % 2 == 0 { 300 } else { 20 };
+                writer
+                    .execute_batch("BEGIN; DELETE FROM t;")
+                    .expect("delete");
+                for k in 0..rows {
+                    writer
+                        .execute("INSERT INTO t VALUES (?1, zeroblob(900), ?2)", (k, round))
+                        .expect("insert");
+                }
+                writer.execute_batch("COMMIT").expect("commit");
+                let (n, sum): (i64, i64) = reader
+                    .query_row("SELECT count(*), sum(r) FROM t", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .expect("read");
+                assert_eq!((n, sum), (rows, rows * round), "{mode} {journal} {round}");
+            }
+            let check: String = reader
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .expect("check");
+            assert_eq!(check, "ok", "{mode} {journal}");
+        }
+    }
+}

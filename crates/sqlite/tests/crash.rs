@@ -200,3 +200,13 @@ fn crash_consistency_mmap() {
 fn crash_consistency_file() {
     crash_suite(Mode::File);
 }
+
+/// The seed that caught ferrite-pmem losing a committed transaction in
+/// PERSIST mode while it advertised `SAFE_APPEND` (docs/sqlite.md, "Why not
+/// `SAFE_APPEND`?"). Pinned, because the default iteration count does not
+/// reach it.
+#[test]
+fn persist_journal_on_pmem_regression_seed() {
+    let points = crash_run(Mode::Pmem, "PERSIST", 12_672_194);
+    assert!(points > TXNS, "only {points} crash points");
+}

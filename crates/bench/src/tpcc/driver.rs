@@ -32,13 +32,16 @@ pub struct Config {
     /// `PRAGMA journal_mode`.
     pub journal: &'static str,
     pub medium: Medium,
+    /// `PRAGMA mmap_size` (memory-mapped page reads); 0, SQLite's default,
+    /// reads every page with `xRead`.
+    pub mmap_size: u64,
 }
 
 impl Config {
     fn is_pm(&self) -> bool {
         matches!(
             self.vfs,
-            "ferrite-mmap" | "ferrite-pmem" | super::PMEM_NO_SAFE_APPEND
+            "ferrite-mmap" | "ferrite-pmem" | super::PMEM_SAFE_APPEND
         )
     }
 }
@@ -56,6 +59,12 @@ pub struct RunResult {
     pub flushes_per_txn: Option<f64>,
     /// Fences per transaction (PM configurations only).
     pub fences_per_txn: Option<f64>,
+    /// CPU time the terminals spent per transaction, in microseconds
+    /// (from `/proc/thread-self/schedstat`; `None` where the kernel does
+    /// not report it). Unlike tpmC it does not count time other processes
+    /// took the CPU away, so A/B comparisons on a shared machine are far
+    /// less noisy with it.
+    pub cpu_us_per_txn: Option<f64>,
     pub seconds: f64,
 }
 
@@ -74,8 +83,8 @@ fn open(path: &Path, config: &Config) -> Result<Connection> {
         .with_context(|| format!("opening {} on {}", path.display(), config.vfs))?;
     db.busy_timeout(Duration::from_secs(30))?;
     db.execute_batch(&format!(
-        "PRAGMA journal_mode={}; PRAGMA synchronous=FULL;",
-        config.journal
+        "PRAGMA journal_mode={}; PRAGMA synchronous=FULL; PRAGMA mmap_size={};",
+        config.journal, config.mmap_size
     ))?;
     Ok(db)
 }
@@ -97,6 +106,13 @@ struct Counts {
     new_orders: u64,
     rolled_back: u64,
     busy_retries: u64,
+    cpu_ns: Option<u64>,
+}
+
+/// Nanoseconds the calling thread has run on a CPU.
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
 }
 
 fn is_busy(error: &anyhow::Error) -> bool {
@@ -109,6 +125,7 @@ fn is_busy(error: &anyhow::Error) -> bool {
 
 fn terminal(db: &Connection, t: Terminal, mut rand: Rand, stop: &AtomicBool) -> Result<Counts> {
     let mut counts = Counts::default();
+    let cpu_start = thread_cpu_ns();
     while !stop.load(Ordering::Relaxed) {
         let kind = Kind::pick(&mut rand);
         match txn::run(db, kind, t, &mut rand) {
@@ -123,6 +140,9 @@ fn terminal(db: &Connection, t: Terminal, mut rand: Rand, stop: &AtomicBool) -> 
             Err(e) => return Err(e),
         }
     }
+    counts.cpu_ns = cpu_start
+        .zip(thread_cpu_ns())
+        .map(|(start, end)| end.saturating_sub(start));
     Ok(counts)
 }
 
@@ -164,6 +184,7 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
         ..RunResult::default()
     };
     let (counts, connections): (Vec<Counts>, Vec<Connection>) = finished.into_iter().unzip();
+    let cpu_ns: Option<u64> = counts.iter().map(|c| c.cpu_ns).sum();
     for c in &counts {
         result.transactions += c.transactions;
         result.new_orders += c.new_orders;
@@ -172,6 +193,7 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
     }
     result.tpmc = result.new_orders as f64 * 60.0 / seconds;
     result.tps = result.transactions as f64 / seconds;
+    result.cpu_us_per_txn = cpu_ns.map(|ns| ns as f64 / 1e3 / result.transactions.max(1) as f64);
     if config.is_pm() {
         result.flushes_per_txn = Some(flushed.flushes_per_op(result.transactions));
         result.fences_per_txn = Some(flushed.fences_per_op(result.transactions));

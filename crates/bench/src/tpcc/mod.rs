@@ -30,7 +30,7 @@ use random::{Constants, Rand};
 
 /// A ferrite-pmem VFS that does not advertise `SAFE_APPEND`, to measure
 /// what advertising it is worth.
-pub const PMEM_NO_SAFE_APPEND: &str = "ferrite-pmem-no-safe-append";
+pub const PMEM_SAFE_APPEND: &str = "ferrite-pmem-safe-append";
 
 /// Arguments of the `tpcc` experiment.
 #[derive(Clone, Debug, clap::Args)]
@@ -46,68 +46,110 @@ pub struct TpccArgs {
     /// Seconds per run (default 10; 3 with --quick).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// Run only these configurations (keys as in the JSON, e.g.
+    /// `pmem,mmap,vanilla_delete_tmpfs`); all by default. For A/B
+    /// measurements that need many interleaved runs of a few systems.
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Vec<String>,
 }
 
-/// Every configuration, the paper's three systems first.
-const CONFIGS: [Config; 9] = [
+/// `PRAGMA mmap_size` of the `*_fetch` / `*_mmap` configurations: more
+/// than any database the experiment loads.
+const MMAP_SIZE: u64 = 1 << 30;
+
+/// Every configuration, the paper's three systems first. The paper's
+/// systems read pages by copying them (`mmap_size` 0, SQLite's default);
+/// the `*_fetch` and `*_mmap` ones let SQLite read pages in place (the
+/// paper's future work on PM; SQLite's own mmap on tmpfs, for fairness).
+const CONFIGS: [Config; 12] = [
     Config {
         key: "pmem",
         vfs: "ferrite-pmem",
         journal: "TRUNCATE",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
     },
     Config {
         key: "mmap",
         vfs: "ferrite-mmap",
         journal: "TRUNCATE",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
     },
     Config {
         key: "vanilla_delete_disk",
         vfs: "unix",
         journal: "DELETE",
         medium: Medium::Disk,
+        mmap_size: 0,
     },
     Config {
         key: "vanilla_wal_disk",
         vfs: "unix",
         journal: "WAL",
         medium: Medium::Disk,
+        mmap_size: 0,
     },
     Config {
         key: "vanilla_delete_tmpfs",
         vfs: "unix",
         journal: "DELETE",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
     },
     Config {
         key: "vanilla_wal_tmpfs",
         vfs: "unix",
         journal: "WAL",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
     },
     Config {
         key: "pmem_wal",
         vfs: "ferrite-pmem",
         journal: "WAL",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
     },
     Config {
-        key: "pmem_no_safe_append",
-        vfs: PMEM_NO_SAFE_APPEND,
+        key: "pmem_safe_append",
+        vfs: PMEM_SAFE_APPEND,
         journal: "TRUNCATE",
         medium: Medium::Tmpfs,
+        mmap_size: 0,
+    },
+    Config {
+        key: "pmem_fetch",
+        vfs: "ferrite-pmem",
+        journal: "TRUNCATE",
+        medium: Medium::Tmpfs,
+        mmap_size: MMAP_SIZE,
+    },
+    Config {
+        key: "mmap_fetch",
+        vfs: "ferrite-mmap",
+        journal: "TRUNCATE",
+        medium: Medium::Tmpfs,
+        mmap_size: MMAP_SIZE,
+    },
+    Config {
+        key: "vanilla_delete_tmpfs_mmap",
+        vfs: "unix",
+        journal: "DELETE",
+        medium: Medium::Tmpfs,
+        mmap_size: MMAP_SIZE,
     },
     Config {
         key: "file_delete_disk",
         vfs: "ferrite-file",
         journal: "DELETE",
         medium: Medium::Disk,
+        mmap_size: 0,
     },
 ];
 
 /// Ratios reported: (key, numerator config, denominator config).
-const RATIOS: [(&str, &str, &str); 7] = [
+const RATIOS: [(&str, &str, &str); 11] = [
     ("pmem_vs_vanilla_delete_disk", "pmem", "vanilla_delete_disk"),
     ("pmem_vs_vanilla_wal_disk", "pmem", "vanilla_wal_disk"),
     ("pmem_vs_mmap", "pmem", "mmap"),
@@ -117,7 +159,19 @@ const RATIOS: [(&str, &str, &str); 7] = [
         "vanilla_delete_tmpfs",
     ),
     ("pmem_vs_vanilla_wal_tmpfs", "pmem", "vanilla_wal_tmpfs"),
-    ("safe_append_gain", "pmem", "pmem_no_safe_append"),
+    ("safe_append_gain", "pmem_safe_append", "pmem"),
+    ("fetch_gain", "pmem_fetch", "pmem"),
+    ("pmem_fetch_vs_mmap_fetch", "pmem_fetch", "mmap_fetch"),
+    (
+        "pmem_fetch_vs_vanilla_delete_tmpfs",
+        "pmem_fetch",
+        "vanilla_delete_tmpfs",
+    ),
+    (
+        "pmem_fetch_vs_vanilla_delete_tmpfs_mmap",
+        "pmem_fetch",
+        "vanilla_delete_tmpfs_mmap",
+    ),
     (
         "file_vs_vanilla_delete_disk",
         "file_delete_disk",
@@ -127,11 +181,13 @@ const RATIOS: [(&str, &str, &str); 7] = [
 
 fn register_vfses() -> Result<()> {
     ferrite_sqlite::register_defaults_linked()?;
+    // The experimental variant: SAFE_APPEND on, to measure what the
+    // default (off, see docs/sqlite.md) costs.
     let options = VfsOptions {
-        safe_append: false,
+        safe_append: true,
         ..VfsOptions::new(Mode::Pmem)
     };
-    ferrite_sqlite::register_linked(PMEM_NO_SAFE_APPEND, options)?;
+    ferrite_sqlite::register_linked(PMEM_SAFE_APPEND, options)?;
     Ok(())
 }
 
@@ -169,6 +225,7 @@ pub fn run(args: &TpccArgs) -> Result<()> {
                 .unwrap_or(if common.quick { 3.0 } else { 10.0 }),
         );
     register_vfses()?;
+    let configs = selected_configs(&args.configs)?;
     let disk = report::disk_scratch_dir()?;
     let tmpfs = report::pm_scratch_dir()?;
     let mut seeds = SplitMix64::new(0x7CC0);
@@ -179,8 +236,8 @@ pub fn run(args: &TpccArgs) -> Result<()> {
         let template = load_template(&disk, w, load_constants)?;
         for run in 0..common.runs() {
             // Rotate the order so drift (page cache, thermal) spreads evenly.
-            for i in 0..CONFIGS.len() {
-                let config = &CONFIGS[(i + run) % CONFIGS.len()];
+            for i in 0..configs.len() {
+                let config = configs[(i + run) % configs.len()];
                 let scratch = if config.medium == Medium::Disk {
                     &disk
                 } else {
@@ -215,6 +272,22 @@ pub fn run(args: &TpccArgs) -> Result<()> {
     write_report(&common, args, &results)
 }
 
+/// The configurations named in `keys`, in table order; all if `keys` is
+/// empty.
+fn selected_configs(keys: &[String]) -> Result<Vec<&'static Config>> {
+    if let Some(unknown) = keys.iter().find(|k| !CONFIGS.iter().any(|c| c.key == *k)) {
+        let known: Vec<&str> = CONFIGS.iter().map(|c| c.key).collect();
+        anyhow::bail!(
+            "unknown configuration {unknown:?}; known: {}",
+            known.join(", ")
+        );
+    }
+    Ok(CONFIGS
+        .iter()
+        .filter(|c| keys.is_empty() || keys.iter().any(|k| k == c.key))
+        .collect())
+}
+
 fn median_of(runs: &[RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<f64> {
     let values: Vec<f64> = runs.iter().filter_map(f).collect();
     (!values.is_empty()).then(|| median(&values))
@@ -233,11 +306,13 @@ fn write_report(common: &Common, args: &TpccArgs, results: &Results) -> Result<(
                 serde_json::json!({
                     "vfs": config.map(|c| c.vfs),
                     "journal_mode": config.map(|c| c.journal),
+                    "mmap_size": config.map(|c| c.mmap_size),
                     "medium": config.map(|c| format!("{:?}", c.medium).to_lowercase()),
                     "tpmc": median_of(runs, |r| Some(r.tpmc)),
                     "tps": median_of(runs, |r| Some(r.tps)),
                     "flushes_per_txn": median_of(runs, |r| r.flushes_per_txn),
                     "fences_per_txn": median_of(runs, |r| r.fences_per_txn),
+                    "cpu_us_per_txn": median_of(runs, |r| r.cpu_us_per_txn),
                     "runs": runs,
                 }),
             );
@@ -310,7 +385,7 @@ fn plot(results: &Results, svg: &Path) -> Result<()> {
 
 #[allow(clippy::print_stdout)]
 fn print_table(results: &Results, report: &Report) {
-    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx");
+    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx / CPU us per tx");
     for (w, by) in results {
         println!("  {w} warehouse(s)");
         for config in &CONFIGS {
@@ -319,12 +394,15 @@ fn print_table(results: &Results, report: &Report) {
             };
             let flushes = median_of(runs, |r| r.flushes_per_txn)
                 .map_or("-".to_string(), |f| format!("{f:.1}"));
+            let cpu = median_of(runs, |r| r.cpu_us_per_txn)
+                .map_or("-".to_string(), |c| format!("{c:.1}"));
             println!(
-                "    {:<22} {:>10.0} {:>9.1} {:>8}",
+                "    {:<22} {:>10.0} {:>9.1} {:>8} {:>8}",
                 config.key,
                 median_of(runs, |r| Some(r.tpmc)).unwrap_or(0.0),
                 median_of(runs, |r| Some(r.tps)).unwrap_or(0.0),
-                flushes
+                flushes,
+                cpu
             );
         }
     }

@@ -1,19 +1,17 @@
-//! `ferrite check [--fix] DIR`: verify a data directory without starting a
-//! server, and optionally cut a damaged log at its first bad record.
+//! Checking one log without starting a server (`ferrite check`; the whole
+//! directory, with a manifest's base parts, is `rewrite::check`).
 //!
 //! Two layers are checked: the wal's framing (every record's checksum and
 //! LSN, and whether damage is a torn tail or lies in the middle, by the
 //! wal's own recovery rule), then every intact record's payload (complete
 //! RESP commands the server knows).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ferrite_io::{Device, FileDevice, PmPolicy, PmemDevice};
+use ferrite_io::Device;
 use ferrite_wal::LogReader;
 
 use super::record::{check_command, for_each_command};
-use super::LogFiles;
 use crate::error::{Error, Result};
 use crate::resp::Parser;
 
@@ -57,72 +55,6 @@ pub struct CheckReport {
     pub commands: u64,
     /// How the log ends.
     pub end: LogEnd,
-}
-
-/// What `check` found (and did).
-#[derive(Debug)]
-pub struct CheckOutcome {
-    /// The log that was checked; `None` if the directory has no log.
-    pub path: Option<PathBuf>,
-    /// The check.
-    pub report: Option<CheckReport>,
-    /// Bytes cut by `--fix`.
-    pub truncated_bytes: u64,
-}
-
-impl CheckOutcome {
-    /// Whether the log is fine as it is (or was fixed).
-    pub fn is_ok(&self) -> bool {
-        self.truncated_bytes > 0 || self.report.as_ref().is_none_or(|r| r.end == LogEnd::Clean)
-    }
-}
-
-/// Checks the log in `dir` (named `name`). With `fix`, a torn or corrupt
-/// log is truncated at its first bad record if `confirm` agrees; it is asked
-/// with a description of what would be lost.
-pub fn check_dir(
-    dir: &Path,
-    name: &str,
-    fix: bool,
-    confirm: impl FnOnce(&str) -> bool,
-) -> Result<CheckOutcome> {
-    let files = LogFiles::in_dir(dir, name);
-    let Some((path, is_pm)) = files.existing()? else {
-        return Ok(CheckOutcome {
-            path: None,
-            report: None,
-            truncated_bytes: 0,
-        });
-    };
-    let device: Arc<dyn Device> = if is_pm {
-        Arc::new(PmemDevice::open(&path, PmPolicy::DrainEveryWrite)?)
-    } else {
-        Arc::new(FileDevice::open_existing(&path)?)
-    };
-    let report = check_device(&device)?;
-    let mut truncated_bytes = 0;
-    let cut = match &report.end {
-        LogEnd::Clean => None,
-        LogEnd::Torn { offset, lsn, .. } | LogEnd::Corrupt { offset, lsn, .. } => {
-            Some((*offset, *lsn))
-        }
-    };
-    if let (true, Some((offset, lsn))) = (fix, cut) {
-        let question = format!(
-            "truncate {} at offset {offset}, discarding record {lsn} and everything after it ({} bytes)?",
-            path.display(),
-            report.len - offset
-        );
-        if confirm(&question) {
-            ferrite_wal::repair(&*device, offset)?;
-            truncated_bytes = report.len - offset;
-        }
-    }
-    Ok(CheckOutcome {
-        path: Some(path),
-        report: Some(report),
-        truncated_bytes,
-    })
 }
 
 /// Checks the log on `device` without changing it.

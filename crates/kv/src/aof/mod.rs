@@ -30,8 +30,10 @@ use std::sync::Arc;
 
 use ferrite_io::Device;
 
-pub use check::{check_dir, CheckOutcome, CheckReport, LogEnd};
-pub use open::{open_device, open_device_at, open_log, open_log_on, replay_old_log, OpenedLog};
+pub use check::{check_device, CheckReport, LogEnd};
+pub use open::{
+    open_device, open_device_at, open_log, open_log_on, replay_old_log, replay_resp, OpenedLog,
+};
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;
@@ -87,7 +89,7 @@ pub trait CommandLog: Send + fmt::Debug {
     fn info(&self, into: &mut LogInfo);
 
     /// Switches appends to a new log file on `next` (empty or all zero, the
-    /// same kind of device as the current one; [`LogFiles::incremental`]
+    /// same kind of device as the current one; `AofDir::incr_name`
     /// names it and [`open_device_at`] opens it). The current file is made
     /// durable first, so this waits for one sync: call it at the start of a
     /// rewrite, not per command. Returns where the switch happened: a
@@ -141,8 +143,6 @@ impl CommandLog for NullLog {
 /// files.
 #[derive(Clone, Debug)]
 pub struct LogFiles {
-    dir: PathBuf,
-    name: String,
     /// The log on a file device (`appendfilename`).
     pub file: PathBuf,
     /// The log on a persistent-memory device (`appendfilename` + `.pm`).
@@ -153,19 +153,9 @@ impl LogFiles {
     /// The log files of `dir` for log name `name` (`appendfilename`).
     pub fn in_dir(dir: &Path, name: &str) -> LogFiles {
         LogFiles {
-            dir: dir.to_path_buf(),
-            name: name.to_string(),
             file: dir.join(name),
             pm: dir.join(format!("{name}.pm")),
         }
-    }
-
-    /// The `seq`-th incremental log file (for a log switch at the start of
-    /// a rewrite): `appendonly.aof.<seq>.incr`, with `.pm` on persistent
-    /// memory.
-    pub fn incremental(&self, seq: u64, pm: bool) -> PathBuf {
-        let suffix = if pm { ".pm" } else { "" };
-        self.dir.join(format!("{}.{seq}.incr{suffix}", self.name))
     }
 
     /// The log that exists (and whether it is the PM one), if exactly one

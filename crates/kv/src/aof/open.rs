@@ -269,3 +269,43 @@ fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Res
     }
     Ok(commands)
 }
+
+/// Replays a plain RESP append-only file (Redis's format: commands back to
+/// back, SELECT carried from one command to the next) into `state`; returns
+/// the commands run. Anything that is not a complete, known command is an
+/// error naming `path` and the byte offset.
+pub fn replay_resp(state: &mut State, bytes: &[u8], path: &Path) -> Result<u64> {
+    state.keyspace.loading = true;
+    state.keyspace.now_ms = unix_ms();
+    let mut session = Session {
+        authenticated: true,
+        is_replay: true,
+        ..Session::default()
+    };
+    let mut reply = ReplyBuf::new(Protocol::Resp2);
+    let mut prop = Propagation::default();
+    let mut parser = Parser::new();
+    let result = for_each_command(bytes, &mut parser, |args| {
+        check_command(args)?;
+        let mut ctx = Ctx {
+            state: &mut *state,
+            session: &mut session,
+            reply: &mut reply,
+            prop: &mut prop,
+        };
+        execute(&mut ctx, args);
+        reply.buf.clear();
+        prop.clear();
+        Ok(())
+    });
+    state.keyspace.loading = false;
+    state.keyspace.expired.clear();
+    let bad = match result {
+        Ok(_) if session.multi.is_some() => Err("the file ends inside MULTI".to_string()),
+        other => other,
+    };
+    bad.map_err(|reason| Error::ForeignAof {
+        path: path.to_path_buf(),
+        reason,
+    })
+}

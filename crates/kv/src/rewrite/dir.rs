@@ -5,7 +5,8 @@
 //!
 //! A rewrite of generation `g + 1` from a manifest `M` of generation `g`:
 //!
-//! 1. [`AofDir::start`]: create the empty incremental log `NAME.g+1.incr`,
+//! 1. [`AofDir::start`]: create the empty incremental log `NAME.g+1.incr`
+//!    (`NAME.g+1.incr.pm` on persistent memory),
 //!    sync it and the directory, then replace the manifest with `M1` = `M`
 //!    plus that log. Only then does the server switch its log to it, so
 //!    every command in it is named by a durable manifest.
@@ -76,9 +77,14 @@ impl AofDir {
         format!("{}.{generation}.base.{index}", self.name)
     }
 
-    /// File name of the incremental log of generation `generation`.
-    pub fn incr_name(&self, generation: u64) -> String {
-        format!("{}.{generation}.incr", self.name)
+    /// File name of the incremental log of generation `generation` on a
+    /// `kind` device: `.pm` at the end on persistent memory, as the legacy
+    /// log has, so that a listing shows which files are PM mappings.
+    pub fn incr_name(&self, generation: u64, kind: IncrKind) -> String {
+        match kind {
+            IncrKind::File => format!("{}.{generation}.incr", self.name),
+            IncrKind::Pm => format!("{}.{generation}.incr.pm", self.name),
+        }
     }
 
     /// The legacy single-log file name for a device kind.
@@ -205,11 +211,11 @@ impl AofDir {
         if rest.is_empty() || rest == ".pm" || rest == ".manifest.tmp" {
             return true;
         }
-        // NAME.<generation>.incr and NAME.<generation>.base.<index>[.tmp]
+        // NAME.<generation>.incr[.pm] and NAME.<generation>.base.<index>
         let mut words = rest.strip_prefix('.').unwrap_or("-").split('.');
         let generation = words.next().is_some_and(|g| g.parse::<u64>().is_ok());
         match (generation, words.next(), words.next(), words.next()) {
-            (true, Some("incr"), None, None) => true,
+            (true, Some("incr"), None | Some("pm"), None) => true,
             (true, Some("base"), Some(i), None) => i.parse::<u32>().is_ok(),
             _ => false,
         }
@@ -251,7 +257,18 @@ impl AofDir {
     /// incremental log only after this returned `Ok`.
     pub fn start(&self, current: &Manifest, kind: IncrKind) -> Result<Manifest> {
         let generation = current.generation + 1;
-        let incr = self.incr_name(generation);
+        let incr = self.create_incr(generation, kind)?;
+        let mut next = current.clone();
+        next.generation = generation;
+        next.incrs.push(IncrEntry { file: incr, kind });
+        self.write_manifest(&next)?;
+        Ok(next)
+    }
+
+    /// Creates the empty incremental log of `generation`, durable with its
+    /// directory entry; returns its name.
+    pub fn create_incr(&self, generation: u64, kind: IncrKind) -> Result<String> {
+        let incr = self.incr_name(generation, kind);
         let mut out = self
             .fs
             .create(&self.path(&incr))
@@ -261,11 +278,7 @@ impl AofDir {
         self.fs
             .sync_dir(&self.dir)
             .map_err(self.io_err("fsync directory", &incr))?;
-        let mut next = current.clone();
-        next.generation = generation;
-        next.incrs.push(IncrEntry { file: incr, kind });
-        self.write_manifest(&next)?;
-        Ok(next)
+        Ok(incr)
     }
 
     /// Step 3: the manifest naming `bases` and `started`'s last log becomes

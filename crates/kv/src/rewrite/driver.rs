@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use super::dir::{AofDir, Layout};
 use super::fs::RealFs;
+use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::worker::{write_parts, Progress};
 use crate::aof::{open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog};
-use crate::config::parse_memory;
+use crate::config::{parse_memory, Config, LogDevice};
 use crate::error::{Error, Result};
 use crate::state::{unix_ms, State};
 
@@ -68,8 +69,26 @@ pub fn open(
         source,
     })?;
     let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
-    let (opened, manifest, kind) = match dir.layout()? {
-        Layout::Manifest(m) => {
+    let layout = dir.layout()?;
+    let redis = match layout {
+        Layout::Manifest(_) => None,
+        _ => find_redis_aof(&config.dir, &config.appendfilename)?,
+    };
+    let (opened, manifest, kind) = match (layout, redis) {
+        (_, Some(source)) => {
+            dir.remove_orphans(None)?;
+            let kind = match config.log_device {
+                LogDevice::Pmem | LogDevice::PmemEmulated => IncrKind::Pm,
+                LogDevice::File | LogDevice::Auto => IncrKind::File,
+            };
+            let m = import(state, &dir, &source, kind, rewrite_threads(state))?;
+            state.rewrite.base_bytes = m.bases.iter().map(|b| b.bytes).sum();
+            state.rewrite.parts = m.bases.len();
+            let device = open_device_at(&dir.path(&m.incrs[0].file), kind == IncrKind::Pm)?;
+            (open_log_on(state, device, notify)?, m, kind)
+        }
+        (Layout::Manifest(m), None) => {
+            set_aside_redis_file(&dir)?;
             dir.remove_orphans(Some(&m))?;
             let load = load_bases(&dir, &m, rewrite_threads(state), &mut state.keyspace)?;
             tracing::info!(
@@ -89,11 +108,12 @@ pub fn open(
                 let device = open_device_at(&dir.path(&incr.file), incr.kind == IncrKind::Pm)?;
                 replay_old_log(state, device)?;
             }
+            check_log_device(&config, last)?;
             let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
             let kind = last.kind;
             (open_log_on(state, device, notify)?, m, kind)
         }
-        Layout::Legacy(_) | Layout::Empty => {
+        (Layout::Legacy(_) | Layout::Empty, None) => {
             dir.remove_orphans(None)?;
             let opened = open_log(state, notify)?;
             let pm = config.dir.join(format!("{}.pm", config.appendfilename));
@@ -128,6 +148,29 @@ pub fn open(
         size_ref: state.rewrite.base_bytes + state.log.current_size,
     };
     Ok((opened, Some(rewriter)))
+}
+
+/// Refuses a `log-device` that contradicts the device of the log the
+/// manifest appends to, as start-up does for a single log: silently
+/// switching a PM directory to files (or back) is never what was meant.
+fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
+    let matches = match config.log_device {
+        LogDevice::Auto => true,
+        LogDevice::File => last.kind == IncrKind::File,
+        LogDevice::Pmem | LogDevice::PmemEmulated => last.kind == IncrKind::Pm,
+    };
+    if matches {
+        return Ok(());
+    }
+    Err(Error::Config {
+        origin: "log-device".into(),
+        reason: format!(
+            "log-device is {} but the manifest's current log {} is on {}; use the matching log-device",
+            config.log_device.name(),
+            last.file,
+            if last.kind == IncrKind::Pm { "persistent memory" } else { "a file" }
+        ),
+    })
 }
 
 impl Rewriter {

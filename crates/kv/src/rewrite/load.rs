@@ -34,12 +34,14 @@ fn corrupt(dir: &AofDir, entry: &BaseEntry, e: FormatError) -> Error {
     }
 }
 
-/// Reads one part, sending its segments; checks it against the manifest.
-fn read_part(
+/// Reads one part, handing each segment to `sink` (which returns `false`
+/// to stop early); checks the part against the manifest. Returns its
+/// bytes. `ferrite check` runs it with a sink that drops the segments.
+pub fn read_part(
     dir: &AofDir,
     entry: &BaseEntry,
     generation: Option<u64>,
-    out: &mpsc::SyncSender<LoadedSegment>,
+    mut sink: impl FnMut(LoadedSegment) -> bool,
 ) -> Result<u64> {
     let path = dir.path(&entry.file);
     let input = dir.fs.open(&path).map_err(|source| Error::Io {
@@ -59,7 +61,7 @@ fn read_part(
         ));
     }
     while let Some(segment) = reader.next_segment().map_err(|e| corrupt(dir, entry, e))? {
-        if out.send(segment).is_err() {
+        if !sink(segment) {
             break;
         }
     }
@@ -105,7 +107,7 @@ pub fn load_bases(
                 scope.spawn(move || -> Result<u64> {
                     let mut bytes = 0;
                     for entry in manifest.bases.iter().skip(t).step_by(threads) {
-                        bytes += read_part(dir, entry, generation, &send)?;
+                        bytes += read_part(dir, entry, generation, |s| send.send(s).is_ok())?;
                     }
                     Ok(bytes)
                 })
@@ -156,7 +158,7 @@ pub fn load_bases(
 
 /// The generation of the first part (every part must share it), or `None`
 /// without parts.
-fn first_generation(dir: &AofDir, manifest: &Manifest) -> Result<Option<u64>> {
+pub fn first_generation(dir: &AofDir, manifest: &Manifest) -> Result<Option<u64>> {
     let Some(first) = manifest.bases.first() else {
         return Ok(None);
     };

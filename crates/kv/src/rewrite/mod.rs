@@ -7,13 +7,19 @@
 //! - [`dir`]: the data directory's state machine (start, finish, orphans).
 //! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
 //! - [`fs`]: the file-system trait, real and simulated with faults.
+//! - [`check`]: `ferrite check` of a whole data directory.
+//! - [`import`]: start-up from a Redis append-only file (RESP);
+//!   [`export`]: the dataset as one.
 //!
 //! The keyspace side (point-in-time snapshots by copy-before-write at
 //! segment granularity) is in `keyspace/snapshot.rs`.
 
+pub mod check;
 pub mod dir;
 pub mod driver;
+pub mod export;
 pub mod fs;
+pub mod import;
 pub mod load;
 pub mod manifest;
 pub mod part;

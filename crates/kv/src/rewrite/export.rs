@@ -1,0 +1,131 @@
+//! `ferrite export DIR FILE`: the dataset of a (stopped) data directory as
+//! a plain RESP append-only file that Redis loads (`appendonly yes`, the
+//! file as `appendfilename`; Redis 7 takes it as the base of a new
+//! `appendonlydir`). One command per key, collections in chunks of
+//! [`EXPORT_ITEMS_PER_COMMAND`] as Redis's own rewrite does, expiry as
+//! PEXPIREAT, SELECT before each non-empty database.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::dir::{AofDir, Layout};
+use super::driver::rewrite_threads;
+use super::fs::RealFs;
+use super::load::load_bases;
+use super::manifest::IncrKind;
+use crate::aof::{open_device_at, replay_old_log};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::resp::format_double;
+use crate::state::State;
+use crate::types::Value;
+
+/// Items of a collection per exported command.
+pub const EXPORT_ITEMS_PER_COMMAND: usize = 64;
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Keys written.
+    pub keys: u64,
+    /// Bytes of the file.
+    pub bytes: u64,
+}
+
+/// Loads `config.dir` the way start-up does (read-only apart from cutting a
+/// torn log tail) into a fresh state.
+pub fn load_dir(config: &Config) -> Result<State> {
+    let mut state = State::new(config.clone());
+    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
+    let incrs = match dir.layout()? {
+        Layout::Empty => vec![],
+        Layout::Legacy(log) => vec![log],
+        Layout::Manifest(m) => {
+            let threads = rewrite_threads(&state);
+            load_bases(&dir, &m, threads, &mut state.keyspace)?;
+            m.incrs
+        }
+    };
+    for incr in incrs {
+        let device = open_device_at(&dir.path(&incr.file), incr.kind == IncrKind::Pm)?;
+        replay_old_log(&mut state, device)?;
+    }
+    Ok(state)
+}
+
+fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Appends the commands that rebuild `key` = `value`.
+fn export_value(out: &mut Vec<u8>, key: &[u8], value: &Value) {
+    let chunked = |out: &mut Vec<u8>, name: &[u8], items: Vec<Vec<u8>>, per: usize| {
+        for chunk in items.chunks(EXPORT_ITEMS_PER_COMMAND * per) {
+            let mut args: Vec<&[u8]> = vec![name, key];
+            args.extend(chunk.iter().map(Vec::as_slice));
+            command(out, &args);
+        }
+    };
+    match value {
+        Value::Str(s) => command(out, &[b"SET", key, s]),
+        Value::List(list) => chunked(out, b"RPUSH", list.iter().map(|v| v.to_vec()).collect(), 1),
+        Value::Set(set) => chunked(out, b"SADD", set.iter().map(|v| v.to_vec()).collect(), 1),
+        Value::Hash(hash) => {
+            let items = hash.iter().flat_map(|(f, v)| [f.to_vec(), v.to_vec()]);
+            chunked(out, b"HSET", items.collect(), 2)
+        }
+        Value::ZSet(zset) => {
+            let items = zset
+                .iter()
+                .flat_map(|(m, score)| [format_double(score).into_bytes(), m.to_vec()]);
+            chunked(out, b"ZADD", items.collect(), 2)
+        }
+    }
+}
+
+/// Writes `state`'s dataset to `file` (through `file.tmp`, synced, renamed).
+pub fn export_state(state: &State, file: &Path) -> Result<ExportStats> {
+    let io = |op: &'static str| {
+        move |source| Error::Io {
+            op,
+            path: file.to_path_buf(),
+            source,
+        }
+    };
+    let tmp = file.with_extension("tmp");
+    let mut writer = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io("create"))?);
+    let mut stats = ExportStats::default();
+    let mut out = Vec::new();
+    for db in 0..state.keyspace.databases() {
+        let mut selected = false;
+        for segment in state.keyspace.db(db).segments() {
+            for (key, value) in &segment.map {
+                if !selected {
+                    command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+                    selected = true;
+                }
+                export_value(&mut out, key, value);
+                if let Some(at) = segment.expires.get(key) {
+                    command(&mut out, &[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+                }
+                stats.keys += 1;
+                stats.bytes += out.len() as u64;
+                writer.write_all(&out).map_err(io("write"))?;
+                out.clear();
+            }
+        }
+    }
+    let file_handle = writer
+        .into_inner()
+        .map_err(|e| io("write")(e.into_error()))?;
+    file_handle.sync_all().map_err(io("fsync"))?;
+    drop(file_handle);
+    std::fs::rename(&tmp, file).map_err(io("rename"))?;
+    Ok(stats)
+}
