@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use ferrite_pmem::SplitMix64;
+use ferrite_pmem::{CrashTrigger, SplitMix64};
 
 use crate::device::{Device, DeviceInfo, DeviceKind, SyncScope};
 use crate::error::{Error, Result};
@@ -37,9 +37,7 @@ struct State {
     data: Vec<u8>,
     durable: Vec<u8>,
     pending: Vec<Pending>,
-    events: u64,
-    armed: Option<(u64, u64)>,
-    captured: Option<Vec<u8>>,
+    crash: CrashTrigger,
     fail_syncs: u32,
     space_limit: Option<usize>,
 }
@@ -79,13 +77,9 @@ impl SimFile {
     /// One mutating step: counts it and takes an armed crash image first.
     fn step(&self) -> MutexGuard<'_, State> {
         let mut state = self.lock();
-        state.events += 1;
-        if let Some((at, seed)) = state.armed {
-            if state.events >= at {
-                state.armed = None;
-                let image = state.crash_image(seed);
-                state.captured = Some(image);
-            }
+        if let Some(seed) = state.crash.tick() {
+            let image = state.crash_image(seed);
+            state.crash.capture(image);
         }
         state
     }
@@ -102,24 +96,22 @@ impl SimFile {
 
     /// Mutating operations (writes, length changes, syncs) so far.
     pub fn events(&self) -> u64 {
-        self.lock().events
+        self.lock().crash.events()
     }
 
     /// Takes a crash image, chosen by `seed`, just before event `at_event`
     /// happens; collect it with [`SimFile::take_crash_image`].
     pub fn arm_crash(&self, at_event: u64, seed: u64) {
         let mut state = self.lock();
-        if state.events >= at_event {
+        if let Some(seed) = state.crash.arm(at_event, seed) {
             let image = state.crash_image(seed);
-            state.captured = Some(image);
-        } else {
-            state.armed = Some((at_event, seed));
+            state.crash.capture(image);
         }
     }
 
     /// The image captured by [`SimFile::arm_crash`], if its event came.
     pub fn take_crash_image(&self) -> Option<Vec<u8>> {
-        self.lock().captured.take()
+        self.lock().crash.take()
     }
 
     /// Makes the next `count` syncs fail with EIO.

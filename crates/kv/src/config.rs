@@ -148,6 +148,7 @@ impl Default for Config {
                 ("maxmemory-policy", "noeviction"),
                 ("auto-aof-rewrite-percentage", "100"),
                 ("auto-aof-rewrite-min-size", "67108864"),
+                ("aof-rewrite-threads", "0"),
             ]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -337,6 +338,15 @@ impl Config {
             _ => return self.set_passive(name, value),
         }
         Ok(())
+    }
+
+    /// The value of a directive kept as text (`auto-aof-rewrite-*`,
+    /// `aof-rewrite-threads`), read where it is used.
+    pub fn passive_value(&self, name: &str) -> Option<&str> {
+        self.passive
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     fn set_passive(&mut self, name: &str, value: &str) -> std::result::Result<(), String> {

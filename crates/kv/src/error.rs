@@ -69,4 +69,39 @@ pub enum Error {
         /// What the mapping turned out to be.
         mode: String,
     },
+    /// A base part named by the manifest is damaged.
+    #[error("{path}: damaged base part at offset {offset}: {reason}. The manifest names it, so the data cannot be loaded without it: restore the data directory from a copy, or move the manifest away to fall back to nothing but the logs")]
+    CorruptBase {
+        /// The part.
+        path: PathBuf,
+        /// Where the damage is.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The manifest cannot be parsed or fails its checksum.
+    #[error("{path}: bad manifest at offset {offset}: {reason}. It is only ever replaced by an atomic rename, so this is damage or a file from another program; restore it from a copy")]
+    BadManifest {
+        /// The manifest.
+        path: PathBuf,
+        /// Where parsing stopped.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The manifest names a file that does not exist.
+    #[error("{manifest} names {file}, which does not exist in the data directory: it is incomplete (a file deleted or not copied); restore the missing file")]
+    MissingFile {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The missing file's name.
+        file: String,
+    },
+    /// A rewrite could not start or finish (the data directory is
+    /// unchanged, or holds orphans cleaned at the next start).
+    #[error("log rewrite failed: {reason}")]
+    Rewrite {
+        /// What failed.
+        reason: String,
+    },
 }

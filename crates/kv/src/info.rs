@@ -58,11 +58,24 @@ pub fn persistence(state: &State, out: &mut String) {
     };
     let _ = write!(
         out,
-        "loading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_last_write_status:{status}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:{}\r\n",
+        "loading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{status}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:{}\r\n",
         state.start_unix_s,
         u8::from(log.enabled),
-        log.current_size,
-        log.base_size,
+        u8::from(state.rewrite.running_since.is_some()),
+        u8::from(state.rewrite.scheduled),
+        state.rewrite.last_duration_s,
+        state
+            .rewrite
+            .running_since
+            .map_or(-1, |t| t.elapsed().as_secs() as i64),
+        if state.rewrite.last_ok { "ok" } else { "err" },
+        state.rewrite.completed,
+        state.rewrite.base_bytes + log.current_size,
+        if state.rewrite.completed > 0 || state.rewrite.parts > 0 {
+            state.rewrite.base_bytes
+        } else {
+            log.base_size
+        },
         log.delayed_fsync,
     );
     let _ = write!(
@@ -83,6 +96,17 @@ pub fn persistence(state: &State, out: &mut String) {
         log.load_ms,
         log.truncated_bytes,
         state.log_failure.as_deref().unwrap_or(""),
+    );
+    let rewrite = &state.rewrite;
+    let _ = write!(
+        out,
+        "ferrite_rewrite_threads:{}\r\nferrite_rewrite_parts:{}\r\nferrite_rewrite_last_ms:{}\r\nferrite_rewrite_cow_peak_bytes:{}\r\nferrite_rewrite_cow_segments:{}\r\nferrite_load_to_serve_ms:{}\r\n",
+        rewrite.threads,
+        rewrite.parts,
+        rewrite.last_duration_ms,
+        rewrite.cow_peak_bytes,
+        rewrite.cow_copies,
+        rewrite.load_to_serve_ms,
     );
 }
 

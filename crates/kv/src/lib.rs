@@ -42,6 +42,7 @@ mod error;
 pub mod info;
 pub mod keyspace;
 pub mod resp;
+pub mod rewrite;
 pub mod server;
 pub mod state;
 pub mod types;

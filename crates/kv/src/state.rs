@@ -109,6 +109,39 @@ pub struct State {
     pub shutdown_requested: bool,
     /// The TCP port actually bound.
     pub port: u16,
+    /// The log rewrite's status, for BGREWRITEAOF and INFO.
+    pub rewrite: RewriteInfo,
+}
+
+/// What INFO persistence reports about log rewrites (issue #5).
+#[derive(Clone, Debug, Default)]
+pub struct RewriteInfo {
+    /// BGREWRITEAOF asked for a rewrite the timer has not started yet.
+    pub scheduled: bool,
+    /// A rewrite runs; when it started.
+    pub running_since: Option<Instant>,
+    /// Seconds the last rewrite took (-1: none yet).
+    pub last_duration_s: i64,
+    /// Milliseconds the last rewrite took.
+    pub last_duration_ms: u64,
+    /// Whether the last rewrite succeeded.
+    pub last_ok: bool,
+    /// Rewrites completed.
+    pub completed: u64,
+    /// Rewrites failed in a row (for the back-off).
+    pub failures_in_row: u32,
+    /// Bytes of the base parts of the current manifest.
+    pub base_bytes: u64,
+    /// Worker threads (`aof-rewrite-threads`).
+    pub threads: usize,
+    /// Parts of the current base.
+    pub parts: usize,
+    /// Peak extra bytes held by copy-before-write during the last rewrite.
+    pub cow_peak_bytes: u64,
+    /// Segments copied before a write during the last rewrite.
+    pub cow_copies: u64,
+    /// Milliseconds from start-up to serving (loading included).
+    pub load_to_serve_ms: u64,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -128,6 +161,11 @@ impl State {
             stats: Stats::default(),
             log: LogInfo::default(),
             log_failure: None,
+            rewrite: RewriteInfo {
+                last_duration_s: -1,
+                last_ok: true,
+                ..RewriteInfo::default()
+            },
             used_memory_bytes: 0,
             rng: SplitMix64::new(seed),
             started: Instant::now(),

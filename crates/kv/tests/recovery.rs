@@ -205,11 +205,11 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
     assert_eq!(log.append(&prop), 1);
     log.flush();
     let files = LogFiles::in_dir(dir.path(), "appendonly.aof");
-    let next = open_device_at(&files.incremental(1, false), false).unwrap();
+    let next = open_device_at(&files.incremental(1), false).unwrap();
     let point = log.switch(next).unwrap();
     assert_eq!(point.last_in_old, 1);
     assert_eq!(point.old_path, log_path(dir.path()));
-    assert_eq!(point.new_path, files.incremental(1, false));
+    assert_eq!(point.new_path, files.incremental(1));
     prop.clear();
     prop.push(2, &[b"SET", b"b", b"2"]);
     let ticket = log.append(&prop);
@@ -220,7 +220,7 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
 
     // The new file starts at LSN 2 and its record names its database.
     let device: Arc<dyn Device> =
-        Arc::new(FileDevice::open_existing(files.incremental(1, false)).unwrap());
+        Arc::new(FileDevice::open_existing(files.incremental(1)).unwrap());
     let records: Vec<_> = LogReader::open(device)
         .unwrap()
         .map(|r| r.unwrap())

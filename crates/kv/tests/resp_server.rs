@@ -180,7 +180,7 @@ fn server_commands() {
     }
     c.check(
         b"BGREWRITEAOF\r\n",
-        b"-ERR BGREWRITEAOF is not available yet in Ferrite (the parallel rewrite is issue #5)\r\n",
+        b"+Background append only file rewriting started\r\n",
     );
 }
 

@@ -29,6 +29,16 @@ pub(crate) fn lines_spanned(addr: usize, len: usize) -> usize {
     (end - start).div_ceil(CACHE_LINE)
 }
 
+/// Splits `[addr, addr + len)` into an unaligned head (up to the first
+/// cache-line boundary), whole lines, and an unaligned tail: the streaming
+/// path stores whole lines and leaves head and tail to cached stores.
+#[inline]
+fn split_at_lines(addr: usize, len: usize) -> (usize, usize, usize) {
+    let head = ((CACHE_LINE - addr % CACHE_LINE) % CACHE_LINE).min(len);
+    let lines = (len - head) / CACHE_LINE;
+    (head, lines, len - head - lines * CACHE_LINE)
+}
+
 /// Writes back every cache line overlapping `[addr, addr + len)` with the
 /// given instruction and returns how many lines that was. `Msync` and `None`
 /// flush nothing here (the region handles `msync`).
@@ -95,10 +105,8 @@ pub(crate) unsafe fn copy_nodrain(
             bytes_cached: len as u64,
         };
     }
-    let head = ((CACHE_LINE - (dst as usize) % CACHE_LINE) % CACHE_LINE).min(len);
-    let body_lines = (len - head) / CACHE_LINE;
+    let (head, body_lines, tail) = split_at_lines(dst as usize, len);
     let body = body_lines * CACHE_LINE;
-    let tail = len - head - body;
     let mut counts = StoreCounts {
         bytes_nt: body as u64,
         bytes_cached: (head + tail) as u64,
@@ -194,10 +202,8 @@ pub(crate) unsafe fn memset_nodrain(
             bytes_cached: len as u64,
         };
     }
-    let head = ((CACHE_LINE - (dst as usize) % CACHE_LINE) % CACHE_LINE).min(len);
-    let body_lines = (len - head) / CACHE_LINE;
+    let (head, body_lines, tail) = split_at_lines(dst as usize, len);
     let body = body_lines * CACHE_LINE;
-    let tail = len - head - body;
     let mut counts = StoreCounts {
         bytes_nt: body as u64,
         bytes_cached: (head + tail) as u64,

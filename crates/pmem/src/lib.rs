@@ -44,5 +44,5 @@ pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
-pub use sim::{SimPmem, SplitMix64};
+pub use sim::{CrashTrigger, SimPmem, SplitMix64};
 pub use stats::{FlushStats, MEDIA_LINE};

@@ -53,6 +53,55 @@ impl SplitMix64 {
     }
 }
 
+/// The bookkeeping every simulated medium shares for crash points: an event
+/// counter, an armed crash (event, seed), and the image it captured.
+#[derive(Debug, Default)]
+pub struct CrashTrigger {
+    events: u64,
+    armed: Option<(u64, u64)>,
+    captured: Option<Vec<u8>>,
+}
+
+impl CrashTrigger {
+    /// Mutating events counted so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Counts one event; returns the seed to take an image with if an armed
+    /// crash falls on it (the caller images the state *before* applying it).
+    pub fn tick(&mut self) -> Option<u64> {
+        self.events += 1;
+        match self.armed {
+            Some((at, seed)) if self.events >= at => {
+                self.armed = None;
+                Some(seed)
+            }
+            _ => None,
+        }
+    }
+
+    /// Arms a crash at event `at_event`; returns the seed to image with now
+    /// if that event has already happened.
+    pub fn arm(&mut self, at_event: u64, seed: u64) -> Option<u64> {
+        if self.events >= at_event {
+            return Some(seed);
+        }
+        self.armed = Some((at_event, seed));
+        None
+    }
+
+    /// Keeps the image taken for an armed crash.
+    pub fn capture(&mut self, image: Vec<u8>) {
+        self.captured = Some(image);
+    }
+
+    /// The captured image, if the armed crash happened.
+    pub fn take(&mut self) -> Option<Vec<u8>> {
+        self.captured.take()
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Line {
     Dirty,
@@ -68,9 +117,7 @@ struct State {
     volatile: Vec<u8>,
     persisted: Vec<u8>,
     lines: BTreeMap<usize, Line>,
-    events: u64,
-    armed: Option<(u64, u64)>,
-    captured: Option<Vec<u8>>,
+    crash: CrashTrigger,
     grow_limit: Option<usize>,
 }
 
@@ -97,9 +144,7 @@ impl SimPmem {
                 volatile: image.clone(),
                 persisted: image,
                 lines: BTreeMap::new(),
-                events: 0,
-                armed: None,
-                captured: None,
+                crash: CrashTrigger::default(),
                 grow_limit: None,
             }),
             ordering: FlushInstruction::Clwb,
@@ -136,7 +181,7 @@ impl SimPmem {
 
     /// Number of mutating events (stores, flushes, fences) so far.
     pub fn events(&self) -> u64 {
-        self.lock().events
+        self.lock().crash.events()
     }
 
     /// Takes a crash image, chosen by `seed`, just before event number
@@ -145,17 +190,15 @@ impl SimPmem {
     /// concurrent workloads can be "crashed" at any interleaving.
     pub fn arm_crash(&self, at_event: u64, seed: u64) {
         let mut state = self.lock();
-        if state.events >= at_event {
+        if let Some(seed) = state.crash.arm(at_event, seed) {
             let image = state.crash_image(seed);
-            state.captured = Some(image);
-        } else {
-            state.armed = Some((at_event, seed));
+            state.crash.capture(image);
         }
     }
 
     /// The image captured by [`SimPmem::arm_crash`], if its event came.
     pub fn take_crash_image(&self) -> Option<Vec<u8>> {
-        self.lock().captured.take()
+        self.lock().crash.take()
     }
 
     /// Makes growing past `limit` bytes fail with [`Error::NoSpace`], to
@@ -183,13 +226,9 @@ impl SimPmem {
     /// One mutating step: counts the event and takes an armed crash image.
     fn step<'a>(&'a self) -> MutexGuard<'a, State> {
         let mut state = self.lock();
-        state.events += 1;
-        if let Some((at, seed)) = state.armed {
-            if state.events >= at {
-                state.armed = None;
-                let image = state.crash_image(seed);
-                state.captured = Some(image);
-            }
+        if let Some(seed) = state.crash.tick() {
+            let image = state.crash_image(seed);
+            state.crash.capture(image);
         }
         state
     }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use ferrite_io::Device;
 
 pub use check::{check_dir, CheckOutcome, CheckReport, LogEnd};
-pub use open::{open_device, open_device_at, open_log, open_log_on, OpenedLog};
+pub use open::{open_device, open_device_at, open_log, open_log_on, replay_old_log, OpenedLog};
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;
@@ -160,12 +160,10 @@ impl LogFiles {
         }
     }
 
-    /// The `seq`-th incremental log file (for a log switch at the start of
-    /// a rewrite): `appendonly.aof.<seq>.incr`, with `.pm` on persistent
-    /// memory.
-    pub fn incremental(&self, seq: u64, pm: bool) -> PathBuf {
-        let suffix = if pm { ".pm" } else { "" };
-        self.dir.join(format!("{}.{seq}.incr{suffix}", self.name))
+    /// The incremental log file of rewrite generation `seq`, on either kind
+    /// of device (the manifest records which): `appendonly.aof.<seq>.incr`.
+    pub fn incremental(&self, seq: u64) -> PathBuf {
+        self.dir.join(format!("{}.{seq}.incr", self.name))
     }
 
     /// The log that exists (and whether it is the PM one), if exactly one

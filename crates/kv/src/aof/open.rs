@@ -178,6 +178,17 @@ pub fn open_log_on(
     })
 }
 
+/// Recovers and replays a log that is no longer appended to (an older
+/// incremental log a manifest names before the current one): a torn tail
+/// is dropped as at start-up, then its records run.
+pub fn replay_old_log(state: &mut State, device: Arc<dyn Device>) -> Result<u64> {
+    let dir = state.config.dir.display().to_string();
+    let config = wal_config(state.config.appendfsync, device.info().durable_on_write);
+    let wal = Wal::open(Arc::clone(&device), config).map_err(|e| start_error(e, &dir))?;
+    drop(wal);
+    replay(state, &device, &dir)
+}
+
 /// With `aof-load-truncated no`: an error if the log has a torn tail (looked
 /// at before recovery would drop it).
 fn refuse_torn_tail(device: &dyn Device, dir: &str) -> Result<()> {

@@ -6,7 +6,7 @@ use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::number::normalize_range;
-use crate::types::{ListValue, Value};
+use crate::types::{Bytes, ListValue, Value};
 
 fn list_ref<'k>(
     ks: &'k mut Keyspace,
@@ -177,7 +177,7 @@ pub(super) fn lrem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     };
     let mut removed = 0;
     let mut kept = ListValue::with_capacity(list.len());
-    let mut consider = |v: Box<[u8]>, out: &mut ListValue, front: bool| {
+    let mut consider = |v: Bytes, out: &mut ListValue, front: bool| {
         if removed < limit && &v[..] == item {
             removed += 1;
         } else if front {

@@ -65,10 +65,24 @@ pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-pub(super) fn bgrewriteaof(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    Err(Cow::Borrowed(
-        "ERR BGREWRITEAOF is not available yet in Ferrite (the parallel rewrite is issue #5)",
-    ))
+/// Schedules a rewrite; the server's timer starts it between commands, at
+/// a point where every command run so far is in the log.
+pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    if !ctx.state.config.appendonly {
+        return Err(Cow::Borrowed(
+            "ERR Ferrite rewrites only the append-only file, and appendonly is no",
+        ));
+    }
+    let rewrite = &mut ctx.state.rewrite;
+    if rewrite.running_since.is_some() || rewrite.scheduled {
+        return Err(Cow::Borrowed(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    rewrite.scheduled = true;
+    ctx.reply
+        .simple("Background append only file rewriting started");
+    Ok(())
 }
 
 pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {

@@ -7,7 +7,7 @@ use super::{errors, int_arg, CmdError, CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
-use crate::types::{Bytes, SetValue, Value};
+use crate::types::{Bytes, SetValue, Shared, Value};
 
 /// Most picks SRANDMEMBER with a negative count makes, so one command
 /// cannot make the server build an unbounded reply.
@@ -232,7 +232,7 @@ fn set_op_store(ctx: &mut Ctx<'_>, args: &Args<'_>, op: SetOp) -> CmdResult {
     } else {
         ctx.state
             .keyspace
-            .set(db, dest, Value::Set(Box::new(result)), false);
+            .set(db, dest, Value::Set(Shared::new(result)), false);
     }
     ctx.propagate_args(args);
     ctx.reply.int(len as i64);

@@ -15,8 +15,12 @@
 //! TTL, so keys without one pay nothing for it.
 
 pub mod glob;
+mod snapshot;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use snapshot::{CowStats, SegmentRange, Snapshot};
 
 use crate::types::{Bytes, Value};
 
@@ -45,14 +49,18 @@ pub struct Segment {
 /// One database.
 #[derive(Debug)]
 pub struct Db {
-    segments: Vec<Segment>,
+    /// Shared with a rewrite snapshot until the rewrite serialised them;
+    /// mutated through [`Arc::make_mut`], which is the copy-before-write.
+    segments: Vec<Arc<Segment>>,
     len: usize,
 }
 
 impl Default for Db {
     fn default() -> Db {
         Db {
-            segments: (0..SEGMENTS_PER_DB).map(|_| Segment::default()).collect(),
+            segments: (0..SEGMENTS_PER_DB)
+                .map(|_| Arc::new(Segment::default()))
+                .collect(),
             len: 0,
         }
     }
@@ -75,7 +83,7 @@ impl Db {
     }
 
     /// The segments, for SCAN, KEYS and the rewrite.
-    pub fn segments(&self) -> &[Segment] {
+    pub fn segments(&self) -> &[Arc<Segment>] {
         &self.segments
     }
 }
@@ -107,6 +115,8 @@ pub struct Keyspace {
     /// See `hits`.
     pub misses: u64,
     active_cursor: usize,
+    /// Copy-before-write accounting for the rewrite in progress.
+    pub cow: CowStats,
 }
 
 impl Keyspace {
@@ -122,6 +132,7 @@ impl Keyspace {
             hits: 0,
             misses: 0,
             active_cursor: 0,
+            cow: CowStats::default(),
         }
     }
 
@@ -181,6 +192,21 @@ impl Keyspace {
         }
     }
 
+    /// Segment `seg` of `db` for modification. If a rewrite snapshot still
+    /// holds the segment (not serialised yet), `make_mut` first gives the
+    /// live keyspace its own copy: the copy-before-write. The copy shares
+    /// every key and value with the snapshot (reference counts), so it
+    /// costs the segment's map, not its data.
+    fn segment_mut(&mut self, db: usize, seg: usize) -> &mut Segment {
+        let slot = &mut self.dbs[db].segments[seg];
+        let before = Arc::as_ptr(slot);
+        let segment = Arc::make_mut(slot);
+        if !std::ptr::eq(before, segment) {
+            self.cow.copied(segment);
+        }
+        segment
+    }
+
     fn is_expired(&self, db: usize, seg: usize, key: &[u8]) -> bool {
         if self.loading {
             return false;
@@ -194,7 +220,7 @@ impl Keyspace {
         if !self.is_expired(db, seg, key) {
             return false;
         }
-        let segment = &mut self.dbs[db].segments[seg];
+        let segment = self.segment_mut(db, seg);
         segment.expires.remove(key);
         if let Some((owned, _)) = segment.map.remove_entry(key) {
             self.dbs[db].len -= 1;
@@ -233,7 +259,7 @@ impl Keyspace {
             return None;
         }
         self.touch(db, key);
-        self.dbs[db].segments[seg].map.get_mut(key)
+        self.segment_mut(db, seg).map.get_mut(key)
     }
 
     /// The value at `key`, created with `make` if missing.
@@ -241,12 +267,13 @@ impl Keyspace {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let database = &mut self.dbs[db];
-        if !database.segments[seg].map.contains_key(key) {
-            database.segments[seg].map.insert(key.into(), make());
-            database.len += 1;
+        let segment = self.segment_mut(db, seg);
+        let inserted = !segment.map.contains_key(key);
+        if inserted {
+            segment.map.insert(key.into(), make());
+            self.dbs[db].len += 1;
         }
-        let map = &mut database.segments[seg].map;
+        let map = &mut self.segment_mut(db, seg).map;
         map.get_mut(key).expect("inserted just above")
     }
 
@@ -255,17 +282,22 @@ impl Keyspace {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let database = &mut self.dbs[db];
-        let segment = &mut database.segments[seg];
-        match segment.map.get_mut(key) {
-            Some(slot) => *slot = value,
+        let segment = self.segment_mut(db, seg);
+        let inserted = match segment.map.get_mut(key) {
+            Some(slot) => {
+                *slot = value;
+                false
+            }
             None => {
                 segment.map.insert(key.into(), value);
-                database.len += 1;
+                true
             }
-        }
+        };
         if !keep_ttl && !segment.expires.is_empty() {
             segment.expires.remove(key);
+        }
+        if inserted {
+            self.dbs[db].len += 1;
         }
     }
 
@@ -273,11 +305,13 @@ impl Keyspace {
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Value> {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
-        let database = &mut self.dbs[db];
-        let segment = &mut database.segments[seg];
+        if !self.dbs[db].segments[seg].map.contains_key(key) {
+            return None;
+        }
+        let segment = self.segment_mut(db, seg);
         let value = segment.map.remove(key)?;
         segment.expires.remove(key);
-        database.len -= 1;
+        self.dbs[db].len -= 1;
         self.touch(db, key);
         Some(value)
     }
@@ -285,8 +319,9 @@ impl Keyspace {
     /// Removes `key` if it holds an empty collection (Redis never keeps one).
     pub fn remove_if_empty(&mut self, db: usize, key: &[u8]) {
         let seg = segment_of(key);
-        let segment = &mut self.dbs[db].segments[seg];
-        if segment.map.get(key).is_some_and(Value::is_empty_collection) {
+        let found = &self.dbs[db].segments[seg].map;
+        if found.get(key).is_some_and(Value::is_empty_collection) {
+            let segment = self.segment_mut(db, seg);
             segment.map.remove(key);
             segment.expires.remove(key);
             self.dbs[db].len -= 1;
@@ -305,16 +340,18 @@ impl Keyspace {
     pub fn set_expire(&mut self, db: usize, key: &[u8], at_ms: i64) {
         let seg = segment_of(key);
         self.touch(db, key);
-        let segment = &mut self.dbs[db].segments[seg];
-        if segment.map.contains_key(key) {
-            segment.expires.insert(key.into(), at_ms);
+        if self.dbs[db].segments[seg].map.contains_key(key) {
+            self.segment_mut(db, seg).expires.insert(key.into(), at_ms);
         }
     }
 
     /// Drops the TTL of `key`; returns whether it had one.
     pub fn persist(&mut self, db: usize, key: &[u8]) -> bool {
         let seg = segment_of(key);
-        let removed = self.dbs[db].segments[seg].expires.remove(key).is_some();
+        if !self.dbs[db].segments[seg].expires.contains_key(key) {
+            return false;
+        }
+        let removed = self.segment_mut(db, seg).expires.remove(key).is_some();
         if removed {
             self.touch(db, key);
         }
@@ -422,7 +459,7 @@ mod tests {
         let mut ks = Keyspace::new(1);
         for i in 0..100u32 {
             let key = i.to_string();
-            ks.set(0, key.as_bytes(), Value::Str(Box::default()), false);
+            ks.set(0, key.as_bytes(), Value::Str(Bytes::default()), false);
             ks.set_expire(0, key.as_bytes(), 10);
         }
         let v = ks.watch(0, b"5");

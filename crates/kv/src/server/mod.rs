@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::aof::{open_log, open_log_on, CommandLog};
+use crate::aof::{open_log_on, CommandLog};
 use crate::commands::{execute, unwatch_all, Ctx, Propagation, Session};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -61,6 +61,9 @@ pub struct Server {
     ready: Vec<usize>,
     state: State,
     log: Box<dyn CommandLog>,
+    /// The manifest and the running rewrite (none when `appendonly no` or
+    /// on an injected device).
+    rewriter: Option<crate::rewrite::driver::Rewriter>,
     prop: Propagation,
     next_client_id: u64,
     stop: Arc<AtomicBool>,
@@ -97,9 +100,9 @@ impl Server {
         let notify: Box<dyn Fn() + Send + Sync> = Box::new(move || {
             let _ = notify_waker.wake();
         });
-        let opened = match device {
-            Some(device) => open_log_on(&mut state, device, notify)?,
-            None => open_log(&mut state, notify)?,
+        let (opened, rewriter) = match device {
+            Some(device) => (open_log_on(&mut state, device, notify)?, None),
+            None => crate::rewrite::driver::open(&mut state, notify)?,
         };
         let mut listeners = Vec::new();
         for (i, host) in state.config.bind.iter().enumerate() {
@@ -131,6 +134,7 @@ impl Server {
             ready: Vec::new(),
             state,
             log: opened.log,
+            rewriter,
             prop: Propagation::default(),
             next_client_id: 1,
             stop,
@@ -193,6 +197,9 @@ impl Server {
             self.before_sleep();
         }
         tracing::info!("shutting down: flushing the log");
+        if let Some(rewriter) = &mut self.rewriter {
+            rewriter.wait(&mut self.state);
+        }
         self.log.close()?;
         Ok(())
     }
@@ -384,6 +391,10 @@ impl Server {
         self.log_command();
         self.log.set_fsync(self.state.config.appendfsync);
         self.log.tick();
+        if let Some(rewriter) = &mut self.rewriter {
+            self.log.info(&mut self.state.log);
+            rewriter.tick(&mut self.state, &mut *self.log);
+        }
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
     }

@@ -5,13 +5,50 @@ pub mod number;
 pub mod zset;
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 pub use zset::{LexBound, ScoreBound, ZSet};
 
-/// Keys, members, fields and string values: immutable byte strings. A boxed
-/// slice is two words, one less than a `Vec`, which matters for memory per
-/// key.
-pub type Bytes = Box<[u8]>;
+/// Keys, members, fields and string values: immutable, shared byte
+/// strings. Two words (one less than a `Vec`), and cloning one is a
+/// reference-count increment: the rewrite's copy-before-write clones a
+/// segment's map without copying any key or value bytes (issue #5).
+pub type Bytes = Arc<[u8]>;
+
+/// A collection shared copy-on-write: cloning is a reference-count
+/// increment, and the first mutation through [`DerefMut`] of a value a
+/// rewrite snapshot still holds copies it (`Arc::make_mut`). So a captured
+/// segment shares every collection with the live one until one side
+/// changes it.
+#[derive(Debug, Default, PartialEq)]
+pub struct Shared<T>(Arc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Shared<T> {
+        Shared(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Clone> DerefMut for Shared<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl<T> Shared<T> {
+    /// Wraps `value`.
+    pub fn new(value: T) -> Shared<T> {
+        Shared(Arc::new(value))
+    }
+}
 
 /// A hash's fields.
 pub type HashValue = HashMap<Bytes, Bytes>;
@@ -20,20 +57,20 @@ pub type ListValue = VecDeque<Bytes>;
 /// A set's members.
 pub type SetValue = HashSet<Bytes>;
 
-/// The value at a key. Collections are boxed so the common case, a string,
-/// keeps the enum at three words.
+/// The value at a key. Collections are behind one pointer so the common
+/// case, a string, keeps the enum at three words.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (Redis also stores integers as strings here).
     Str(Bytes),
     /// A hash.
-    Hash(Box<HashValue>),
+    Hash(Shared<HashValue>),
     /// A list.
-    List(Box<ListValue>),
+    List(Shared<ListValue>),
     /// A set.
-    Set(Box<SetValue>),
+    Set(Shared<SetValue>),
     /// A sorted set.
-    ZSet(Box<ZSet>),
+    ZSet(Shared<ZSet>),
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() <= 24);
@@ -63,22 +100,22 @@ impl Value {
 
     /// A new empty hash.
     pub fn new_hash() -> Value {
-        Value::Hash(Box::default())
+        Value::Hash(Shared::default())
     }
 
     /// A new empty list.
     pub fn new_list() -> Value {
-        Value::List(Box::default())
+        Value::List(Shared::default())
     }
 
     /// A new empty set.
     pub fn new_set() -> Value {
-        Value::Set(Box::default())
+        Value::Set(Shared::default())
     }
 
     /// A new empty sorted set.
     pub fn new_zset() -> Value {
-        Value::ZSet(Box::default())
+        Value::ZSet(Shared::default())
     }
 }
 

@@ -1,0 +1,285 @@
+//! The rewrite as the server runs it: start-up from a manifest (bases in
+//! parallel, then the incremental logs), and from the timer, starting a
+//! scheduled or automatic rewrite, polling the running one, and the
+//! back-off after failures.
+
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::dir::{AofDir, Layout};
+use super::fs::RealFs;
+use super::load::load_bases;
+use super::manifest::{IncrEntry, IncrKind, Manifest};
+use super::worker::{write_parts, Progress};
+use crate::aof::{open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog};
+use crate::config::parse_memory;
+use crate::error::{Error, Result};
+use crate::state::{unix_ms, State};
+
+/// The longest wait before retrying an automatic rewrite after failures.
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// `aof-rewrite-threads` (0 or absent: the number of cores).
+pub fn rewrite_threads(state: &State) -> usize {
+    let configured = state
+        .config
+        .passive_value("aof-rewrite-threads")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if configured > 0 {
+        return configured.min(64);
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[derive(Debug)]
+struct Running {
+    started: Instant,
+    done: mpsc::Receiver<Result<Manifest>>,
+}
+
+/// Owns the manifest and the rewrite in progress.
+#[derive(Debug)]
+pub struct Rewriter {
+    dir: AofDir,
+    manifest: Manifest,
+    kind: IncrKind,
+    running: Option<Running>,
+    next_auto: Instant,
+    size_ref: u64,
+}
+
+/// Opens the log for `state.config`: from the manifest if there is one
+/// (base parts loaded in parallel, then every incremental log replayed in
+/// order, the last one opened for appending), else the single log.
+pub fn open(
+    state: &mut State,
+    notify: Box<dyn Fn() + Send + Sync>,
+) -> Result<(OpenedLog, Option<Rewriter>)> {
+    let started = Instant::now();
+    if !state.config.appendonly {
+        return Ok((open_log(state, notify)?, None));
+    }
+    let config = state.config.clone();
+    std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
+        op: "create data directory",
+        path: config.dir.clone(),
+        source,
+    })?;
+    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
+    let (opened, manifest, kind) = match dir.layout()? {
+        Layout::Manifest(m) => {
+            dir.remove_orphans(Some(&m))?;
+            let load = load_bases(&dir, &m, rewrite_threads(state), &mut state.keyspace)?;
+            tracing::info!(
+                "loaded {} keys from {} base parts ({} bytes) with {} threads in {} ms",
+                load.keys,
+                load.parts,
+                load.bytes,
+                load.threads,
+                started.elapsed().as_millis()
+            );
+            state.rewrite.base_bytes = load.bytes;
+            state.rewrite.parts = load.parts;
+            let (last, older) = m.incrs.split_last().ok_or_else(|| Error::Rewrite {
+                reason: "manifest without an incremental log".into(),
+            })?;
+            for incr in older {
+                let device = open_device_at(&dir.path(&incr.file), incr.kind == IncrKind::Pm)?;
+                replay_old_log(state, device)?;
+            }
+            let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
+            let kind = last.kind;
+            (open_log_on(state, device, notify)?, m, kind)
+        }
+        Layout::Legacy(_) | Layout::Empty => {
+            dir.remove_orphans(None)?;
+            let opened = open_log(state, notify)?;
+            let pm = config.dir.join(format!("{}.pm", config.appendfilename));
+            let kind = if Path::new(&pm).exists() {
+                IncrKind::Pm
+            } else {
+                IncrKind::File
+            };
+            let manifest = Manifest {
+                generation: 0,
+                bases: vec![],
+                incrs: vec![IncrEntry {
+                    file: dir.legacy_name(kind),
+                    kind,
+                }],
+            };
+            (opened, manifest, kind)
+        }
+    };
+    state.rewrite.threads = rewrite_threads(state);
+    state.rewrite.load_to_serve_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        "data loaded; serving after {} ms",
+        state.rewrite.load_to_serve_ms
+    );
+    let rewriter = Rewriter {
+        dir,
+        manifest,
+        kind,
+        running: None,
+        next_auto: Instant::now(),
+        size_ref: state.rewrite.base_bytes + state.log.current_size,
+    };
+    Ok((opened, Some(rewriter)))
+}
+
+impl Rewriter {
+    /// Called from the server timer, between commands.
+    pub fn tick(&mut self, state: &mut State, log: &mut dyn CommandLog) {
+        self.poll(state);
+        if self.running.is_some() {
+            state.rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
+            state.rewrite.cow_copies = state.keyspace.cow.copies;
+            return;
+        }
+        let wanted = state.rewrite.scheduled || self.auto_due(state);
+        if !wanted || state.log_failure.is_some() {
+            return;
+        }
+        state.rewrite.scheduled = false;
+        if let Err(e) = self.start(state, log) {
+            tracing::warn!("log rewrite could not start: {e}");
+            self.failed(state);
+        }
+    }
+
+    fn auto_due(&self, state: &State) -> bool {
+        let percentage = state
+            .config
+            .passive_value("auto-aof-rewrite-percentage")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        let min = state
+            .config
+            .passive_value("auto-aof-rewrite-min-size")
+            .and_then(parse_memory)
+            .unwrap_or(64 << 20);
+        let size = state.rewrite.base_bytes + state.log.current_size;
+        let base = self.size_ref.max(1);
+        percentage > 0
+            && Instant::now() >= self.next_auto
+            && size >= min
+            && size.saturating_sub(base) * 100 / base >= percentage
+    }
+
+    fn start(&mut self, state: &mut State, log: &mut dyn CommandLog) -> Result<()> {
+        let threads = rewrite_threads(state);
+        let started = self.dir.start(&self.manifest, self.kind)?;
+        // The new manifest is durable and names every file; it is the
+        // current one from here on, whatever happens to the rewrite.
+        self.manifest = started.clone();
+        let incr = started
+            .incrs
+            .last()
+            .map(|i| i.file.clone())
+            .unwrap_or_default();
+        let device = open_device_at(&self.dir.path(&incr), self.kind == IncrKind::Pm)?;
+        let point = log.switch(device)?;
+        let snapshots = state.keyspace.snapshot(threads);
+        tracing::info!(
+            "log rewrite {} started: {} threads, snapshot after record {}",
+            started.generation,
+            threads,
+            point.last_in_old
+        );
+        let (send, done) = mpsc::channel();
+        let dir = self.dir.clone();
+        let created_ms = unix_ms();
+        std::thread::Builder::new()
+            .name("rewrite".into())
+            .spawn(move || {
+                let progress = Arc::new(Progress::default());
+                let result =
+                    write_parts(&dir, started.generation, snapshots, created_ms, &progress)
+                        .and_then(|parts| dir.finish(&started, parts));
+                let _ = send.send(result);
+            })
+            .map_err(|e| Error::Rewrite {
+                reason: format!("cannot start the rewrite thread: {e}"),
+            })?;
+        state.rewrite.running_since = Some(Instant::now());
+        state.rewrite.threads = threads;
+        self.running = Some(Running {
+            started: Instant::now(),
+            done,
+        });
+        Ok(())
+    }
+
+    fn poll(&mut self, state: &mut State) {
+        let Some(running) = &self.running else {
+            return;
+        };
+        let result = match running.done.try_recv() {
+            Ok(result) => result,
+            Err(mpsc::TryRecvError::Empty) => return,
+            Err(mpsc::TryRecvError::Disconnected) => Err(Error::Rewrite {
+                reason: "the rewrite thread ended without a result".into(),
+            }),
+        };
+        let elapsed = running.started.elapsed();
+        self.running = None;
+        let rewrite = &mut state.rewrite;
+        rewrite.running_since = None;
+        rewrite.last_duration_ms = elapsed.as_millis() as u64;
+        rewrite.last_duration_s = elapsed.as_secs() as i64;
+        rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
+        rewrite.cow_copies = state.keyspace.cow.copies;
+        match result {
+            Ok(done) => {
+                rewrite.base_bytes = done.bases.iter().map(|b| b.bytes).sum();
+                rewrite.parts = done.bases.len();
+                rewrite.completed += 1;
+                rewrite.last_ok = true;
+                rewrite.failures_in_row = 0;
+                self.size_ref = rewrite.base_bytes.max(1);
+                tracing::info!(
+                    "log rewrite {} done in {} ms: {} parts, {} bytes",
+                    done.generation,
+                    rewrite.last_duration_ms,
+                    rewrite.parts,
+                    rewrite.base_bytes
+                );
+                self.manifest = done;
+            }
+            Err(e) => {
+                tracing::warn!("log rewrite failed: {e}");
+                self.failed(state);
+            }
+        }
+    }
+
+    fn failed(&mut self, state: &mut State) {
+        let rewrite = &mut state.rewrite;
+        rewrite.last_ok = false;
+        rewrite.running_since = None;
+        rewrite.failures_in_row += 1;
+        let wait = Duration::from_secs(1u64 << rewrite.failures_in_row.min(6)).min(BACKOFF_MAX);
+        self.next_auto = Instant::now() + wait;
+    }
+
+    /// Waits for a running rewrite (clean shutdown).
+    pub fn wait(&mut self, state: &mut State) {
+        if let Some(running) = &self.running {
+            let result = running.done.recv().unwrap_or_else(|_| {
+                Err(Error::Rewrite {
+                    reason: "the rewrite thread ended without a result".into(),
+                })
+            });
+            let (send, done) = mpsc::channel();
+            let _ = send.send(result);
+            self.running = Some(Running {
+                started: running.started,
+                done,
+            });
+            self.poll(state);
+        }
+    }
+}

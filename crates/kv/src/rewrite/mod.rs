@@ -1,0 +1,39 @@
+//! The parallel log rewrite without fork and without a rewrite buffer
+//! (issue #5; paper 002, PAOF, taken further).
+//!
+//! - [`part`]: base parts, the compact binary snapshot of a range of
+//!   segments each worker writes.
+//! - [`manifest`]: the file naming the base parts and incremental logs.
+//! - [`dir`]: the data directory's state machine (start, finish, orphans).
+//! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
+//! - [`fs`]: the file-system trait, real and simulated with faults.
+//!
+//! The keyspace side (point-in-time snapshots by copy-before-write at
+//! segment granularity) is in `keyspace/snapshot.rs`.
+
+pub mod dir;
+pub mod driver;
+pub mod fs;
+pub mod load;
+pub mod manifest;
+pub mod part;
+pub mod worker;
+
+use std::fmt;
+
+/// A decoder found bytes it cannot accept: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatError {
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// What is wrong there.
+    pub reason: String,
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at offset {}: {}", self.offset, self.reason)
+    }
+}
+
+impl std::error::Error for FormatError {}

@@ -1,0 +1,605 @@
+//! Base parts: one rewrite worker's point-in-time copy of a range of
+//! keyspace segments, in a binary format that loads without parsing
+//! commands (drawn in `docs/format.md`).
+//!
+//! A part is a header, then blocks, then a trailer. A block holds entries
+//! of one segment (a large segment spans consecutive blocks), so a loader
+//! fills segment maps directly, and each block carries its own CRC32C: a
+//! damaged part is detected at the block where the damage is. The trailer
+//! counts blocks and keys; a part without one is incomplete and never
+//! loaded.
+
+use std::io::{Read, Write};
+
+use super::FormatError;
+use crate::keyspace::{Segment, SegmentRange, SEGMENTS_PER_DB};
+use crate::types::{Bytes, HashValue, ListValue, SetValue, Shared, Value, ZSet};
+
+/// First bytes of every base part.
+pub const PART_MAGIC: [u8; 8] = *b"FERBASE\0";
+/// The format version this code writes and reads.
+pub const PART_VERSION: u16 = 1;
+/// Bytes in the part header.
+pub const PART_HEADER_LEN: usize = 48;
+/// Magic of a block header ("SEGB" little-endian).
+pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"SEGB");
+/// Bytes in a block header.
+pub const BLOCK_HEADER_LEN: usize = 28;
+/// Magic of the trailer ("PEND" little-endian).
+pub const TRAILER_MAGIC: u32 = u32::from_le_bytes(*b"PEND");
+/// Bytes in the trailer.
+pub const TRAILER_LEN: usize = 28;
+/// A block is closed once its payload reaches this size (the next entry
+/// starts a new block; one entry is never split).
+pub const BLOCK_PAYLOAD_TARGET: usize = 256 * 1024;
+
+const TAG_EXPIRES: u8 = 0x80;
+const TYPE_MASK: u8 = 0x07;
+
+const _: () = assert!(PART_HEADER_LEN == 8 + 2 + 2 + 4 * 4 + 8 + 8 + 4);
+const _: () = assert!(BLOCK_HEADER_LEN == 4 + 2 + 2 + 4 + 4 + 8 + 4);
+const _: () = assert!(TRAILER_LEN == 4 + 4 + 8 + 8 + 4);
+const _: () = assert!(SEGMENTS_PER_DB <= u16::MAX as usize);
+
+/// What a part's header says about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartHeader {
+    /// Rewrite generation the part belongs to.
+    pub generation: u64,
+    /// This part's index among the generation's parts.
+    pub index: u32,
+    /// How many parts the generation has.
+    pub count: u32,
+    /// Global segments the part covers.
+    pub range: SegmentRange,
+    /// When the snapshot was taken, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+impl PartHeader {
+    fn encode(&self) -> [u8; PART_HEADER_LEN] {
+        let mut h = [0u8; PART_HEADER_LEN];
+        h[0..8].copy_from_slice(&PART_MAGIC);
+        h[8..10].copy_from_slice(&PART_VERSION.to_le_bytes());
+        // 10..12: flags, none defined.
+        h[12..16].copy_from_slice(&self.index.to_le_bytes());
+        h[16..20].copy_from_slice(&self.count.to_le_bytes());
+        h[20..24].copy_from_slice(&self.range.start.to_le_bytes());
+        h[24..28].copy_from_slice(&self.range.end.to_le_bytes());
+        h[28..36].copy_from_slice(&self.created_ms.to_le_bytes());
+        h[36..44].copy_from_slice(&self.generation.to_le_bytes());
+        let crc = crc32c::crc32c(&h[..44]);
+        h[44..48].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    fn decode(h: &[u8; PART_HEADER_LEN]) -> Result<PartHeader, FormatError> {
+        let bad = |reason: String| Err(FormatError { offset: 0, reason });
+        if h[0..8] != PART_MAGIC {
+            return bad("not a Ferrite base part (bad magic)".into());
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != PART_VERSION {
+            return bad(format!(
+                "base part format version {version}, this build reads {PART_VERSION}"
+            ));
+        }
+        if u32_at(h, 44) != crc32c::crc32c(&h[..44]) {
+            return bad("header checksum mismatch".into());
+        }
+        if h[10..12] != [0, 0] {
+            return bad("unknown header flags".into());
+        }
+        let header = PartHeader {
+            index: u32_at(h, 12),
+            count: u32_at(h, 16),
+            range: SegmentRange {
+                start: u32_at(h, 20),
+                end: u32_at(h, 24),
+            },
+            created_ms: i64::from_le_bytes(array8(&h[28..36])),
+            generation: u64::from_le_bytes(array8(&h[36..44])),
+        };
+        if header.index >= header.count || header.range.start > header.range.end {
+            return bad("header fields out of range".into());
+        }
+        Ok(header)
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn array8(b: &[u8]) -> [u8; 8] {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    a
+}
+
+/// Totals written to or read from a part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartTotals {
+    /// Blocks.
+    pub blocks: u32,
+    /// Keys.
+    pub keys: u64,
+    /// Bytes of the whole file.
+    pub bytes: u64,
+}
+
+/// Writes one base part to `out` (buffer `out` yourself if it is a file).
+#[derive(Debug)]
+pub struct PartWriter<W: Write> {
+    out: W,
+    block: Vec<u8>,
+    block_at: Option<(u16, u16)>,
+    block_entries: u32,
+    totals: PartTotals,
+}
+
+impl<W: Write> PartWriter<W> {
+    /// Starts a part: writes its header.
+    pub fn new(mut out: W, header: &PartHeader) -> std::io::Result<PartWriter<W>> {
+        out.write_all(&header.encode())?;
+        Ok(PartWriter {
+            out,
+            block: Vec::with_capacity(BLOCK_PAYLOAD_TARGET + 4096),
+            block_at: None,
+            block_entries: 0,
+            totals: PartTotals {
+                bytes: PART_HEADER_LEN as u64,
+                ..PartTotals::default()
+            },
+        })
+    }
+
+    /// Appends every key of one segment.
+    pub fn write_segment(&mut self, db: u16, seg: u16, segment: &Segment) -> std::io::Result<()> {
+        if self.block_at != Some((db, seg)) {
+            self.end_block()?;
+            self.block_at = Some((db, seg));
+        }
+        for (key, value) in &segment.map {
+            encode_entry(
+                &mut self.block,
+                key,
+                value,
+                segment.expires.get(key).copied(),
+            );
+            self.block_entries += 1;
+            self.totals.keys += 1;
+            if self.block.len() >= BLOCK_PAYLOAD_TARGET {
+                self.end_block()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_block(&mut self) -> std::io::Result<()> {
+        let Some((db, seg)) = self.block_at else {
+            return Ok(());
+        };
+        if self.block_entries == 0 {
+            return Ok(());
+        }
+        let mut h = [0u8; BLOCK_HEADER_LEN];
+        h[0..4].copy_from_slice(&BLOCK_MAGIC.to_le_bytes());
+        h[4..6].copy_from_slice(&db.to_le_bytes());
+        h[6..8].copy_from_slice(&seg.to_le_bytes());
+        h[8..12].copy_from_slice(&self.block_entries.to_le_bytes());
+        // 12..16: reserved, zero.
+        h[16..24].copy_from_slice(&(self.block.len() as u64).to_le_bytes());
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&h[..24]), &self.block);
+        h[24..28].copy_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&h)?;
+        self.out.write_all(&self.block)?;
+        self.totals.blocks += 1;
+        self.totals.bytes += (BLOCK_HEADER_LEN + self.block.len()) as u64;
+        self.block.clear();
+        self.block_entries = 0;
+        Ok(())
+    }
+
+    /// Writes the trailer; returns the output and what was written. The
+    /// caller still has to make the output durable.
+    pub fn finish(mut self) -> std::io::Result<(W, PartTotals)> {
+        self.end_block()?;
+        let mut t = [0u8; TRAILER_LEN];
+        t[0..4].copy_from_slice(&TRAILER_MAGIC.to_le_bytes());
+        t[4..8].copy_from_slice(&self.totals.blocks.to_le_bytes());
+        t[8..16].copy_from_slice(&self.totals.keys.to_le_bytes());
+        t[16..24].copy_from_slice(&self.totals.bytes.to_le_bytes());
+        let crc = crc32c::crc32c(&t[..24]);
+        t[24..28].copy_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&t)?;
+        self.totals.bytes += TRAILER_LEN as u64;
+        self.out.flush()?;
+        Ok((self.out, self.totals))
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn encode_entry(out: &mut Vec<u8>, key: &[u8], value: &Value, expires: Option<i64>) {
+    let kind = match value {
+        Value::Str(_) => 0,
+        Value::Hash(_) => 1,
+        Value::List(_) => 2,
+        Value::Set(_) => 3,
+        Value::ZSet(_) => 4,
+    };
+    out.push(kind | if expires.is_some() { TAG_EXPIRES } else { 0 });
+    put_bytes(out, key);
+    if let Some(at) = expires {
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    match value {
+        Value::Str(s) => put_bytes(out, s),
+        Value::Hash(h) => {
+            put_varint(out, h.len() as u64);
+            for (f, v) in h.iter() {
+                put_bytes(out, f);
+                put_bytes(out, v);
+            }
+        }
+        Value::List(l) => {
+            put_varint(out, l.len() as u64);
+            l.iter().for_each(|e| put_bytes(out, e));
+        }
+        Value::Set(s) => {
+            put_varint(out, s.len() as u64);
+            s.iter().for_each(|m| put_bytes(out, m));
+        }
+        Value::ZSet(z) => {
+            put_varint(out, z.len() as u64);
+            for (m, score) in z.iter() {
+                put_bytes(out, m);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// A cursor over one block's payload; every read is bounds-checked.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    at: usize,
+    base: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn err(&self, reason: &str) -> FormatError {
+        FormatError {
+            offset: self.base + self.at as u64,
+            reason: reason.to_string(),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        if self.buf.len() - self.at < n {
+            return Err(self.err("entry runs past the end of its block"));
+        }
+        let out = &self.buf[self.at..self.at + n];
+        self.at += n;
+        Ok(out)
+    }
+
+    fn varint(&mut self) -> Result<u64, FormatError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err("length varint longer than 10 bytes"))
+    }
+
+    /// A count of items that each take at least `min_item` bytes: checked
+    /// against what is left so no announced count reserves memory.
+    fn count(&mut self, min_item: usize) -> Result<usize, FormatError> {
+        let n = self.varint()?;
+        let left = (self.buf.len() - self.at) as u64;
+        if n.saturating_mul(min_item as u64) > left {
+            return Err(self.err("collection count larger than its block"));
+        }
+        Ok(n as usize)
+    }
+
+    fn bytes(&mut self) -> Result<Bytes, FormatError> {
+        let n = self.count(1)?;
+        Ok(Bytes::from(self.take(n)?))
+    }
+
+    fn i64(&mut self) -> Result<i64, FormatError> {
+        Ok(i64::from_le_bytes(array8(self.take(8)?)))
+    }
+}
+
+fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
+    Ok(match kind {
+        0 => Value::Str(c.bytes()?),
+        1 => {
+            let n = c.count(2)?;
+            let mut h = HashValue::with_capacity(n);
+            for _ in 0..n {
+                let (f, v) = (c.bytes()?, c.bytes()?);
+                if h.insert(f, v).is_some() {
+                    return Err(c.err("duplicate hash field"));
+                }
+            }
+            Value::Hash(Shared::new(h))
+        }
+        2 => {
+            let n = c.count(1)?;
+            let mut l = ListValue::with_capacity(n);
+            for _ in 0..n {
+                l.push_back(c.bytes()?);
+            }
+            Value::List(Shared::new(l))
+        }
+        3 => {
+            let n = c.count(1)?;
+            let mut s = SetValue::with_capacity(n);
+            for _ in 0..n {
+                if !s.insert(c.bytes()?) {
+                    return Err(c.err("duplicate set member"));
+                }
+            }
+            Value::Set(Shared::new(s))
+        }
+        4 => {
+            let n = c.count(9)?;
+            let mut z = ZSet::default();
+            for _ in 0..n {
+                let m = c.bytes()?;
+                let score = f64::from_le_bytes(array8(c.take(8)?));
+                if score.is_nan() {
+                    return Err(c.err("NaN score in a sorted set"));
+                }
+                if !z.insert(&m, score) {
+                    return Err(c.err("duplicate sorted-set member"));
+                }
+            }
+            Value::ZSet(Shared::new(z))
+        }
+        _ => return Err(c.err("unknown value type")),
+    })
+}
+
+/// Decodes one block's entries into `into`.
+fn decode_block(
+    payload: &[u8],
+    entries: u32,
+    base: u64,
+    into: &mut Segment,
+) -> Result<(), FormatError> {
+    let mut c = Cursor {
+        buf: payload,
+        at: 0,
+        base,
+    };
+    for _ in 0..entries {
+        let tag = c.take(1)?[0];
+        if tag & !(TAG_EXPIRES | TYPE_MASK) != 0 {
+            return Err(c.err("unknown entry flags"));
+        }
+        let key = c.bytes()?;
+        let expires = if tag & TAG_EXPIRES != 0 {
+            Some(c.i64()?)
+        } else {
+            None
+        };
+        let value = decode_value(&mut c, tag & TYPE_MASK)?;
+        if value.is_empty_collection() {
+            return Err(c.err("empty collection (never stored)"));
+        }
+        if let Some(at) = expires {
+            into.expires.insert(key.clone(), at);
+        }
+        if into.map.insert(key, value).is_some() {
+            return Err(c.err("duplicate key"));
+        }
+    }
+    if c.at != payload.len() {
+        return Err(c.err("bytes after the block's last entry"));
+    }
+    Ok(())
+}
+
+/// Reads a base part segment by segment.
+#[derive(Debug)]
+pub struct PartReader<R: Read> {
+    input: R,
+    header: PartHeader,
+    offset: u64,
+    last: Option<u32>,
+    totals: PartTotals,
+    done: bool,
+    pending: Option<Block>,
+}
+
+/// A block read ahead: db, segment, payload, entries, payload offset.
+type Block = (u16, u16, Vec<u8>, u32, u64);
+
+/// One segment's keys as read from a part.
+#[derive(Debug)]
+pub struct LoadedSegment {
+    /// Database index.
+    pub db: u16,
+    /// Segment index within the database.
+    pub seg: u16,
+    /// The keys.
+    pub segment: Segment,
+}
+
+impl<R: Read> PartReader<R> {
+    /// Reads and checks the header.
+    pub fn new(mut input: R) -> Result<PartReader<R>, FormatError> {
+        let mut h = [0u8; PART_HEADER_LEN];
+        read_exact(&mut input, &mut h, 0, "header")?;
+        let header = PartHeader::decode(&h)?;
+        Ok(PartReader {
+            input,
+            header,
+            offset: PART_HEADER_LEN as u64,
+            last: None,
+            totals: PartTotals::default(),
+            done: false,
+            pending: None,
+        })
+    }
+
+    /// The part's header.
+    pub fn header(&self) -> &PartHeader {
+        &self.header
+    }
+
+    fn err(&self, reason: impl Into<String>) -> FormatError {
+        FormatError {
+            offset: self.offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// The next block, or `None` after a valid trailer (and checks that
+    /// nothing follows it).
+    fn next_block(&mut self) -> Result<Option<Block>, FormatError> {
+        let mut magic = [0u8; 4];
+        read_exact(&mut self.input, &mut magic, self.offset, "block header")?;
+        if u32::from_le_bytes(magic) == TRAILER_MAGIC {
+            self.read_trailer(magic)?;
+            return Ok(None);
+        }
+        if u32::from_le_bytes(magic) != BLOCK_MAGIC {
+            return Err(self.err("expected a block or the trailer (bad magic)"));
+        }
+        let mut h = [0u8; BLOCK_HEADER_LEN];
+        h[..4].copy_from_slice(&magic);
+        read_exact(&mut self.input, &mut h[4..], self.offset, "block header")?;
+        let (db, seg) = (
+            u16::from_le_bytes([h[4], h[5]]),
+            u16::from_le_bytes([h[6], h[7]]),
+        );
+        let entries = u32_at(&h, 8);
+        let len = u64::from_le_bytes(array8(&h[16..24]));
+        let global = u32::from(db) * SEGMENTS_PER_DB as u32 + u32::from(seg);
+        let range = self.header.range;
+        if usize::from(seg) >= SEGMENTS_PER_DB || global < range.start || global >= range.end {
+            return Err(self.err(format!(
+                "block for db {db} segment {seg} outside the part's range"
+            )));
+        }
+        if self.last.is_some_and(|l| l > global) || entries == 0 || u32_at(&h, 12) != 0 {
+            return Err(self.err("block out of order, empty, or with unknown flags"));
+        }
+        let mut payload = Vec::new();
+        let got = (&mut self.input)
+            .take(len)
+            .read_to_end(&mut payload)
+            .map_err(|e| self.err(format!("read error: {e}")))?;
+        if got as u64 != len {
+            return Err(self.err("part ends inside a block (incomplete part)"));
+        }
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&h[..24]), &payload);
+        if crc != u32_at(&h, 24) {
+            return Err(self.err("block checksum mismatch"));
+        }
+        let base = self.offset + BLOCK_HEADER_LEN as u64;
+        self.offset = base + len;
+        self.last = Some(global);
+        self.totals.blocks += 1;
+        self.totals.keys += u64::from(entries);
+        Ok(Some((db, seg, payload, entries, base)))
+    }
+
+    fn read_trailer(&mut self, magic: [u8; 4]) -> Result<(), FormatError> {
+        let mut t = [0u8; TRAILER_LEN];
+        t[..4].copy_from_slice(&magic);
+        read_exact(&mut self.input, &mut t[4..], self.offset, "trailer")?;
+        if crc32c::crc32c(&t[..24]) != u32_at(&t, 24) {
+            return Err(self.err("trailer checksum mismatch"));
+        }
+        let said = (
+            u32_at(&t, 4),
+            u64::from_le_bytes(array8(&t[8..16])),
+            u64::from_le_bytes(array8(&t[16..24])),
+        );
+        if said != (self.totals.blocks, self.totals.keys, self.offset) {
+            return Err(self.err("trailer totals do not match the blocks read"));
+        }
+        let mut extra = [0u8; 1];
+        match self.input.read(&mut extra) {
+            Ok(0) => {}
+            Ok(_) => return Err(self.err("bytes after the trailer")),
+            Err(e) => return Err(self.err(format!("read error: {e}"))),
+        }
+        self.offset += TRAILER_LEN as u64;
+        self.totals.bytes = self.offset;
+        self.done = true;
+        Ok(())
+    }
+
+    /// The next whole segment, or `None` once the trailer was read and
+    /// checked. A segment larger than one block spans consecutive blocks;
+    /// they are merged here, with one block of look-ahead.
+    pub fn next_segment(&mut self) -> Result<Option<LoadedSegment>, FormatError> {
+        let first = match self.pending.take() {
+            Some(block) => block,
+            None if self.done => return Ok(None),
+            None => match self.next_block()? {
+                Some(block) => block,
+                None => return Ok(None),
+            },
+        };
+        let (db, seg) = (first.0, first.1);
+        let mut loaded = LoadedSegment {
+            db,
+            seg,
+            segment: Segment::default(),
+        };
+        decode_block(&first.2, first.3, first.4, &mut loaded.segment)?;
+        while let Some(block) = self.next_block()? {
+            if (block.0, block.1) != (db, seg) {
+                self.pending = Some(block);
+                break;
+            }
+            decode_block(&block.2, block.3, block.4, &mut loaded.segment)?;
+        }
+        Ok(Some(loaded))
+    }
+
+    /// Totals read so far (complete once `next_segment` returned `None`).
+    pub fn totals(&self) -> PartTotals {
+        self.totals
+    }
+}
+
+fn read_exact(
+    input: &mut impl Read,
+    buf: &mut [u8],
+    offset: u64,
+    what: &str,
+) -> Result<(), FormatError> {
+    input.read_exact(buf).map_err(|e| FormatError {
+        offset,
+        reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            format!("part ends inside its {what} (incomplete part)")
+        } else {
+            format!("read error in {what}: {e}")
+        },
+    })
+}

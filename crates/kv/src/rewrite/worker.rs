@@ -1,0 +1,113 @@
+//! Step 2 of a rewrite: N threads, each writing one base part from its
+//! share of the snapshot, releasing every segment as soon as it is
+//! serialised (which ends the copy-before-write for that segment).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::dir::AofDir;
+use super::manifest::BaseEntry;
+use super::part::{PartHeader, PartWriter};
+use crate::error::{Error, Result};
+use crate::keyspace::Snapshot;
+
+/// Progress shared with INFO while workers run.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Keys serialised so far.
+    pub keys: AtomicU64,
+    /// Bytes of base parts written so far.
+    pub bytes: AtomicU64,
+}
+
+fn write_one(
+    dir: &AofDir,
+    header: PartHeader,
+    mut snapshot: Snapshot,
+    progress: &Progress,
+) -> Result<BaseEntry> {
+    let file = dir.base_name(header.generation, header.index as usize);
+    let path = dir.path(&file);
+    let io = |op: &'static str| {
+        let path = path.clone();
+        move |source| Error::Io { op, path, source }
+    };
+    let out = dir.fs.create(&path).map_err(io("create"))?;
+    let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
+    for (db, seg, segment) in std::mem::take(&mut snapshot.segments) {
+        writer
+            .write_segment(db, seg, &segment)
+            .map_err(io("write"))?;
+        progress
+            .keys
+            .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
+        snapshot.release(segment);
+    }
+    let (mut out, totals) = writer.finish().map_err(io("write"))?;
+    out.sync().map_err(io("fsync"))?;
+    progress.bytes.fetch_add(totals.bytes, Ordering::Relaxed);
+    Ok(BaseEntry {
+        file,
+        bytes: totals.bytes,
+        keys: totals.keys,
+    })
+}
+
+/// Writes one part per snapshot, each on its own thread, then syncs the
+/// directory. On failure the parts written are removed (best effort).
+pub fn write_parts(
+    dir: &AofDir,
+    generation: u64,
+    snapshots: Vec<Snapshot>,
+    created_ms: i64,
+    progress: &Arc<Progress>,
+) -> Result<Vec<BaseEntry>> {
+    let count = snapshots.len() as u32;
+    let results: Vec<Result<BaseEntry>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = snapshots
+            .into_iter()
+            .enumerate()
+            .map(|(index, snapshot)| {
+                let header = PartHeader {
+                    generation,
+                    index: index as u32,
+                    count,
+                    range: snapshot.range,
+                    created_ms,
+                };
+                let progress = Arc::clone(progress);
+                std::thread::Builder::new()
+                    .name(format!("rewrite-{index}"))
+                    .spawn_scoped(scope, move || write_one(dir, header, snapshot, &progress))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(Error::Rewrite {
+                        reason: "a rewrite worker panicked".into(),
+                    })
+                }),
+                Err(e) => Err(Error::Rewrite {
+                    reason: format!("cannot start a rewrite worker: {e}"),
+                }),
+            })
+            .collect()
+    });
+    let parts: Result<Vec<BaseEntry>> = results.into_iter().collect();
+    match parts {
+        Ok(parts) => {
+            dir.fs.sync_dir(&dir.dir).map_err(|source| Error::Io {
+                op: "fsync directory",
+                path: dir.dir.clone(),
+                source,
+            })?;
+            Ok(parts)
+        }
+        Err(e) => {
+            dir.abandon(generation, count as usize);
+            Err(e)
+        }
+    }
+}
