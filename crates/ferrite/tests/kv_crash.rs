@@ -8,12 +8,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{free_port, Client, Reply};
+use common::{start_server, Client, Reply};
 
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: enough to hit
 /// many crash points, small enough for a CI budget of a few minutes.
@@ -21,25 +21,7 @@ const ROUNDS_DEFAULT: usize = 12;
 const CLIENTS: usize = 4;
 
 fn start(dir: &Path, device: &str) -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(["--appendfsync", "always", "--log-device", device])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ferrite starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Client::connect(port).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "server did not come up on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port)
+    start_server(dir, &["--appendfsync", "always", "--log-device", device])
 }
 
 /// What the test knows about a key.

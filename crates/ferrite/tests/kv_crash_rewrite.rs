@@ -11,12 +11,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{free_port, Client, Reply};
+use common::{free_port, start_server, Client, Reply};
 
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: about 25 s per
 /// device on two shared cores with a debug build.
@@ -27,28 +27,22 @@ const CLIENTS: usize = 3;
 const FILLER_KEYS: usize = 4000;
 
 fn start(dir: &Path, device: &str) -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(["--appendfsync", "always", "--log-device", device])
-        .args(["--auto-aof-rewrite-percentage", "1"])
-        .args(["--auto-aof-rewrite-min-size", "1"])
-        .args(["--aof-rewrite-threads", "2", "--hz", "50"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ferrite starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Client::connect(port).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "server did not come up on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port)
+    // Rewrites as often as the server allows, so kills land inside them.
+    let flags = [
+        "--appendfsync",
+        "always",
+        "--log-device",
+        device,
+        "--auto-aof-rewrite-percentage",
+        "1",
+        "--auto-aof-rewrite-min-size",
+        "1",
+        "--aof-rewrite-threads",
+        "2",
+        "--hz",
+        "50",
+    ];
+    start_server(dir, &flags)
 }
 
 /// The command a client had sent when its connection broke.

@@ -1,11 +1,13 @@
-//! Shared by the tests that run the real `ferrite serve` binary: a
-//! minimal blocking RESP client and a free port.
+//! Shared by the tests that run the real `ferrite serve` binary: starting
+//! it, a minimal blocking RESP client, and a free port.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A minimal blocking RESP client: enough for SET, GET, INCR, MULTI, KEYS.
 pub struct Client {
@@ -89,4 +91,29 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Starts `ferrite serve` on a free port with its data in `dir` and the
+/// given extra flags, and returns once it accepts connections (or panics
+/// after 30 s).
+pub fn start_server(dir: &Path, flags: &[&str]) -> (Child, u16) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["serve", "--port", &port.to_string(), "--dir"])
+        .arg(dir)
+        .args(flags)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ferrite starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Client::connect(port).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server did not come up on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
 }
