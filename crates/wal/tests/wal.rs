@@ -59,7 +59,12 @@ fn group_commit_batches_concurrent_commits_on_a_file() {
     assert_eq!(stats.records, 800);
     assert_eq!(stats.commits, 800);
     assert!(stats.syncs <= 800 && stats.syncs >= 1);
-    assert_eq!(stats.batch_mean * stats.batches as f64, 800.0);
+    // The mean is a float: the batches cover every record, up to rounding.
+    let covered = stats.batch_mean * stats.batches as f64;
+    assert!(
+        (covered - 800.0).abs() < 1e-6,
+        "batches cover {covered} records"
+    );
     assert_eq!(read_all(sim.device.clone()).len(), 800);
 }
 
