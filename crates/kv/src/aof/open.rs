@@ -220,35 +220,67 @@ fn replay(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64>
     result
 }
 
-fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
-    let mut session = Session {
-        authenticated: true,
-        is_replay: true,
-        ..Session::default()
-    };
-    let mut reply = ReplyBuf::new(Protocol::Resp2);
-    let mut prop = Propagation::default();
-    let mut parser = Parser::new();
-    let mut commands = 0;
-    for record in LogReader::open(Arc::clone(device))? {
-        let record = record?;
-        // Every record names its database (see `record.rs`).
-        session.db = 0;
-        let run = for_each_command(&record.payload, &mut parser, |args| {
+/// What replaying commands needs besides the state: a session that is
+/// authenticated and marked as replay, and scratch buffers for the replies
+/// and propagation that replay throws away.
+struct Replayer {
+    session: Session,
+    reply: ReplyBuf,
+    prop: Propagation,
+    parser: Parser,
+}
+
+impl Replayer {
+    fn new() -> Replayer {
+        Replayer {
+            session: Session {
+                authenticated: true,
+                is_replay: true,
+                ..Session::default()
+            },
+            reply: ReplyBuf::new(Protocol::Resp2),
+            prop: Propagation::default(),
+            parser: Parser::new(),
+        }
+    }
+
+    /// Runs every command in `bytes` against `state`; returns how many, or
+    /// why the bytes are not complete, known commands.
+    fn run(&mut self, state: &mut State, bytes: &[u8]) -> std::result::Result<u64, String> {
+        let Replayer {
+            session,
+            reply,
+            prop,
+            parser,
+        } = self;
+        for_each_command(bytes, parser, |args| {
             check_command(args)?;
             let mut ctx = Ctx {
                 state: &mut *state,
-                session: &mut session,
-                reply: &mut reply,
-                prop: &mut prop,
+                session: &mut *session,
+                reply: &mut *reply,
+                prop: &mut *prop,
             };
             execute(&mut ctx, args);
             reply.buf.clear();
             prop.clear();
             Ok(())
-        });
+        })
+    }
+}
+
+fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
+    let mut replayer = Replayer::new();
+    let mut commands = 0;
+    for record in LogReader::open(Arc::clone(device))? {
+        let record = record?;
+        // Every record names its database (see `record.rs`).
+        replayer.session.db = 0;
+        let run = replayer.run(state, &record.payload);
         let bad = match run {
-            Ok(_) if session.multi.take().is_some() => Some("it ends inside MULTI".to_string()),
+            Ok(_) if replayer.session.multi.take().is_some() => {
+                Some("it ends inside MULTI".to_string())
+            }
             Ok(n) => {
                 commands += n;
                 None
@@ -277,31 +309,12 @@ fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Res
 pub fn replay_resp(state: &mut State, bytes: &[u8], path: &Path) -> Result<u64> {
     state.keyspace.loading = true;
     state.keyspace.now_ms = unix_ms();
-    let mut session = Session {
-        authenticated: true,
-        is_replay: true,
-        ..Session::default()
-    };
-    let mut reply = ReplyBuf::new(Protocol::Resp2);
-    let mut prop = Propagation::default();
-    let mut parser = Parser::new();
-    let result = for_each_command(bytes, &mut parser, |args| {
-        check_command(args)?;
-        let mut ctx = Ctx {
-            state: &mut *state,
-            session: &mut session,
-            reply: &mut reply,
-            prop: &mut prop,
-        };
-        execute(&mut ctx, args);
-        reply.buf.clear();
-        prop.clear();
-        Ok(())
-    });
+    let mut replayer = Replayer::new();
+    let result = replayer.run(state, bytes);
     state.keyspace.loading = false;
     state.keyspace.expired.clear();
     let bad = match result {
-        Ok(_) if session.multi.is_some() => Err("the file ends inside MULTI".to_string()),
+        Ok(_) if replayer.session.multi.is_some() => Err("the file ends inside MULTI".to_string()),
         other => other,
     };
     bad.map_err(|reason| Error::ForeignAof {
