@@ -11,9 +11,8 @@ use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::{start_server, Client, Reply};
+use common::{kill_after, start_server, Client, Reply};
 
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: enough to hit
 /// many crash points, small enough for a CI budget of a few minutes.
@@ -170,14 +169,7 @@ fn crash_rounds(device: &str) {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let run_ms = 20 + (seed >> 33) % 250;
-        std::thread::sleep(Duration::from_millis(run_ms));
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-        stop.store(true, Ordering::Relaxed);
-        for t in threads {
-            t.join().unwrap();
-        }
+        kill_after(20 + (seed >> 33) % 250, &mut child, &stop, threads);
     }
     let (mut child, port) = start(dir.path(), device);
     verify(port, &ledger, rounds);

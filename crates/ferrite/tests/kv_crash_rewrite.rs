@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{free_port, start_server, Client, Reply};
+use common::{free_port, kill_after, start_server, Client, Reply};
 
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: about 25 s per
 /// device on two shared cores with a debug build.
@@ -297,14 +297,7 @@ fn crash_rounds(device: &str) {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let run_ms = 100 + (seed >> 33) % 900;
-        std::thread::sleep(Duration::from_millis(run_ms));
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-        stop.store(true, Ordering::Relaxed);
-        for t in threads {
-            t.join().unwrap();
-        }
+        kill_after(100 + (seed >> 33) % 900, &mut child, &stop, threads);
     }
     let (mut child, port) = start(dir.path(), device);
     verify(port, &models, rounds);

@@ -7,6 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A minimal blocking RESP client: enough for SET, GET, INCR, MULTI, KEYS.
@@ -116,4 +118,16 @@ pub fn start_server(dir: &Path, flags: &[&str]) -> (Child, u16) {
         std::thread::sleep(Duration::from_millis(20));
     }
     (child, port)
+}
+
+/// One crash round: lets the clients run for `run_ms`, then `kill -9`s the
+/// server, stops the clients and waits for them.
+pub fn kill_after(run_ms: u64, child: &mut Child, stop: &AtomicBool, threads: Vec<JoinHandle<()>>) {
+    std::thread::sleep(Duration::from_millis(run_ms));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("client thread");
+    }
 }
