@@ -9,29 +9,14 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, Client, Reply};
+use common::{start_server, Client, Reply};
 
 /// Runs a server on `dir`, writes keys, rewrites once, writes more, and
 /// kills it (the log is `appendfsync always`, so everything is on disk).
 fn make_dir_with_manifest(dir: &Path, device: &str) {
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(["--appendfsync", "always", "--log-device", device])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ferrite starts");
+    let (mut child, port) = start_server(dir, &["--appendfsync", "always", "--log-device", device]);
+    let mut c = Client::connect(port).expect("connect");
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut c = loop {
-        if let Ok(c) = Client::connect(port) {
-            break c;
-        }
-        assert!(Instant::now() < deadline, "server did not come up");
-        std::thread::sleep(Duration::from_millis(20));
-    };
     for i in 0..500 {
         let key = format!("k{i}");
         assert_eq!(

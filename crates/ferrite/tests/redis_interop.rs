@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, Client, Reply};
+use common::{free_port, start_server, Client, Reply};
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 
@@ -57,18 +57,7 @@ fn sample_base() -> Vec<u8> {
 }
 
 fn serve(dir: &Path, device: &str) -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(["--appendfsync", "always", "--log-device", device])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ferrite starts");
-    wait_up(port);
-    (child, port)
+    start_server(dir, &["--appendfsync", "always", "--log-device", device])
 }
 
 fn wait_up(port: u16) {
