@@ -57,7 +57,7 @@ use std::sync::{Mutex, PoisonError};
 pub use error::{Error, Result};
 pub use mode::{Mode, VfsOptions};
 pub use portable::{export, import};
-pub use sim::{CrashPoint, SimImages, SimVfs};
+pub use sim::{CrashPoint, Operation, SeededPrng, SimImages, SimVfs};
 
 use crate::media::RealMedia;
 use crate::vfs::Host;

@@ -10,6 +10,11 @@
 //!
 //! Locks and the WAL index are real files in a private temporary
 //! directory, so they behave exactly as on the real VFS.
+//!
+//! What SQLite writes also depends on its PRNG (the nonce that seeds a
+//! rollback journal's checksums, the WAL salts), which is process-wide and
+//! seeded from `/dev/urandom`. A crash test that must replay holds a
+//! [`SeededPrng`] for its whole run.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +29,41 @@ use crate::error::{Error, Result};
 use crate::media::{Media, Opened, Shared};
 use crate::mode::{Mode, VfsOptions};
 use crate::vfs::{self, Host, Registration};
+
+/// SQLite's process-wide PRNG held at a fixed seed, so that a run under
+/// this guard draws the same random bytes (journal nonces, WAL salts) in
+/// any process, whatever ran before it. The guard is exclusive: a second
+/// one waits until the first is dropped, which serialises the runs that
+/// must replay. Code that uses SQLite without a guard while one is held
+/// (another test in the same process, say) still draws from the shared
+/// PRNG and changes what the guarded run sees. Dropping the guard restores
+/// SQLite's default seeding.
+#[derive(Debug)]
+#[must_use = "the PRNG is seeded only while the guard lives"]
+pub struct SeededPrng {
+    _exclusive: MutexGuard<'static, ()>,
+}
+
+impl SeededPrng {
+    /// Waits for any other guard, then seeds and restarts SQLite's PRNG
+    /// from `seed` (only its low 32 bits matter to SQLite).
+    pub fn new(seed: u64) -> SeededPrng {
+        static EXCLUSIVE: Mutex<()> = Mutex::new(());
+        let exclusive = EXCLUSIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        // SQLite reads a zero seed as "use xRandomness": map it to another.
+        let seed = (seed as u32 ^ (seed >> 32) as u32).max(1);
+        vfs::seed_linked_prng(seed as i32);
+        SeededPrng {
+            _exclusive: exclusive,
+        }
+    }
+}
+
+impl Drop for SeededPrng {
+    fn drop(&mut self) {
+        vfs::seed_linked_prng(0);
+    }
+}
 
 /// The bytes of every file, by name: what a crash left on the media.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,6 +117,15 @@ pub(crate) struct SimMedia {
     files: Mutex<BTreeMap<String, SimDevice>>,
     events: AtomicU64,
     hook: Mutex<Option<Hook>>,
+    /// FNV-1a over every write's file, offset and bytes, in order.
+    written: Mutex<u64>,
+}
+
+/// FNV-1a, 64-bit: folds `bytes` into `hash`.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
 }
 
 impl fmt::Debug for SimMedia {
@@ -89,11 +138,41 @@ impl fmt::Debug for SimMedia {
     }
 }
 
+/// A mutating operation of the VFS on a simulated file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// `write_at` of `len` bytes at `offset`.
+    Write {
+        /// Device offset.
+        offset: u64,
+        /// Bytes written.
+        len: usize,
+    },
+    /// `append` of `len` bytes.
+    Append {
+        /// Bytes appended.
+        len: usize,
+    },
+    /// `sync`.
+    Sync,
+    /// `set_len` to `len`.
+    SetLen {
+        /// The new length.
+        len: u64,
+    },
+    /// Deleting the file.
+    Delete,
+}
+
 /// The instant just before an event, handed to the crash hook.
 #[derive(Debug)]
 pub struct CrashPoint<'a> {
     /// Events before this one (the first event is number 0).
     pub event: u64,
+    /// The file the event is about to change.
+    pub file: &'a str,
+    /// What the event is about to do.
+    pub operation: Operation,
     media: &'a SimMedia,
 }
 
@@ -123,12 +202,26 @@ impl SimMedia {
     }
 
     /// Counts an event, running the hook first.
-    fn event(&self) {
+    fn event(&self, file: &str, operation: Operation) {
         let event = self.events.fetch_add(1, Ordering::SeqCst);
         let mut hook = self.hook.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hook) = hook.as_mut() {
-            hook(&CrashPoint { event, media: self });
+            hook(&CrashPoint {
+                event,
+                file,
+                operation,
+                media: self,
+            });
         }
+    }
+
+    /// Folds a write into the digest of everything written.
+    fn record(&self, file: &str, offset: u64, data: &[u8]) {
+        let mut digest = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        *digest = fnv1a(
+            fnv1a(fnv1a(*digest, file.as_bytes()), &offset.to_le_bytes()),
+            data,
+        );
     }
 
     fn lock_path(&self, name: &str) -> PathBuf {
@@ -149,6 +242,7 @@ impl SimMedia {
 /// A simulated device that reports its mutating operations as events.
 #[derive(Debug)]
 struct Tracked {
+    name: String,
     inner: Arc<dyn Device>,
     media: Arc<SimMedia>,
 }
@@ -158,15 +252,20 @@ impl Device for Tracked {
         self.inner.read_at(offset, buf)
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> ferrite_io::Result<()> {
-        self.media.event();
+        let len = data.len();
+        self.media
+            .event(&self.name, Operation::Write { offset, len });
+        self.media.record(&self.name, offset, data);
         self.inner.write_at(offset, data)
     }
     fn append(&self, data: &[u8]) -> ferrite_io::Result<u64> {
-        self.media.event();
+        let len = data.len();
+        self.media.event(&self.name, Operation::Append { len });
+        self.media.record(&self.name, u64::MAX, data);
         self.inner.append(data)
     }
     fn sync(&self) -> ferrite_io::Result<()> {
-        self.media.event();
+        self.media.event(&self.name, Operation::Sync);
         self.inner.sync()
     }
     fn len(&self) -> u64 {
@@ -176,7 +275,7 @@ impl Device for Tracked {
         self.inner.read_ptr(offset, len)
     }
     fn set_len(&self, len: u64) -> ferrite_io::Result<()> {
-        self.media.event();
+        self.media.event(&self.name, Operation::SetLen { len });
         self.inner.set_len(len)
     }
     fn info(&self) -> DeviceInfo {
@@ -229,6 +328,7 @@ impl Media for SimHandle {
             .open(&lock_path)
             .map_err(|e| Error::io("create", &lock_path, e))?;
         let tracked = Tracked {
+            name: path.to_owned(),
             inner: device.device(),
             media: media.clone(),
         };
@@ -241,7 +341,7 @@ impl Media for SimHandle {
 
     fn delete(&self, path: &str, _sync_dir: bool) -> Result<()> {
         let media = self.media(path)?;
-        media.event();
+        media.event(path, Operation::Delete);
         let removed = media.files().remove(path);
         match removed {
             Some(_) => Ok(()),
@@ -301,6 +401,7 @@ impl SimVfs {
             files: Mutex::new(files),
             events: AtomicU64::new(0),
             hook: Mutex::new(None),
+            written: Mutex::new(0xCBF2_9CE4_8422_2325),
         });
         let name = format!(
             "ferrite-sim-{}-{}-{}",
@@ -325,6 +426,17 @@ impl SimVfs {
     /// Mutating operations so far.
     pub fn events(&self) -> u64 {
         self.media.events.load(Ordering::SeqCst)
+    }
+
+    /// A digest (FNV-1a) of every write so far: its file, offset and
+    /// bytes, in order. Two runs that wrote the same bytes agree on it;
+    /// SQLite's random journal nonces and WAL salts are in those bytes.
+    pub fn written_digest(&self) -> u64 {
+        *self
+            .media
+            .written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `hook` just before every later event (replacing an earlier

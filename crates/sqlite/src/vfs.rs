@@ -70,6 +70,25 @@ unsafe impl Send for Registration {}
 // SAFETY: as above; no method mutates through `&self`.
 unsafe impl Sync for Registration {}
 
+/// Seeds the PRNG of the SQLite this crate links
+/// (`SQLITE_TESTCTRL_PRNG_SEED`) and restarts it, so the next random bytes
+/// SQLite draws (rollback-journal nonces, WAL salts) are a function of
+/// `seed` alone; `0` restores the default, seeding from the default VFS's
+/// `xRandomness` (`/dev/urandom` on unix).
+pub(crate) fn seed_linked_prng(seed: c_int) {
+    // SAFETY: PRNG_SEED takes an int and a database pointer, which may be
+    // null (then the int is the seed); it only sets a global and resets the
+    // PRNG under SQLite's PRNG mutex. The bundled SQLite is built without
+    // SQLITE_UNTESTABLE, so the test control exists.
+    unsafe {
+        ffi::sqlite3_test_control(
+            ffi::SQLITE_TESTCTRL_PRNG_SEED,
+            seed,
+            ptr::null_mut::<ffi::sqlite3>(),
+        );
+    }
+}
+
 fn c_name(name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| Error::BadName {
         name: name.into(),

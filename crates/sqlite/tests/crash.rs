@@ -4,14 +4,23 @@
 //! `PRAGMA integrity_check` and hold exactly the committed transactions.
 //!
 //! `FERRITE_CRASH_ITERS` sets how many seeds each mode and journal mode
-//! runs (default 1). A failure names its seed and event.
+//! runs (default 1); `FERRITE_CRASH_JOURNALS` (say `PERSIST,WAL`) limits
+//! the journal modes, for sweeps. A failure names its seed, event and
+//! operation.
+//!
+//! A run replays exactly from its seed in any process: the seed drives the
+//! transactions, the crash images, and SQLite's own PRNG (journal nonces,
+//! WAL salts), which [`SeededPrng`] holds at the seed for the whole run and
+//! which is process-wide, so runs take turns. Recovery is checked in step
+//! with the run (the run waits at each crash point), so nothing else draws
+//! from SQLite's PRNG while the run does.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use ferrite_pmem::SplitMix64;
-use ferrite_sqlite::{Mode, SimImages, SimVfs, VfsOptions};
+use ferrite_sqlite::{Mode, Operation, SeededPrng, SimImages, SimVfs, VfsOptions};
 use rusqlite::{Connection, OpenFlags};
 
 const DB: &str = "/crash.db";
@@ -78,6 +87,7 @@ fn recover(options: VfsOptions, images: SimImages) -> Result<State, String> {
 
 struct Point {
     event: u64,
+    what: String,
     images: SimImages,
     committed: usize,
     in_commit: bool,
@@ -107,8 +117,27 @@ fn run_workload(db: &Connection, txns: &[Vec<Op>], progress: &Mutex<Progress>) {
     }
 }
 
-/// Runs one seed; returns the number of crash points checked.
-fn crash_run(mode: Mode, journal: &'static str, seed: u64) -> usize {
+fn describe(file: &str, operation: Operation) -> String {
+    match operation {
+        Operation::Write { offset, len } => format!("write [{offset}, +{len}) of {file}"),
+        Operation::Append { len } => format!("append of {len} bytes to {file}"),
+        Operation::Sync => format!("sync of {file}"),
+        Operation::SetLen { len } => format!("truncate of {file} to {len}"),
+        Operation::Delete => format!("delete of {file}"),
+    }
+}
+
+/// What one seed did: crash points checked, and a digest of every byte it
+/// wrote (equal digests mean the run replayed exactly).
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    points: usize,
+    written_digest: u64,
+}
+
+/// Runs one seed.
+fn crash_run(mode: Mode, journal: &'static str, seed: u64) -> Outcome {
+    let _prng = SeededPrng::new(seed);
     let options = VfsOptions::new(mode);
     let (txns, states) = plan(seed);
     let vfs = SimVfs::new(options).expect("sim vfs");
@@ -119,7 +148,8 @@ fn crash_run(mode: Mode, journal: &'static str, seed: u64) -> usize {
     ))
     .expect("setup");
     let progress = Arc::new(Mutex::new(Progress::default()));
-    let (tx, rx) = mpsc::sync_channel::<Point>(1);
+    let (tx, rx) = mpsc::sync_channel::<Point>(0);
+    let (done_tx, done_rx) = mpsc::sync_channel::<()>(0);
     let hook_progress = progress.clone();
     vfs.set_crash_hook(move |point| {
         let (committed, in_commit) = {
@@ -127,12 +157,18 @@ fn crash_run(mode: Mode, journal: &'static str, seed: u64) -> usize {
             (p.committed, p.in_commit)
         };
         let images = point.images(seed ^ point.event.wrapping_mul(0x5851_F42D));
-        let _ = tx.send(Point {
+        let sent = tx.send(Point {
             event: point.event,
+            what: describe(point.file, point.operation),
             images,
             committed,
             in_commit,
         });
+        // Wait until recovery from this point is checked. If the verifier
+        // failed, the run goes on unchecked and the test reports the failure.
+        if sent.is_ok() {
+            let _ = done_rx.recv();
+        }
     });
     let verifier = std::thread::spawn(move || {
         let mut checked = 0;
@@ -147,22 +183,29 @@ fn crash_run(mode: Mode, journal: &'static str, seed: u64) -> usize {
             };
             assert!(
                 ok,
-                "{mode} {journal} seed {seed} event {}: committed {} (in commit: {}), recovered {:?}",
+                "{mode} {journal} seed {seed} event {} (before the {}): committed {} (in commit: \
+                 {}), recovered {:?}",
                 point.event,
+                point.what,
                 point.committed,
                 point.in_commit,
                 got.map(|s| s.keys().copied().collect::<Vec<_>>())
             );
             checked += 1;
+            let _ = done_tx.send(());
         }
         checked
     });
     run_workload(&db, &txns, &progress);
     vfs.clear_crash_hook();
     drop(db);
-    verifier
+    let points = verifier
         .join()
-        .expect("a crash point failed to recover (see above)")
+        .expect("a crash point failed to recover (see above)");
+    Outcome {
+        points,
+        written_digest: vfs.written_digest(),
+    }
 }
 
 fn iterations() -> u64 {
@@ -172,11 +215,24 @@ fn iterations() -> u64 {
         .unwrap_or(1)
 }
 
+/// The journal modes to run: all four, or those `FERRITE_CRASH_JOURNALS`
+/// names.
+fn journals() -> Vec<&'static str> {
+    let all = ["DELETE", "TRUNCATE", "PERSIST", "WAL"];
+    match std::env::var("FERRITE_CRASH_JOURNALS") {
+        Ok(names) => all
+            .into_iter()
+            .filter(|j| names.split(',').any(|n| n.trim().eq_ignore_ascii_case(j)))
+            .collect(),
+        Err(_) => all.to_vec(),
+    }
+}
+
 fn crash_suite(mode: Mode) {
-    for journal in ["DELETE", "TRUNCATE", "PERSIST", "WAL"] {
+    for journal in journals() {
         for i in 0..iterations() {
             let seed = 0xC0FFEE + i * 7919 + journal.len() as u64;
-            let points = crash_run(mode, journal, seed);
+            let Outcome { points, .. } = crash_run(mode, journal, seed);
             assert!(
                 points > TXNS,
                 "{mode} {journal}: only {points} crash points"
@@ -201,34 +257,22 @@ fn crash_consistency_file() {
     crash_suite(Mode::File);
 }
 
+/// A seed replays the same run, whatever ran before it in the process:
+/// the same bytes written (SQLite's journal nonces included) and the same
+/// crash points. The other tests run in parallel threads meanwhile.
+#[test]
+fn a_seed_replays_exactly() {
+    let first = crash_run(Mode::Pmem, "PERSIST", 0xC0FFEE);
+    let again = crash_run(Mode::Pmem, "PERSIST", 0xC0FFEE);
+    assert_eq!(first, again);
+}
+
 /// The seed that caught ferrite-pmem losing a committed transaction in
 /// PERSIST mode while it advertised `SAFE_APPEND` (docs/sqlite.md, "Why not
 /// `SAFE_APPEND`?"). Pinned, because the default iteration count does not
-/// reach it. SQLite's journal nonces come from its process-wide PRNG, which
-/// tests running in parallel draw from in an order that varies, so the
-/// seed only replays the same run in a process of its own: the test runs
-/// itself as a child process.
+/// reach it.
 #[test]
 fn persist_journal_on_pmem_regression_seed() {
-    const CHILD: &str = "FERRITE_SQLITE_CRASH_CHILD";
-    if std::env::var_os(CHILD).is_some() {
-        let points = crash_run(Mode::Pmem, "PERSIST", 12_672_194);
-        assert!(points > TXNS, "only {points} crash points");
-        return;
-    }
-    let exe = std::env::current_exe().expect("test binary");
-    let output = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "persist_journal_on_pmem_regression_seed",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .expect("run the child");
-    assert!(
-        output.status.success(),
-        "child failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let Outcome { points, .. } = crash_run(Mode::Pmem, "PERSIST", 12_672_194);
+    assert!(points > TXNS, "only {points} crash points");
 }
