@@ -27,6 +27,9 @@ pub(crate) struct OpenFile {
     temporary: bool,
     /// Name to delete at close (`SQLITE_OPEN_DELETEONCLOSE` with a name).
     pub(crate) delete_on_close: Option<String>,
+    /// A rollback journal (`SQLITE_OPEN_MAIN_JOURNAL`): see
+    /// [`OpenFile::write`].
+    pub(crate) main_journal: bool,
     /// Bytes SQLite may read in place (`PRAGMA mmap_size`, passed down as
     /// `SQLITE_FCNTL_MMAP_SIZE`); 0 turns `xFetch` off.
     mmap_limit: u64,
@@ -54,6 +57,7 @@ impl OpenFile {
             options,
             temporary,
             delete_on_close: None,
+            main_journal: false,
             mmap_limit: 0,
         }
     }
@@ -75,11 +79,52 @@ impl OpenFile {
     }
 
     /// `xWrite`.
+    ///
+    /// One write is special on PM: the one that invalidates a rollback
+    /// journal's header by zeroing its first bytes, the magic (in
+    /// `journal_mode=PERSIST` that write *is* the commit). SQLite assumes a
+    /// write that a crash interrupts is *linear* (done from one end), and
+    /// the header's fields are laid out so that either end zeroed first
+    /// leaves no hot journal. PM gives no such order: the aligned 8-byte
+    /// words of a write not yet drained persist in any combination, so a
+    /// crash could keep the magic and lose the page count (`nRec`), and
+    /// SQLite would then "roll back" zero pages and truncate the committed
+    /// database to its old size. So the magic is cleared and persisted
+    /// first, and the rest follows: one more drain per such write.
     pub(crate) fn write(&self, data: &[u8], offset: u64) -> i32 {
-        match self.device().write_at(offset, data) {
+        let written = if self.invalidates_journal_header(data, offset) {
+            self.write_magic_first(data)
+        } else {
+            self.device().write_at(offset, data)
+        };
+        match written {
             Ok(()) => ffi::SQLITE_OK,
             Err(e) => report(&e.into(), "write", ffi::SQLITE_IOERR_WRITE),
         }
+    }
+
+    /// Whether `data` at `offset` zeroes the first word of a rollback
+    /// journal on PM that holds a (nonzero) journal magic now, along with
+    /// later bytes.
+    fn invalidates_journal_header(&self, data: &[u8], offset: u64) -> bool {
+        const WORD: usize = 8;
+        if !self.main_journal || !self.options.mode.is_pm() || offset != 0 || data.len() <= WORD {
+            return false;
+        }
+        if data[..WORD].iter().any(|&b| b != 0) {
+            return false;
+        }
+        let mut magic = [0u8; WORD];
+        matches!(self.device().read_at(0, &mut magic), Ok(WORD)) && magic != [0; WORD]
+    }
+
+    /// Writes `data` at offset 0 so that its first 8-byte word (failure
+    /// atomic) is persisted before any later byte is stored.
+    fn write_magic_first(&self, data: &[u8]) -> ferrite_io::Result<()> {
+        let (magic, rest) = data.split_at(8);
+        self.device().write_at(0, magic)?;
+        self.device().sync()?;
+        self.device().write_at(magic.len() as u64, rest)
     }
 
     /// `xTruncate`.

@@ -226,6 +226,7 @@ unsafe extern "C" fn x_open(
     if flags & ffi::SQLITE_OPEN_DELETEONCLOSE != 0 {
         open.delete_on_close = name.map(str::to_owned);
     }
+    open.main_journal = flags & ffi::SQLITE_OPEN_MAIN_JOURNAL != 0;
     let handle = FileHandle {
         base: ffi::sqlite3_file {
             pMethods: &IO_METHODS,
