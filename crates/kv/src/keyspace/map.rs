@@ -16,7 +16,7 @@
 //! hash, each behind its own `Arc`. Cloning the map (what a write to a
 //! segment a rewrite snapshot still holds does) clones the chunk pointers
 //! only; the first write to a chunk the snapshot shares copies that chunk,
-//! a sixteenth of the segment. Copying whole segments cost the event loop
+//! 1/64 of the segment. Copying whole segments cost the event loop
 //! ~200 µs per write until most of the 1024 segments had been copied: at
 //! 1M keys client throughput fell from ~37k to 1-5k SET/s for the first
 //! 300 ms of every rewrite (profiled: nearly every event-loop sample then
@@ -35,9 +35,13 @@ use crate::types::Value;
 /// Longest key kept inside its entry; longer ones get a boxed copy.
 pub const KEY_INLINE_MAX: usize = 30;
 
-/// Chunks per map: the copy-before-write unit is a sixteenth of a segment.
-pub const CHUNKS: usize = 16;
-const CHUNK_SHIFT: u32 = 64 - CHUNKS.trailing_zeros();
+/// Chunks per map: the copy-before-write unit is 1/64 of a segment (about
+/// 15 keys at 1M keys), a copy of ~1.5 µs.
+pub const CHUNKS: usize = 64;
+/// Which hash bits pick the chunk: neither the low bits (hashbrown's
+/// bucket index, which would then cluster within a chunk) nor the top
+/// seven (its control byte, which would then match more often in vain).
+const CHUNK_SHIFT: u32 = 40;
 
 /// A key: inline when short (the common case: Redis keys are mostly a few
 /// dozen bytes at most), boxed otherwise.
@@ -93,8 +97,9 @@ type Chunk = HashTable<Box<Entry>>;
 #[derive(Clone, Default)]
 pub struct KeyMap {
     /// Empty until the first insert (most segments of unused databases
-    /// never get one), then [`CHUNKS`] chunks.
-    chunks: Vec<Arc<Chunk>>,
+    /// never get one), then [`CHUNKS`] slots, each allocated on its first
+    /// insert, so a sparse segment costs a pointer per chunk.
+    chunks: Vec<Option<Arc<Chunk>>>,
     hasher: RandomState,
     len: usize,
 }
@@ -121,7 +126,7 @@ impl<'a> IntoIterator for &'a KeyMap {
 }
 
 fn chunk_of(hash: u64) -> usize {
-    (hash >> CHUNK_SHIFT) as usize
+    (hash >> CHUNK_SHIFT) as usize & (CHUNKS - 1)
 }
 
 impl KeyMap {
@@ -144,6 +149,7 @@ impl KeyMap {
         let hash = self.hash(key);
         self.chunks
             .get(chunk_of(hash))?
+            .as_ref()?
             .find(hash, |e| e.key.as_bytes() == key)
             .map(|e| &e.value)
     }
@@ -157,7 +163,7 @@ impl KeyMap {
     /// clone shares it); returns how many entries were copied, if any.
     pub fn unshare(&mut self, key: &[u8]) -> Option<usize> {
         let index = chunk_of(self.hash(key));
-        let chunk = self.chunks.get_mut(index)?;
+        let chunk = self.chunks.get_mut(index)?.as_mut()?;
         if Arc::get_mut(chunk).is_some() {
             return None;
         }
@@ -166,9 +172,9 @@ impl KeyMap {
 
     fn chunk_mut(&mut self, hash: u64) -> &mut Chunk {
         if self.chunks.is_empty() {
-            self.chunks = (0..CHUNKS).map(|_| Arc::default()).collect();
+            self.chunks = vec![None; CHUNKS];
         }
-        Arc::make_mut(&mut self.chunks[chunk_of(hash)])
+        Arc::make_mut(self.chunks[chunk_of(hash)].get_or_insert_with(Arc::default))
     }
 
     /// The value at `key`, for modification.
@@ -229,6 +235,7 @@ impl KeyMap {
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
         self.chunks
             .iter()
+            .flatten()
             .flat_map(|c| c.iter().map(|e| (e.key.as_bytes(), &e.value)))
     }
 
@@ -238,6 +245,7 @@ impl KeyMap {
     pub fn release(self) -> usize {
         self.chunks
             .into_iter()
+            .flatten()
             .filter_map(Arc::into_inner)
             .map(|c| c.len())
             .sum()

@@ -202,7 +202,7 @@ impl Keyspace {
     /// keyspace its own copy: the copy-before-write. That copy shares the
     /// map's chunks with the snapshot; then the chunk `key` is in is copied
     /// (`KeyMap::unshare`), and it shares every value with the snapshot, so
-    /// a write copies a sixteenth of a segment's table, never its data.
+    /// a write copies 1/64 of a segment's table, never its data.
     fn segment_mut(&mut self, db: usize, seg: usize, key: Option<&[u8]>) -> &mut Segment {
         let slot = &mut self.dbs[db].segments[seg];
         let before = Arc::as_ptr(slot);
