@@ -6,11 +6,10 @@
 //! at hashbrown's power-of-two capacity, which is only half full at that
 //! count (segments of ~980 keys grow to 2048 slots), about 86 bytes; plus
 //! the key's own allocation (reference counts and bytes: 48 with the
-//! allocator's header). This map keeps one pointer per slot (9 bytes with
-//! the control byte) to a boxed [`Entry`] holding the key inline (up to
-//! [`KEY_INLINE_MAX`] bytes, else one boxed copy) next to the value, in one
-//! 56-byte allocation. Empty slots cost 9 bytes instead of 41, and short
-//! keys no allocation of their own.
+//! allocator's header). Here a slot is a 48-byte [`Entry`], the key inline
+//! (up to [`KEY_INLINE_MAX`] bytes, else one boxed copy) next to the
+//! value: short keys need no allocation of their own, and small tables
+//! (a chunk holds ~15 keys at 1M keys) are about 60% full on average.
 //!
 //! Copy-before-write: the keys are spread over [`CHUNKS`] chunks by their
 //! hash, each behind its own `Arc`. Cloning the map (what a write to a
@@ -22,7 +21,10 @@
 //! 300 ms of every rewrite (profiled: nearly every event-loop sample then
 //! was in the map's clone). A string value stays one shared `Arc<[u8]>`,
 //! and collections are copy-on-write (`types::Shared`), so copying a chunk
-//! copies entries, never value bytes.
+//! is one allocation, a copy of its slots and a reference-count increment
+//! per value, never value bytes. (With one boxed entry per slot, copies
+//! cost a `malloc` per key: 20% of the event loop's profile during a
+//! rewrite was in glibc's `_int_malloc`/`malloc_consolidate` and the clone.)
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
@@ -33,7 +35,7 @@ use hashbrown::HashTable;
 use crate::types::Value;
 
 /// Longest key kept inside its entry; longer ones get a boxed copy.
-pub const KEY_INLINE_MAX: usize = 30;
+pub const KEY_INLINE_MAX: usize = 22;
 
 /// Chunks per map: the copy-before-write unit is 1/64 of a segment (about
 /// 15 keys at 1M keys), a copy of ~1.5 µs.
@@ -76,22 +78,20 @@ impl Key {
     }
 }
 
-/// One key and its value, the allocation a table slot points to.
+/// One key and its value: a table slot.
 #[derive(Clone, Debug)]
 struct Entry {
     key: Key,
     value: Value,
 }
 
-// 56 bytes: with glibc's 8-byte chunk header, one 64-byte chunk per key.
-const _: () = assert!(std::mem::size_of::<Entry>() <= 56);
-const _: () = assert!(std::mem::size_of::<Box<Entry>>() == 8);
+const _: () = assert!(std::mem::size_of::<Entry>() == 48);
 
 /// Estimated heap bytes of one entry: its slot and control byte at a load
-/// of 7/8, and its boxed entry with the allocator's header.
-pub const ENTRY_BYTES_ESTIMATE: i64 = (9 * 8 / 7) + 64;
+/// of 7/8.
+pub const ENTRY_BYTES_ESTIMATE: i64 = 49 * 8 / 7;
 
-type Chunk = HashTable<Box<Entry>>;
+type Chunk = HashTable<Entry>;
 
 /// Key → value, with the `HashMap` operations the keyspace uses.
 #[derive(Clone, Default)]
@@ -203,10 +203,10 @@ impl KeyMap {
                 Some(std::mem::replace(&mut slot.get_mut().value, value))
             }
             TableEntry::Vacant(slot) => {
-                slot.insert(Box::new(Entry {
+                slot.insert(Entry {
                     key: Key::new(key),
                     value,
-                }));
+                });
                 self.len += 1;
                 None
             }
