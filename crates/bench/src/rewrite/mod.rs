@@ -2,7 +2,8 @@
 //! fork-less parallel log rewrite against Debian's redis-server 7
 //! BGREWRITEAOF (RDB preamble yes and no) in the same run.
 //!
-//! Each server gets a dataset of 16-byte keys (`key:%012d`), both with
+//! Each server gets a dataset of 16-byte keys (`key:%012d`) with
+//! pseudo-random, incompressible values (the load's too), both with
 //! `appendonly yes`, `appendfsync everysec`, automatic rewrites off and the
 //! data on the disk. A closed-loop SET load of random existing keys runs
 //! before, during and shortly after one BGREWRITEAOF; memory (PSS of the
@@ -54,6 +55,10 @@ pub struct RewriteArgs {
     /// Connections of the closed-loop SET load.
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
+    /// Only these configurations (default: all of ferrite_t1, ferrite_t2,
+    /// redis_preamble, redis_aof); ratios missing one read NaN.
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Vec<String>,
 }
 
 /// A server configuration of the comparison.
@@ -91,6 +96,9 @@ struct RunResult {
     throughput: Vec<(f64, f64)>,
     memory: Vec<(f64, f64)>,
 }
+
+/// The first run of each configuration that ran, with its label.
+type Labelled = Vec<(String, RunResult)>;
 
 /// Every figure of every run, per configuration.
 type RunsByConfig = BTreeMap<String, Vec<BTreeMap<String, f64>>>;
@@ -310,6 +318,7 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
         pipeline: 1,
         requests: plan.keys,
         value_bytes: plan.value_bytes,
+        random_values: true,
     })?;
     let mut figures = BTreeMap::new();
     let Observed {
@@ -530,11 +539,15 @@ fn dataset(
     index: usize,
     common: &Common,
     scratch: &Path,
-) -> Result<(Medians, Vec<RunResult>, RunsByConfig)> {
+    configs: &[String],
+) -> Result<(Medians, Labelled, RunsByConfig)> {
     let mut all = RunsByConfig::new();
     let mut first = Vec::new();
     for run in 0..common.runs() {
         for (i, (label, system)) in CONFIGS.iter().enumerate() {
+            if !configs.is_empty() && !configs.iter().any(|c| c == label) {
+                continue;
+            }
             let port = BASE_PORT + (index * 100 + run * 10 + i * 2) as u16;
             let result = one_run(*system, port, &scratch.join(label), plan)
                 .with_context(|| format!("{label}, run {run}"))?;
@@ -554,7 +567,7 @@ fn dataset(
                 .or_default()
                 .push(result.figures.clone());
             if run == 0 {
-                first.push(result);
+                first.push((label.to_string(), result));
             }
         }
     }
@@ -608,16 +621,12 @@ fn record_timelines(
     svg: &Path,
     plan: &Plan,
     name: &str,
-    first: Vec<RunResult>,
+    first: Labelled,
 ) -> Result<()> {
     if let Some(dir) = svg.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let timelines: BTreeMap<String, RunResult> = CONFIGS
-        .iter()
-        .map(|(l, _)| l.to_string())
-        .zip(first)
-        .collect();
+    let timelines: BTreeMap<String, RunResult> = first.into_iter().collect();
     plot(svg, plan, &timelines)?;
     report.figure(
         format!("timelines_{name}"),
@@ -663,7 +672,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
             steady: Duration::from_secs_f64(steady),
             tail: Duration::from_secs_f64(tail),
         };
-        let (m, first, runs) = dataset(&plan, index, &common, &scratch)?;
+        let (m, first, runs) = dataset(&plan, index, &common, &scratch, &args.configs)?;
         let name = format!("v{value_bytes}");
         record_ratios(&mut report, &m, &name, index == 0);
         let svg_name = if index == 0 {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::kvload::{complete_replies, encode};
+use crate::kvload::{complete_replies, encode, random_bytes};
 
 /// One control connection: a command, then its one reply.
 pub(crate) struct Conn {
@@ -140,7 +140,8 @@ pub(crate) struct WriteLoad {
 }
 
 /// One connection of the load: SET of a random existing key (the fill's
-/// `key:%012d` names), one at a time, until `stop`.
+/// `key:%012d` names) to fresh pseudo-random (incompressible) bytes, one at
+/// a time, until `stop`.
 fn write_client(
     load: WriteLoad,
     seed: u64,
@@ -148,7 +149,7 @@ fn write_client(
     stop: &AtomicBool,
 ) -> Result<Vec<Done>> {
     let mut conn = Conn::connect(load.port)?;
-    let value = vec![b'v'; load.value_bytes];
+    let mut value = vec![0u8; load.value_bytes];
     let mut state = seed | 1;
     let mut out = Vec::with_capacity(1 << 16);
     while !stop.load(Ordering::Relaxed) {
@@ -157,6 +158,7 @@ fn write_client(
         state ^= state >> 7;
         state ^= state << 17;
         let key = format!("key:{:012}", state % load.keys.max(1) as u64);
+        random_bytes(state, &mut value);
         let sent = Instant::now();
         conn.call(&[b"SET", key.as_bytes(), &value])?;
         out.push(Done {

@@ -15,11 +15,13 @@
 //! TTL, so keys without one pay nothing for it.
 
 pub mod glob;
+pub mod map;
 mod snapshot;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use map::KeyMap;
 pub use snapshot::{CowStats, SegmentRange, Snapshot};
 
 use crate::types::{Bytes, Value};
@@ -43,7 +45,7 @@ pub fn segment_of(key: &[u8]) -> usize {
 #[derive(Clone, Debug, Default)]
 pub struct Segment {
     /// Key → value.
-    pub map: HashMap<Bytes, Value>,
+    pub map: KeyMap,
     /// Key → absolute expiry in Unix milliseconds, only for keys with a TTL.
     pub expires: HashMap<Bytes, i64>,
 }
@@ -194,17 +196,22 @@ impl Keyspace {
         }
     }
 
-    /// Segment `seg` of `db` for modification. If a rewrite snapshot still
-    /// holds the segment (not serialised yet), `make_mut` first gives the
-    /// live keyspace its own copy: the copy-before-write. The copy shares
-    /// every key and value with the snapshot (reference counts), so it
-    /// costs the segment's map, not its data.
-    fn segment_mut(&mut self, db: usize, seg: usize) -> &mut Segment {
+    /// Segment `seg` of `db` for modification of `key` (or of its expiry
+    /// only, with `key` `None`). If a rewrite snapshot still holds the
+    /// segment (not serialised yet), `make_mut` first gives the live
+    /// keyspace its own copy: the copy-before-write. That copy shares the
+    /// map's chunks with the snapshot; then the chunk `key` is in is copied
+    /// (`KeyMap::unshare`), and it shares every value with the snapshot, so
+    /// a write copies 1/64 of a segment's table, never its data.
+    fn segment_mut(&mut self, db: usize, seg: usize, key: Option<&[u8]>) -> &mut Segment {
         let slot = &mut self.dbs[db].segments[seg];
         let before = Arc::as_ptr(slot);
         let segment = Arc::make_mut(slot);
         if !std::ptr::eq(before, segment) {
-            self.cow.copied(segment);
+            self.cow.copied_segment(segment);
+        }
+        if let Some(entries) = key.and_then(|k| segment.map.unshare(k)) {
+            self.cow.copied_entries(entries);
         }
         segment
     }
@@ -222,12 +229,12 @@ impl Keyspace {
         if !self.is_expired(db, seg, key) {
             return false;
         }
-        let segment = self.segment_mut(db, seg);
+        let segment = self.segment_mut(db, seg, Some(key));
         segment.expires.remove(key);
-        if let Some((owned, _)) = segment.map.remove_entry(key) {
+        if segment.map.remove(key).is_some() {
             self.dbs[db].len -= 1;
             self.touch(db, key);
-            self.expired.push((db, owned));
+            self.expired.push((db, key.into()));
             self.expired_total += 1;
         }
         true
@@ -261,7 +268,7 @@ impl Keyspace {
             return None;
         }
         self.touch(db, key);
-        self.segment_mut(db, seg).map.get_mut(key)
+        self.segment_mut(db, seg, Some(key)).map.get_mut(key)
     }
 
     /// The value at `key`, created with `make` if missing.
@@ -269,13 +276,13 @@ impl Keyspace {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let segment = self.segment_mut(db, seg);
+        let segment = self.segment_mut(db, seg, Some(key));
         let inserted = !segment.map.contains_key(key);
         if inserted {
-            segment.map.insert(key.into(), make());
+            segment.map.insert(key, make());
             self.dbs[db].len += 1;
         }
-        let map = &mut self.segment_mut(db, seg).map;
+        let map = &mut self.segment_mut(db, seg, Some(key)).map;
         map.get_mut(key).expect("inserted just above")
     }
 
@@ -284,17 +291,8 @@ impl Keyspace {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let segment = self.segment_mut(db, seg);
-        let inserted = match segment.map.get_mut(key) {
-            Some(slot) => {
-                *slot = value;
-                false
-            }
-            None => {
-                segment.map.insert(key.into(), value);
-                true
-            }
-        };
+        let segment = self.segment_mut(db, seg, Some(key));
+        let inserted = segment.map.insert(key, value).is_none();
         if !keep_ttl && !segment.expires.is_empty() {
             segment.expires.remove(key);
         }
@@ -310,7 +308,7 @@ impl Keyspace {
         if !self.dbs[db].segments[seg].map.contains_key(key) {
             return None;
         }
-        let segment = self.segment_mut(db, seg);
+        let segment = self.segment_mut(db, seg, Some(key));
         let value = segment.map.remove(key)?;
         segment.expires.remove(key);
         self.dbs[db].len -= 1;
@@ -323,7 +321,7 @@ impl Keyspace {
         let seg = segment_of(key);
         let found = &self.dbs[db].segments[seg].map;
         if found.get(key).is_some_and(Value::is_empty_collection) {
-            let segment = self.segment_mut(db, seg);
+            let segment = self.segment_mut(db, seg, Some(key));
             segment.map.remove(key);
             segment.expires.remove(key);
             self.dbs[db].len -= 1;
@@ -343,7 +341,9 @@ impl Keyspace {
         let seg = segment_of(key);
         self.touch(db, key);
         if self.dbs[db].segments[seg].map.contains_key(key) {
-            self.segment_mut(db, seg).expires.insert(key.into(), at_ms);
+            self.segment_mut(db, seg, None)
+                .expires
+                .insert(key.into(), at_ms);
         }
     }
 
@@ -353,7 +353,11 @@ impl Keyspace {
         if !self.dbs[db].segments[seg].expires.contains_key(key) {
             return false;
         }
-        let removed = self.segment_mut(db, seg).expires.remove(key).is_some();
+        let removed = self
+            .segment_mut(db, seg, None)
+            .expires
+            .remove(key)
+            .is_some();
         if removed {
             self.touch(db, key);
         }
@@ -381,7 +385,6 @@ impl Keyspace {
         segment
             .map
             .keys()
-            .map(|k| &k[..])
             .filter(move |k| loading || segment.expires.get(*k).is_none_or(|&at| at > now))
     }
 

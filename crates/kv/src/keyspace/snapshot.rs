@@ -22,15 +22,16 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use super::map::ENTRY_BYTES_ESTIMATE;
 use super::{Keyspace, Segment, SEGMENTS_PER_DB};
 
-/// Estimated bytes of a segment's maps, not counting the shared keys and
-/// values: per entry a key pointer (16), a value (24) and one control byte,
-/// at hashbrown's maximum load of 7/8; 16 + 8 + 1 per expiry entry.
-pub fn segment_table_bytes(segment: &Segment) -> i64 {
-    let map = segment.map.len() as i64 * 41;
-    let expires = segment.expires.len() as i64 * 25;
-    (map + expires) * 8 / 7
+/// Estimated bytes of a segment copied before a write, not counting the
+/// map's chunks (shared until written, counted by `copied_entries`): the
+/// chunk pointers and the expiry map (16 + 8 + 1 per entry at hashbrown's
+/// maximum load of 7/8).
+pub fn segment_copy_bytes(segment: &Segment) -> i64 {
+    let chunks = (super::map::CHUNKS * 8) as i64;
+    chunks + segment.expires.len() as i64 * 25 * 8 / 7
 }
 
 /// Copy-before-write accounting of the rewrite in progress.
@@ -46,9 +47,17 @@ pub struct CowStats {
 
 impl CowStats {
     /// Records that the live keyspace copied `segment` (the new copy).
-    pub(super) fn copied(&mut self, segment: &Segment) {
+    pub(super) fn copied_segment(&mut self, segment: &Segment) {
         self.copies += 1;
-        let bytes = segment_table_bytes(segment);
+        self.add(segment_copy_bytes(segment));
+    }
+
+    /// Records that the live keyspace copied a chunk of `entries` entries.
+    pub(super) fn copied_entries(&mut self, entries: usize) {
+        self.add(entries as i64 * ENTRY_BYTES_ESTIMATE);
+    }
+
+    fn add(&mut self, bytes: i64) {
         let now = self.current.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak_bytes = self.peak_bytes.max(now.max(0) as u64);
     }
@@ -94,8 +103,10 @@ impl Snapshot {
     /// takes its estimate off the copy-before-write total.
     pub fn release(&self, segment: Arc<Segment>) {
         if let Some(old) = Arc::into_inner(segment) {
-            let bytes = segment_table_bytes(&old);
-            self.released.fetch_sub(bytes, Ordering::Relaxed);
+            let bytes = segment_copy_bytes(&old);
+            let entries = old.map.release() as i64;
+            self.released
+                .fetch_sub(bytes + entries * ENTRY_BYTES_ESTIMATE, Ordering::Relaxed);
         }
     }
 }

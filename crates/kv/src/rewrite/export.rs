@@ -105,7 +105,7 @@ pub fn export_state(state: &State, file: &Path) -> Result<ExportStats> {
     for db in 0..state.keyspace.databases() {
         let mut selected = false;
         for segment in state.keyspace.db(db).segments() {
-            for (key, value) in &segment.map {
+            for (key, value) in segment.map.iter() {
                 if !selected {
                     command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
                     selected = true;

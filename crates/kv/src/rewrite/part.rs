@@ -160,7 +160,7 @@ impl<W: Write> PartWriter<W> {
             self.end_block()?;
             self.block_at = Some((db, seg));
         }
-        for (key, value) in &segment.map {
+        for (key, value) in segment.map.iter() {
             encode_entry(
                 &mut self.block,
                 key,
@@ -410,7 +410,7 @@ fn decode_block(
         if let Some(at) = expires {
             into.expires.insert(key.clone(), at);
         }
-        if into.map.insert(key, value).is_some() {
+        if into.map.insert(&key, value).is_some() {
             return Err(c.err("duplicate key"));
         }
     }
