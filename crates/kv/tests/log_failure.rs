@@ -120,12 +120,24 @@ fn failed_sync_refuses_writes_and_serves_reads() {
 
 #[test]
 fn full_disk_refuses_writes() {
+    full_disk_refuses_writes_with(AppendFsync::Always);
+}
+
+/// With `everysec` the event loop writes the log itself (no committer
+/// thread): a failed write must poison the log just the same.
+#[test]
+fn full_disk_refuses_writes_with_everysec() {
+    full_disk_refuses_writes_with(AppendFsync::EverySec);
+}
+
+fn full_disk_refuses_writes_with(appendfsync: AppendFsync) {
     let sim = Arc::new(SimFile::new("/sim/appendonly.aof"));
     sim.set_space_limit(Some(4096));
-    let server = SimServer::start(Arc::clone(&sim));
+    let server = SimServer::start_with(Arc::clone(&sim), appendfsync);
     let mut c = server.raw();
     let value = "x".repeat(1000);
     let mut refused = false;
+    let mut acked = Vec::new();
     for i in 0..20 {
         let reply = c.roundtrip_any(format!("SET k{i} {value}\r\n").as_bytes());
         if reply.is_empty() {
@@ -137,12 +149,27 @@ fn full_disk_refuses_writes() {
             break;
         }
         assert_eq!(reply, b"+OK\r\n");
+        acked.push(i);
     }
     assert!(refused, "writes were never refused on a full disk");
+    assert!(!acked.is_empty(), "nothing fitted before the disk was full");
     c.check(
         b"GET k0\r\n",
         format!("${}\r\n{value}\r\n", value.len()).as_bytes(),
     );
+    // Every acknowledged write is in the file the OS holds (what a restart
+    // after kill -9 reads): none was acknowledged unwritten.
+    let mut image = vec![0; sim.len() as usize];
+    let read = sim.read_at(0, &mut image).expect("read the log");
+    image.truncate(read);
+    drop(c);
+    drop(server);
+    let restored = Arc::new(SimFile::from_image("/sim/appendonly.aof", image));
+    let server = SimServer::start_with(restored, appendfsync);
+    let mut c = server.raw();
+    for i in acked {
+        c.check(format!("EXISTS k{i}\r\n").as_bytes(), b":1\r\n");
+    }
 }
 
 #[test]

@@ -8,6 +8,11 @@
 //! far it got and wakes the loop through the mio waker. While it commits,
 //! the loop goes on appending; the next commit takes all of that, so the
 //! batch grows with the device's latency.
+//!
+//! At `everysec` and `no` the loop writes the log itself (see
+//! `WalLog::commit_inline`); the committer then only runs syncs the loop
+//! asked for (CONFIG SET appendfsync always on such a wal, `no`'s 64 MiB
+//! sync).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

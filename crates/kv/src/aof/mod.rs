@@ -13,7 +13,9 @@
 //! persists the record); once per loop iteration it hands the new records to
 //! a committer thread, which commits them (on a disk file: one write and,
 //! for `appendfsync always`, one `fdatasync` for the whole group) and wakes
-//! the loop, which then sends the replies that were waiting.
+//! the loop, which then sends the replies that were waiting. At `everysec`
+//! and `no`, where a commit is only a write into the page cache, the loop
+//! does that write itself and replies at once.
 //!
 //! Where the log's files live is decided here only ([`LogFiles`]), so that a
 //! manifest can name them (issue #5, the fork-less rewrite).
