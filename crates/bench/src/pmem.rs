@@ -2,9 +2,12 @@
 //! memcpy + msync on emulated PM, each flush instruction separately, and
 //! `Device` write + sync latency for every backend.
 //!
-//! Every method writes into the same kind of mapping (a file on tmpfs,
-//! pre-faulted), walking sequentially through a working set larger than the
-//! last-level cache, so flushes write real lines back. Methods are
+//! Every method writes into the same file on tmpfs (pre-faulted), mapped
+//! once per method with that method's dispatch, so all of them store to the
+//! same physical pages (separate files gave identical code 5-15% apart at
+//! 1 MiB, by where their pages happened to lie). Each walks sequentially
+//! through a working set larger than the last-level cache, so flushes write
+//! real lines back. Methods are
 //! interleaved within each run so drifting machine noise hits all alike; the
 //! figures are medians over runs.
 
@@ -24,6 +27,8 @@ use crate::Common;
 pub const PERSIST_SIZES: [usize; 7] = [64, 256, 1024, 4096, 16384, 65536, 1 << 20];
 /// Write sizes of the device experiment.
 pub const DEVICE_SIZES: [usize; 5] = [64, 256, 1024, 4096, 16384];
+/// Slices each method's time per size and run is cut into.
+const SLICES: usize = 6;
 /// Bytes each method cycles through: larger than the last-level cache.
 const WORKING_SET: usize = 64 << 20;
 
@@ -156,13 +161,39 @@ fn persist_once(method: &Method, target: &mut Target, data: &[u8]) -> Result<()>
     Ok(())
 }
 
-/// Times batches of persists for `time` and returns one run's figures.
-fn persist_run(
+/// Persists timed in one or more slices, summed before they become rates.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timed {
+    ops: u64,
+    seconds: f64,
+    user_bytes: u64,
+    delta: FlushStats,
+}
+
+impl Timed {
+    fn add(&mut self, other: Timed) {
+        self.ops += other.ops;
+        self.seconds += other.seconds;
+        self.user_bytes += other.user_bytes;
+        self.delta = self.delta + other.delta;
+    }
+
+    fn run(&self) -> PersistRun {
+        PersistRun {
+            ops_per_s: self.ops as f64 / self.seconds,
+            ns_per_op: self.seconds * 1e9 / self.ops as f64,
+            stats: StatsPerOp::new(self.delta, self.ops, self.user_bytes),
+        }
+    }
+}
+
+/// Times batches of persists for `time`.
+fn persist_timed(
     method: &Method,
     target: &mut Target,
     data: &[u8],
     time: Duration,
-) -> Result<PersistRun> {
+) -> Result<Timed> {
     let batch = (1 << 22) / data.len().max(64);
     let before = target.region.stats();
     let start = Instant::now();
@@ -173,17 +204,28 @@ fn persist_run(
         }
         ops += batch as u64;
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let delta = target.region.stats() - before;
-    Ok(PersistRun {
-        ops_per_s: ops as f64 / elapsed,
-        ns_per_op: elapsed * 1e9 / ops as f64,
-        stats: StatsPerOp::new(delta, ops, ops * data.len() as u64),
+    Ok(Timed {
+        ops,
+        seconds: start.elapsed().as_secs_f64(),
+        user_bytes: ops * data.len() as u64,
+        delta: target.region.stats() - before,
     })
 }
 
+/// Times batches of persists for `time` and returns one run's figures.
+fn persist_run(
+    method: &Method,
+    target: &mut Target,
+    data: &[u8],
+    time: Duration,
+) -> Result<PersistRun> {
+    Ok(persist_timed(method, target, data, time)?.run())
+}
+
+/// Maps the pool `name` (shared by every target opened with that name) with
+/// `dispatch`.
 fn open_target(dir: &Path, name: &str, dispatch: Dispatch) -> Result<Target> {
-    let path = dir.join(format!("persist-{name}.pool"));
+    let path = dir.join(format!("{name}.pool"));
     let mut options = MapOptions::new(WORKING_SET);
     options.dispatch = Some(dispatch);
     options.populate = true;
@@ -209,19 +251,28 @@ fn persist_experiment(
             Method::Ferrite { dispatch, .. } => *dispatch,
             Method::Libpmem => Dispatch::for_mode(ferrite_pmem::MapMode::Emulated),
         };
-        targets.push(open_target(dir, method.name(), dispatch)?);
+        targets.push(open_target(dir, "persist", dispatch)?);
     }
     let mut runs: BTreeMap<(usize, usize), Vec<PersistRun>> = BTreeMap::new();
     let mut latencies: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     for run in 0..common.runs() {
         for &size in &PERSIST_SIZES {
             let data: Vec<u8> = (0..size).map(|i| (i * 31 + run) as u8).collect();
-            // Rotate the starting method each run so no method always goes
-            // first after a size change.
+            // Each method's time is cut into slices taken in turn, the
+            // starting method rotating, so a drift of the shared host's
+            // memory bandwidth (seconds long) falls on every method alike.
+            let mut timed = vec![Timed::default(); methods.len()];
+            for slice in 0..SLICES {
+                for k in 0..methods.len() {
+                    let m = (k + run + slice) % methods.len();
+                    let part =
+                        persist_timed(&methods[m], &mut targets[m], &data, time / SLICES as u32)?;
+                    timed[m].add(part);
+                }
+            }
             for k in 0..methods.len() {
                 let m = (k + run) % methods.len();
-                let result = persist_run(&methods[m], &mut targets[m], &data, time)?;
-                runs.entry((m, size)).or_default().push(result);
+                runs.entry((m, size)).or_default().push(timed[m].run());
                 let samples = latencies.entry((m, size)).or_default();
                 let target = &mut targets[m];
                 let method = &methods[m];
@@ -259,7 +310,7 @@ fn persist_experiment(
 }
 
 /// Sizes of the non-temporal threshold sweep.
-const THRESHOLD_SIZES: [usize; 9] = [128, 256, 384, 512, 768, 1024, 1536, 2048, 4096];
+const THRESHOLD_SIZES: [usize; 10] = [64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 4096];
 
 /// Persists per second by size: (cached + flush, streaming).
 type Sweep = BTreeMap<usize, (f64, f64)>;
@@ -277,8 +328,8 @@ fn threshold_sweep(common: &Common, dir: &Path) -> Result<(usize, Sweep)> {
         name: "streaming".into(),
         dispatch: best.with_nt_threshold(0),
     };
-    let mut cached_target = open_target(dir, "sweep-cached", best.with_nt_threshold(usize::MAX))?;
-    let mut streaming_target = open_target(dir, "sweep-streaming", best.with_nt_threshold(0))?;
+    let mut cached_target = open_target(dir, "sweep", best.with_nt_threshold(usize::MAX))?;
+    let mut streaming_target = open_target(dir, "sweep", best.with_nt_threshold(0))?;
     let time = if common.quick {
         Duration::from_millis(40)
     } else {

@@ -335,9 +335,34 @@ mod x86 {
         }
     }
 
+    /// Lines per iteration of the AVX copy: eight lines are sixteen 32-byte
+    /// loads, every `ymm` register, issued before the sixteen streams.
+    const AVX_BATCH_LINES: usize = 8;
+
     #[target_feature(enable = "avx")]
     unsafe fn copy_avx(dst: *mut u8, src: *const u8, lines: usize) {
-        for i in 0..lines {
+        let mut i = 0;
+        // All loads of a batch before its streams: the write-combining
+        // buffers then fill back to back instead of waiting on each load
+        // (a line per iteration left 64 KiB copies 10-20% behind libpmem
+        // on AMD Zen, whose loop is built the same way).
+        while i + AVX_BATCH_LINES <= lines {
+            // SAFETY: lines i..i+8 are inside both ranges; dst is 64-byte
+            // aligned, so every 32-byte half is aligned.
+            unsafe {
+                let s = src.add(i * 64);
+                let d = dst.add(i * 64);
+                let mut v = [_mm256_setzero_si256(); 2 * AVX_BATCH_LINES];
+                for (k, reg) in v.iter_mut().enumerate() {
+                    *reg = _mm256_loadu_si256(s.add(k * 32).cast());
+                }
+                for (k, reg) in v.iter().enumerate() {
+                    _mm256_stream_si256(d.add(k * 32).cast(), *reg);
+                }
+            }
+            i += AVX_BATCH_LINES;
+        }
+        while i < lines {
             // SAFETY: line i is inside both ranges; dst is 64-byte aligned,
             // so both halves are 32-byte aligned.
             unsafe {
@@ -348,6 +373,7 @@ mod x86 {
                 _mm256_stream_si256(d.cast(), a);
                 _mm256_stream_si256(d.add(32).cast(), b);
             }
+            i += 1;
         }
     }
 

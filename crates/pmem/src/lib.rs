@@ -40,7 +40,7 @@ mod region;
 pub mod sim;
 pub mod stats;
 
-pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, CACHE_LINE};
+pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};

@@ -251,6 +251,28 @@ impl Slot {
         self.words[index].store(value, Relaxed);
     }
 
+    /// Counts a copy, set or flush at region offset `offset` and notes its
+    /// media lines as touched in this fence epoch.
+    #[inline]
+    fn record_stores(
+        &self,
+        shared: bool,
+        offset: usize,
+        len: usize,
+        lines_flushed: u64,
+        bytes_nt: u64,
+        bytes_cached: u64,
+    ) {
+        self.add(shared, LINES_FLUSHED, lines_flushed);
+        self.add(shared, BYTES_NT, bytes_nt);
+        self.add(shared, BYTES_CACHED, bytes_cached);
+        if len > 0 && (lines_flushed > 0 || bytes_nt > 0) {
+            let first = (offset / MEDIA_LINE) as u64;
+            let end = (offset + len).div_ceil(MEDIA_LINE) as u64;
+            self.touch(shared, first, end);
+        }
+    }
+
     /// Notes media lines `[first, end)` as touched in this fence epoch.
     /// Overlapping or adjacent ranges merge, so sequential writes and
     /// rewrites of one spot count each media line once; a jump elsewhere
@@ -358,14 +380,26 @@ impl StatsSink {
             return;
         }
         let (slot, shared) = self.slot();
-        slot.add(shared, LINES_FLUSHED, lines_flushed);
-        slot.add(shared, BYTES_NT, bytes_nt);
-        slot.add(shared, BYTES_CACHED, bytes_cached);
-        if len > 0 && (lines_flushed > 0 || bytes_nt > 0) {
-            let first = (offset / MEDIA_LINE) as u64;
-            let end = (offset + len).div_ceil(MEDIA_LINE) as u64;
-            slot.touch(shared, first, end);
+        slot.record_stores(shared, offset, len, lines_flushed, bytes_nt, bytes_cached);
+    }
+
+    /// [`record_stores`](Self::record_stores) then
+    /// [`record_fence`](Self::record_fence), with one look-up of the slot.
+    #[inline]
+    pub(crate) fn record_persist(
+        &self,
+        offset: usize,
+        len: usize,
+        lines_flushed: u64,
+        bytes_nt: u64,
+        bytes_cached: u64,
+    ) {
+        if !is_enabled() {
+            return;
         }
+        let (slot, shared) = self.slot();
+        slot.record_stores(shared, offset, len, lines_flushed, bytes_nt, bytes_cached);
+        slot.settle(shared);
     }
 
     /// Records cached stores that were not flushed (plain writes).

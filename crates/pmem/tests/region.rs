@@ -124,6 +124,11 @@ fn every_dispatch_copies_exactly_and_counts() {
             let before = region.stats();
             region.copy_persist(offset, &data[..len]).expect("copy");
             let delta = region.stats() - before;
+            // The fused persist counts exactly what its two halves count.
+            let before = region.stats();
+            region.copy_nodrain(offset, &data[..len]).expect("copy");
+            region.drain();
+            assert_eq!(region.stats() - before, delta, "{dispatch} {offset}+{len}");
             let mut back = vec![0u8; len];
             region.read(offset, &mut back).expect("read");
             assert_eq!(back, &data[..len], "{dispatch} at {offset}+{len}");
