@@ -6,17 +6,7 @@
 //! region falls back to `msync`.
 
 use crate::cpu::{Dispatch, FlushInstruction, Simd, CACHE_LINE};
-
-/// What one copy or set did, for the flush accounting.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct StoreCounts {
-    /// Cache lines written back by a flush instruction.
-    pub lines_flushed: u64,
-    /// Bytes written with non-temporal stores.
-    pub bytes_nt: u64,
-    /// Bytes written with ordinary cached stores.
-    pub bytes_cached: u64,
-}
+pub(crate) use crate::stats::StoreCounts;
 
 /// Number of cache lines that overlap `[addr, addr + len)`.
 #[inline]

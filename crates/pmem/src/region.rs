@@ -239,13 +239,7 @@ impl PmemRegion {
 
     #[inline]
     fn after_stores(&self, offset: usize, len: usize, counts: arch::StoreCounts) -> Result<()> {
-        self.sink.record_stores(
-            offset,
-            len,
-            counts.lines_flushed,
-            counts.bytes_nt,
-            counts.bytes_cached,
-        );
+        self.sink.record_stores(offset, len, counts);
         if self.dispatch.flush == FlushInstruction::Msync {
             self.msync(offset, len)?;
         }
@@ -320,13 +314,7 @@ impl PmemMedium for PmemRegion {
         let ptr = self.at(offset, data.len())?;
         // SAFETY: as for `write`.
         let counts = unsafe { arch::copy_nodrain(&self.dispatch, ptr, data.as_ptr(), data.len()) };
-        self.sink.record_persist(
-            offset,
-            data.len(),
-            counts.lines_flushed,
-            counts.bytes_nt,
-            counts.bytes_cached,
-        );
+        self.sink.record_persist(offset, data.len(), counts);
         arch::fence();
         Ok(())
     }

@@ -25,7 +25,7 @@ use std::thread::ThreadId;
 use crate::cpu::{FlushInstruction, CACHE_LINE};
 use crate::error::{Error, Result};
 use crate::medium::{MapMode, PmemMedium};
-use crate::stats::{FlushStats, StatsSink};
+use crate::stats::{FlushStats, StatsSink, StoreCounts};
 
 /// A small, fast, seedable generator (SplitMix64), so crash images are
 /// reproducible without a dependency.
@@ -281,7 +281,8 @@ impl SimPmem {
             }
         }
         drop(state);
-        self.sink.record_stores(offset, len, count, 0, len as u64);
+        self.sink
+            .record_stores(offset, len, StoreCounts::cached(count, len as u64));
         Ok(())
     }
 }

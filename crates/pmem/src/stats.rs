@@ -162,6 +162,28 @@ pub fn is_enabled() -> bool {
     ENABLED.load(Relaxed)
 }
 
+/// What one copy, set or flush did, for the flush accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StoreCounts {
+    /// Cache lines written back by a flush instruction.
+    pub lines_flushed: u64,
+    /// Bytes written with non-temporal stores.
+    pub bytes_nt: u64,
+    /// Bytes written with ordinary cached stores.
+    pub bytes_cached: u64,
+}
+
+impl StoreCounts {
+    /// `bytes` stored through the cache, then `lines` flushed.
+    pub(crate) fn cached(lines: u64, bytes: u64) -> StoreCounts {
+        StoreCounts {
+            lines_flushed: lines,
+            bytes_nt: 0,
+            bytes_cached: bytes,
+        }
+    }
+}
+
 /// Counter slots per sink. Slot 0 is shared (updated with atomic adds) by
 /// threads that found no free slot; every other slot belongs to one live
 /// thread at a time, which updates it with plain loads and stores.
@@ -254,19 +276,11 @@ impl Slot {
     /// Counts a copy, set or flush at region offset `offset` and notes its
     /// media lines as touched in this fence epoch.
     #[inline]
-    fn record_stores(
-        &self,
-        shared: bool,
-        offset: usize,
-        len: usize,
-        lines_flushed: u64,
-        bytes_nt: u64,
-        bytes_cached: u64,
-    ) {
-        self.add(shared, LINES_FLUSHED, lines_flushed);
-        self.add(shared, BYTES_NT, bytes_nt);
-        self.add(shared, BYTES_CACHED, bytes_cached);
-        if len > 0 && (lines_flushed > 0 || bytes_nt > 0) {
+    fn record_stores(&self, shared: bool, offset: usize, len: usize, counts: StoreCounts) {
+        self.add(shared, LINES_FLUSHED, counts.lines_flushed);
+        self.add(shared, BYTES_NT, counts.bytes_nt);
+        self.add(shared, BYTES_CACHED, counts.bytes_cached);
+        if len > 0 && (counts.lines_flushed > 0 || counts.bytes_nt > 0) {
             let first = (offset / MEDIA_LINE) as u64;
             let end = (offset + len).div_ceil(MEDIA_LINE) as u64;
             self.touch(shared, first, end);
@@ -368,37 +382,23 @@ impl StatsSink {
     /// Records a copy, set or flush at region offset `offset`: counters,
     /// plus its media lines as touched in this thread's fence epoch.
     #[inline]
-    pub(crate) fn record_stores(
-        &self,
-        offset: usize,
-        len: usize,
-        lines_flushed: u64,
-        bytes_nt: u64,
-        bytes_cached: u64,
-    ) {
+    pub(crate) fn record_stores(&self, offset: usize, len: usize, counts: StoreCounts) {
         if !is_enabled() {
             return;
         }
         let (slot, shared) = self.slot();
-        slot.record_stores(shared, offset, len, lines_flushed, bytes_nt, bytes_cached);
+        slot.record_stores(shared, offset, len, counts);
     }
 
     /// [`record_stores`](Self::record_stores) then
     /// [`record_fence`](Self::record_fence), with one look-up of the slot.
     #[inline]
-    pub(crate) fn record_persist(
-        &self,
-        offset: usize,
-        len: usize,
-        lines_flushed: u64,
-        bytes_nt: u64,
-        bytes_cached: u64,
-    ) {
+    pub(crate) fn record_persist(&self, offset: usize, len: usize, counts: StoreCounts) {
         if !is_enabled() {
             return;
         }
         let (slot, shared) = self.slot();
-        slot.record_stores(shared, offset, len, lines_flushed, bytes_nt, bytes_cached);
+        slot.record_stores(shared, offset, len, counts);
         slot.settle(shared);
     }
 
@@ -463,16 +463,16 @@ mod tests {
     fn sink_counts_media_lines_between_fences() {
         let sink = StatsSink::new();
         // Two flushes inside one 256-byte media line, then the next line.
-        sink.record_stores(0, 64, 1, 0, 64);
-        sink.record_stores(128, 64, 1, 0, 64);
-        sink.record_stores(256, 8, 1, 0, 8);
+        sink.record_stores(0, 64, StoreCounts::cached(1, 64));
+        sink.record_stores(128, 64, StoreCounts::cached(1, 64));
+        sink.record_stores(256, 8, StoreCounts::cached(1, 8));
         sink.record_fence();
         // After the fence the same line counts again.
-        sink.record_stores(0, 64, 1, 0, 64);
+        sink.record_stores(0, 64, StoreCounts::cached(1, 64));
         sink.record_fence();
         // A jump away and back within one epoch counts the line twice.
-        sink.record_stores(0, 64, 1, 0, 64);
-        sink.record_stores(4096, 64, 1, 0, 64);
+        sink.record_stores(0, 64, StoreCounts::cached(1, 64));
+        sink.record_stores(4096, 64, StoreCounts::cached(1, 64));
         sink.record_fence();
         let stats = sink.snapshot();
         assert_eq!(stats.media_lines, 5);
@@ -488,7 +488,7 @@ mod tests {
             for _ in 0..4 {
                 scope.spawn(|| {
                     for _ in 0..1000 {
-                        sink.record_stores(0, 64, 1, 0, 64);
+                        sink.record_stores(0, 64, StoreCounts::cached(1, 64));
                         sink.record_fence();
                     }
                 });
