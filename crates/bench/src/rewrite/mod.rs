@@ -55,6 +55,10 @@ pub struct RewriteArgs {
     /// Connections of the closed-loop SET load.
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
+    /// Seconds of load measured as the steady state before the rewrite
+    /// (default 3; 1 with --quick).
+    #[arg(long)]
+    pub steady: Option<f64>,
     /// Only these configurations (default: all of ferrite_t1, ferrite_t2,
     /// redis_preamble, redis_aof); ratios missing one read NaN.
     #[arg(long, value_delimiter = ',')]
@@ -657,6 +661,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
         (v, _) => v.to_vec(),
     };
     let (steady, tail) = if common.quick { (1.0, 0.5) } else { (3.0, 1.0) };
+    let steady = args.steady.unwrap_or(steady);
     let scratch = report::disk_scratch_dir()?.join("rewrite");
     let mut report = Report::new("rewrite", common.quick, common.runs());
     report.note(format!("servers on cores {SERVER_CORES}, the bench's {} SET connections pinned to core {CLIENT_CORE}; data on {} (the disk)", args.connections, scratch.display()));
