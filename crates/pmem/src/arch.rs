@@ -332,10 +332,10 @@ mod x86 {
     #[target_feature(enable = "avx")]
     unsafe fn copy_avx(dst: *mut u8, src: *const u8, lines: usize) {
         let mut i = 0;
-        // All loads of a batch before its streams: the write-combining
-        // buffers then fill back to back instead of waiting on each load
-        // (a line per iteration left 64 KiB copies 10-20% behind libpmem
-        // on AMD Zen, whose loop is built the same way).
+        // All loads of a batch before its streams, as libpmem's loop does,
+        // so the streams of a batch issue back to back. On AMD Zen this
+        // measured a tie with one line per iteration (both bound by the
+        // memory's write bandwidth from 256 B on; docs/pmem.md).
         while i + AVX_BATCH_LINES <= lines {
             // SAFETY: lines i..i+8 are inside both ranges; dst is 64-byte
             // aligned, so every 32-byte half is aligned.

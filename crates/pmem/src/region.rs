@@ -345,11 +345,9 @@ impl PmemMedium for PmemRegion {
     #[inline]
     fn drain(&self) {
         // clflush is ordered by itself, but non-temporal stores still need
-        // the fence, so it is always issued (it is cheap when idle). The
-        // count goes first: its few cached stores then overlap the fence's
-        // wait for the streaming stores instead of adding to it.
-        self.sink.record_fence();
+        // the fence, so it is always issued (it is cheap when idle).
         arch::fence();
+        self.sink.record_fence();
     }
 
     #[inline]
