@@ -302,23 +302,6 @@ impl PmemMedium for PmemRegion {
         self.after_stores(offset, data.len(), counts)
     }
 
-    /// One look-up of this thread's counters for the copy and the fence,
-    /// where the default (`copy_nodrain` then `drain`) makes two.
-    #[inline]
-    fn copy_persist(&self, offset: usize, data: &[u8]) -> Result<()> {
-        if self.dispatch.flush == FlushInstruction::Msync {
-            self.copy_nodrain(offset, data)?;
-            self.drain();
-            return Ok(());
-        }
-        let ptr = self.at(offset, data.len())?;
-        // SAFETY: as for `write`.
-        let counts = unsafe { arch::copy_nodrain(&self.dispatch, ptr, data.as_ptr(), data.len()) };
-        self.sink.record_persist(offset, data.len(), counts);
-        arch::fence();
-        Ok(())
-    }
-
     #[inline]
     fn memset_nodrain(&self, offset: usize, byte: u8, len: usize) -> Result<()> {
         let ptr = self.at(offset, len)?;

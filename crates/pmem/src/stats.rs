@@ -390,18 +390,6 @@ impl StatsSink {
         slot.record_stores(shared, offset, len, counts);
     }
 
-    /// [`record_stores`](Self::record_stores) then
-    /// [`record_fence`](Self::record_fence), with one look-up of the slot.
-    #[inline]
-    pub(crate) fn record_persist(&self, offset: usize, len: usize, counts: StoreCounts) {
-        if !is_enabled() {
-            return;
-        }
-        let (slot, shared) = self.slot();
-        slot.record_stores(shared, offset, len, counts);
-        slot.settle(shared);
-    }
-
     /// Records cached stores that were not flushed (plain writes).
     #[inline]
     pub(crate) fn record_cached(&self, bytes: u64) {

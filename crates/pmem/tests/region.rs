@@ -124,7 +124,7 @@ fn every_dispatch_copies_exactly_and_counts() {
             let before = region.stats();
             region.copy_persist(offset, &data[..len]).expect("copy");
             let delta = region.stats() - before;
-            // The fused persist counts exactly what its two halves count.
+            // A persist counts exactly what its two halves count.
             let before = region.stats();
             region.copy_nodrain(offset, &data[..len]).expect("copy");
             region.drain();
