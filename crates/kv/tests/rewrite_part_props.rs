@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use ferrite_kv::keyspace::{segment_of, Segment, SegmentRange, SEGMENTS_PER_DB};
 use ferrite_kv::rewrite::part::{PartHeader, PartReader, PartWriter};
 use ferrite_kv::rewrite::FormatError;
-use ferrite_kv::types::{Bytes, Shared, Value, ZSet};
+use ferrite_kv::types::{Bytes, Shared, Str, Value, ZSet};
 use proptest::prelude::*;
 
 fn header(range: SegmentRange) -> PartHeader {
@@ -26,7 +26,7 @@ fn bytes_strategy() -> impl Strategy<Value = Vec<u8>> {
 fn value_strategy() -> impl Strategy<Value = Value> {
     let items = || prop::collection::vec(bytes_strategy(), 1..6);
     prop_oneof![
-        prop::collection::vec(any::<u8>(), 0..600).prop_map(|v| Value::Str(Bytes::from(v))),
+        prop::collection::vec(any::<u8>(), 0..600).prop_map(|v| Value::Str(Str::from(v))),
         prop::collection::hash_map(bytes_strategy(), bytes_strategy(), 1..6).prop_map(|m| {
             Value::Hash(Shared::new(
                 m.into_iter()
@@ -150,7 +150,7 @@ fn a_segment_larger_than_a_block_spans_blocks() {
         if segment_of(key.as_bytes()) == 5 {
             seg.map.insert(
                 Bytes::from(key.as_bytes()),
-                Value::Str(Bytes::from(&[7u8; 3000][..])),
+                Value::Str(Str::new(&[7u8; 3000])),
             );
             keys += 1;
         }
@@ -166,7 +166,7 @@ fn a_segment_larger_than_a_block_spans_blocks() {
 fn blocks_outside_the_header_range_are_refused() {
     let mut seg = Segment::default();
     seg.map
-        .insert(Bytes::from(&b"k"[..]), Value::Str(Bytes::from(&b"v"[..])));
+        .insert(Bytes::from(&b"k"[..]), Value::Str(Str::new(b"v")));
     let s = segment_of(b"k") as u16;
     let narrow = SegmentRange {
         start: 0,

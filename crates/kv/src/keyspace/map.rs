@@ -2,11 +2,11 @@
 //! cheap copy-before-write (issue #5).
 //!
 //! Bytes: a `HashMap<Arc<[u8]>, Value>` costs, per key at a million keys
-//! of 100 bytes, a 41-byte table slot (key pointer, value, control byte)
+//! of 100 bytes, a 33-byte table slot (key pointer, value, control byte)
 //! at hashbrown's power-of-two capacity, which is only half full at that
-//! count (segments of ~980 keys grow to 2048 slots), about 86 bytes; plus
+//! count (segments of ~980 keys grow to 2048 slots), about 69 bytes; plus
 //! the key's own allocation (reference counts and bytes: 48 with the
-//! allocator's header). Here a slot is a 48-byte [`Entry`], the key inline
+//! allocator's header). Here a slot is a 40-byte [`Entry`], the key inline
 //! (up to [`KEY_INLINE_MAX`] bytes, else one boxed copy) next to the
 //! value: short keys need no allocation of their own, and small tables
 //! (a chunk holds ~15 keys at 1M keys) are about 60% full on average.
@@ -85,11 +85,11 @@ struct Entry {
     value: Value,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() == 48);
+const _: () = assert!(std::mem::size_of::<Entry>() == 40);
 
 /// Estimated heap bytes of one entry: its slot and control byte at a load
 /// of 7/8.
-pub const ENTRY_BYTES_ESTIMATE: i64 = 49 * 8 / 7;
+pub const ENTRY_BYTES_ESTIMATE: i64 = 41 * 8 / 7;
 
 type Chunk = HashTable<Entry>;
 
@@ -255,11 +255,10 @@ impl KeyMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::bytes;
     use std::collections::HashMap;
 
     fn string(v: &[u8]) -> Value {
-        Value::Str(bytes(v))
+        Value::Str(v.into())
     }
 
     #[test]

@@ -497,7 +497,12 @@ mod tests {
         let mut ks = Keyspace::new(1);
         for i in 0..100u32 {
             let key = i.to_string();
-            ks.set(0, key.as_bytes(), Value::Str(Bytes::default()), false);
+            ks.set(
+                0,
+                key.as_bytes(),
+                Value::Str(crate::types::Str::default()),
+                false,
+            );
             ks.set_expire(0, key.as_bytes(), 10);
         }
         let v = ks.watch(0, b"5");

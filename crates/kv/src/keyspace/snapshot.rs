@@ -168,10 +168,10 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Bytes, Value};
+    use crate::types::Value;
 
     fn value(s: &str) -> Value {
-        Value::Str(Bytes::from(s.as_bytes()))
+        Value::Str(s.as_bytes().into())
     }
 
     #[test]

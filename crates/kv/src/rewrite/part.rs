@@ -331,7 +331,10 @@ impl<'a> Cursor<'a> {
 
 fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
     Ok(match kind {
-        0 => Value::Str(c.bytes()?),
+        0 => {
+            let n = c.count(1)?;
+            Value::Str(c.take(n)?.into())
+        }
         1 => {
             let n = c.count(2)?;
             let mut h = HashValue::with_capacity(n);
