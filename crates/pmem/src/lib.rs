@@ -11,6 +11,7 @@
 //! - Flush accounting (paper 001): lines flushed, fences, bytes through each
 //!   store path, and an estimate of 256-byte media writes, per region
 //!   ([`PmemMedium::stats`]) and process-wide ([`stats::global`]).
+//! - [`hint::prefetch`], the one CPU hint the safe layers above need.
 //! - [`SimPmem`], simulated PM with reproducible crash images, for crash
 //!   tests of every layer above.
 //!
@@ -33,6 +34,7 @@
 mod arch;
 pub mod cpu;
 mod error;
+pub mod hint;
 #[cfg(feature = "libpmem")]
 pub mod libpmem;
 mod medium;

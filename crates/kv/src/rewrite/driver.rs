@@ -160,19 +160,43 @@ pub fn open(
     Ok((opened, Some(rewriter)))
 }
 
-/// Nice value of the rewrite threads: the lowest CPU priority.
+/// Nice value of the rewrite threads where `SCHED_IDLE` is refused.
 const REWRITE_NICE: i32 = 19;
 
-/// Gives the calling thread (and the workers it starts, which inherit it)
-/// the lowest CPU priority. On a machine with few cores the workers'
-/// serialisation otherwise takes the event loop's core: measured on 2
-/// cores at 1M keys, the loop spent 65-73 ms of every 100 ms waiting in
-/// the run queue behind them; in an A/B, clients got 27.5k and 26.5k
-/// SET/s during the rewrite at nice 19 against 14.6k and 13.4k at nice 0.
-/// At nice 19 the workers still get every cycle the loop leaves idle, so
-/// a rewrite is slowed, not starved (except by other nice-19 processes).
-/// Linux's nice is per thread; failing to set it only costs throughput.
+/// Puts the calling thread (and the workers it starts, which inherit it)
+/// in Linux's `SCHED_IDLE` class, falling back to nice 19.
+///
+/// On a machine with few cores the workers otherwise slow the clients in
+/// two ways. At nice 0 they take the event loop's core outright: measured
+/// on 2 cores at 1M keys, the loop spent 65-73 ms of every 100 ms waiting
+/// in the run queue, and clients got 14.6k and 13.4k SET/s during the
+/// rewrite against 27.5k and 26.5k at nice 19. At nice 19 they still make
+/// every core look busy to the scheduler's wake-up placement, so the
+/// loop, woken by a client, is queued on the client's core behind it
+/// instead of running on the core a worker holds: 176-320 ms of every
+/// second in the run queue during the rewrite against 21-43 at rest
+/// (schedstat, 1M x 100 B, redis-benchmark on the other core). A core
+/// running only `SCHED_IDLE` threads counts as idle for that placement,
+/// and a waking normal thread preempts them at once: 77-113 ms. The
+/// workers then get only the cycles nobody else wants, so a loaded
+/// rewrite takes longer (docs/kv.md has the A/B); the value prefetch in
+/// the part writer keeps what they need of them small.
 fn lower_cpu_priority() {
+    use thread_priority::unix::{
+        set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+        ThreadSchedulePolicy,
+    };
+    let idle = set_thread_priority_and_policy(
+        thread_native_id(),
+        thread_priority::ThreadPriority::Min,
+        ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+    );
+    if let Err(e) = &idle {
+        tracing::debug!("no SCHED_IDLE for the rewrite threads ({e:?}); using nice {REWRITE_NICE}");
+    }
+    // Nice is ignored in SCHED_IDLE, and the one above may have reset it;
+    // set it anyway, so the threads stay at the bottom if the class is
+    // refused or changed later.
     let thread = rustix::thread::gettid();
     if let Err(e) = rustix::process::setpriority_process(Some(thread), REWRITE_NICE) {
         tracing::debug!("cannot lower the rewrite thread's priority: {e}");
