@@ -182,17 +182,22 @@ const REWRITE_NICE: i32 = 19;
 /// rewrite takes longer (docs/kv.md has the A/B); the value prefetch in
 /// the part writer keeps what they need of them small.
 fn lower_cpu_priority() {
-    use thread_priority::unix::{
-        set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-        ThreadSchedulePolicy,
-    };
-    let idle = set_thread_priority_and_policy(
-        thread_native_id(),
-        thread_priority::ThreadPriority::Min,
-        ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
-    );
-    if let Err(e) = &idle {
-        tracing::debug!("no SCHED_IDLE for the rewrite threads ({e:?}); using nice {REWRITE_NICE}");
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use thread_priority::unix::{
+            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+            ThreadSchedulePolicy,
+        };
+        let idle = set_thread_priority_and_policy(
+            thread_native_id(),
+            thread_priority::ThreadPriority::Min,
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+        );
+        if let Err(e) = &idle {
+            tracing::debug!(
+                "no SCHED_IDLE for the rewrite threads ({e:?}); using nice {REWRITE_NICE}"
+            );
+        }
     }
     // Nice is ignored in SCHED_IDLE, and the one above may have reset it;
     // set it anyway, so the threads stay at the bottom if the class is
@@ -439,5 +444,31 @@ impl Rewriter {
             });
             self.poll(state);
         }
+    }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use super::*;
+    use thread_priority::unix::{
+        thread_schedule_policy, NormalThreadSchedulePolicy, ThreadSchedulePolicy,
+    };
+
+    #[test]
+    fn rewrite_threads_and_their_children_run_in_sched_idle() {
+        let (own, child) = std::thread::spawn(|| {
+            lower_cpu_priority();
+            let child = std::thread::spawn(|| thread_schedule_policy().unwrap())
+                .join()
+                .unwrap();
+            (thread_schedule_policy().unwrap(), child)
+        })
+        .join()
+        .unwrap();
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        assert_eq!(own, idle);
+        assert_eq!(child, idle, "workers inherit the class");
+        // The test thread itself is untouched.
+        assert_ne!(thread_schedule_policy().unwrap(), idle);
     }
 }
