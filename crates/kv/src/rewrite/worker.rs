@@ -78,7 +78,12 @@ pub fn write_parts(
                 let progress = Arc::clone(progress);
                 std::thread::Builder::new()
                     .name(format!("rewrite-{index}"))
-                    .spawn_scoped(scope, move || write_one(dir, header, snapshot, &progress))
+                    .spawn_scoped(scope, move || {
+                        if index == 0 {
+                            super::driver::keep_a_cpu_share();
+                        }
+                        write_one(dir, header, snapshot, &progress)
+                    })
             })
             .collect();
         handles
