@@ -479,7 +479,8 @@ impl Rewriter {
     }
 }
 
-#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+#[cfg(test)]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 mod tests {
     use super::*;
     use thread_priority::unix::{
