@@ -96,7 +96,11 @@ pub fn machine() -> Value {
         "clflushopt": features.clflushopt,
         "avx512f": features.avx512f,
         "eadr": features.eadr,
+        // The process-wide default, then what a region of each medium
+        // uses (the non-temporal threshold differs per medium and vendor).
         "dispatch": ferrite_pmem::Dispatch::global().to_string(),
+        "dispatch_emulated": ferrite_pmem::Dispatch::for_mode(ferrite_pmem::MapMode::Emulated).to_string(),
+        "dispatch_real_pm": ferrite_pmem::Dispatch::for_mode(ferrite_pmem::MapMode::RealPm).to_string(),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         "debug_build": cfg!(debug_assertions),
     })
