@@ -88,12 +88,9 @@ pub(crate) unsafe fn copy_nodrain(
     if !dispatch.uses_nt(len) || !x86::HAS_NT {
         // SAFETY: forwarded from the caller.
         unsafe { copy_cached(dst, src, len) };
-        return StoreCounts {
-            // SAFETY: forwarded from the caller.
-            lines_flushed: unsafe { flush_lines(dispatch.flush, dst, len) },
-            bytes_nt: 0,
-            bytes_cached: len as u64,
-        };
+        // SAFETY: forwarded from the caller.
+        let lines = unsafe { flush_lines(dispatch.flush, dst, len) };
+        return StoreCounts::cached(lines, len as u64);
     }
     let (head, body_lines, tail) = split_at_lines(dst as usize, len);
     let body = body_lines * CACHE_LINE;
@@ -185,12 +182,9 @@ pub(crate) unsafe fn memset_nodrain(
     if !dispatch.uses_nt(len) || !x86::HAS_NT {
         // SAFETY: forwarded from the caller.
         unsafe { std::ptr::write_bytes(dst, byte, len) };
-        return StoreCounts {
-            // SAFETY: forwarded from the caller.
-            lines_flushed: unsafe { flush_lines(dispatch.flush, dst, len) },
-            bytes_nt: 0,
-            bytes_cached: len as u64,
-        };
+        // SAFETY: forwarded from the caller.
+        let lines = unsafe { flush_lines(dispatch.flush, dst, len) };
+        return StoreCounts::cached(lines, len as u64);
     }
     let (head, body_lines, tail) = split_at_lines(dst as usize, len);
     let body = body_lines * CACHE_LINE;

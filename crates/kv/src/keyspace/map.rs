@@ -89,7 +89,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 40);
 
 /// Estimated heap bytes of one entry: its slot and control byte at a load
 /// of 7/8.
-pub const ENTRY_BYTES_ESTIMATE: i64 = 41 * 8 / 7;
+pub const ENTRY_BYTES_ESTIMATE: i64 = (std::mem::size_of::<Entry>() as i64 + 1) * 8 / 7;
 
 type Chunk = HashTable<Entry>;
 

@@ -184,22 +184,7 @@ const REWRITE_NICE: i32 = 19;
 /// ([`keep_a_cpu_share`]) so the rewrite always progresses.
 fn lower_cpu_priority() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use thread_priority::unix::{
-            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-            ThreadSchedulePolicy,
-        };
-        let idle = set_thread_priority_and_policy(
-            thread_native_id(),
-            thread_priority::ThreadPriority::Min,
-            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
-        );
-        if let Err(e) = &idle {
-            tracing::debug!(
-                "no SCHED_IDLE for the rewrite threads ({e:?}); using nice {REWRITE_NICE}"
-            );
-        }
-    }
+    set_class(thread_priority::unix::NormalThreadSchedulePolicy::Idle);
     set_lowest_nice();
 }
 
@@ -214,20 +199,25 @@ fn lower_cpu_priority() {
 /// against 1.69 s.
 pub(super) fn keep_a_cpu_share() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use thread_priority::unix::{
-            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-            ThreadSchedulePolicy,
-        };
-        if let Err(e) = set_thread_priority_and_policy(
-            thread_native_id(),
-            thread_priority::ThreadPriority::Min,
-            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other),
-        ) {
-            tracing::debug!("cannot return a rewrite worker to SCHED_OTHER: {e:?}");
-        }
-    }
+    set_class(thread_priority::unix::NormalThreadSchedulePolicy::Other);
     set_lowest_nice();
+}
+
+/// Puts the calling thread in the normal-priority scheduling class
+/// `policy`; on failure the thread keeps its class (and the nice value
+/// set after this still lowers it).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn set_class(policy: thread_priority::unix::NormalThreadSchedulePolicy) {
+    use thread_priority::unix::{
+        set_thread_priority_and_policy, thread_native_id, ThreadSchedulePolicy,
+    };
+    if let Err(e) = set_thread_priority_and_policy(
+        thread_native_id(),
+        thread_priority::ThreadPriority::Min,
+        ThreadSchedulePolicy::Normal(policy),
+    ) {
+        tracing::debug!("rewrite thread keeps its scheduling class, not {policy:?}: {e:?}");
+    }
 }
 
 fn set_lowest_nice() {

@@ -333,9 +333,14 @@ impl<'a> Cursor<'a> {
         Ok(n as usize)
     }
 
-    fn bytes(&mut self) -> Result<Bytes, FormatError> {
+    /// A length-prefixed byte string.
+    fn slice(&mut self) -> Result<&'a [u8], FormatError> {
         let n = self.count(1)?;
-        Ok(Bytes::from(self.take(n)?))
+        self.take(n)
+    }
+
+    fn bytes(&mut self) -> Result<Bytes, FormatError> {
+        Ok(Bytes::from(self.slice()?))
     }
 
     fn i64(&mut self) -> Result<i64, FormatError> {
@@ -345,10 +350,7 @@ impl<'a> Cursor<'a> {
 
 fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
     Ok(match kind {
-        0 => {
-            let n = c.count(1)?;
-            Value::Str(c.take(n)?.into())
-        }
+        0 => Value::Str(c.slice()?.into()),
         1 => {
             let n = c.count(2)?;
             let mut h = HashValue::with_capacity(n);

@@ -71,9 +71,7 @@ impl Str {
     pub fn new(data: &[u8]) -> Str {
         Str(triomphe::ThinArc::from_header_and_slice((), data))
     }
-}
 
-impl Str {
     /// Where the string's allocation starts (the reference count, then the
     /// length and the bytes), for [`Value::prefetch`]; reads no memory.
     fn heap_addr(&self) -> *const u8 {
