@@ -75,11 +75,41 @@ pub(crate) fn fence() {
 /// `Msync`/`None`): non-temporal stores for large copies, cached stores and
 /// line flushes for small ones and for the unaligned head and tail.
 ///
+/// Only the common streaming case, whole lines at a line-aligned address, is
+/// inlined into the caller; every other case is one call away, which keeps
+/// the hot path a handful of instructions (it measured ~2% faster at 256 B).
+///
 /// # Safety
 /// `dst..dst+len` must be mapped, writable memory; `src..src+len` readable;
 /// the two must not overlap.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn copy_nodrain(
+    dispatch: &Dispatch,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+) -> StoreCounts {
+    let whole_lines = (dst as usize | len).is_multiple_of(CACHE_LINE);
+    if whole_lines && dispatch.uses_nt(len) && x86::HAS_NT {
+        // SAFETY: `dst` is line-aligned and `len` is whole lines, inside
+        // both ranges (forwarded from the caller).
+        unsafe { x86::nt_copy_lines(dispatch.simd, dst, src, len / CACHE_LINE) };
+        return StoreCounts {
+            bytes_nt: len as u64,
+            ..StoreCounts::default()
+        };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_nodrain_general(dispatch, dst, src, len) }
+}
+
+/// [`copy_nodrain`] for every case: cached copies, and streaming copies
+/// with an unaligned head or tail.
+///
+/// # Safety
+/// As [`copy_nodrain`].
+#[inline(never)]
+unsafe fn copy_nodrain_general(
     dispatch: &Dispatch,
     dst: *mut u8,
     src: *const u8,

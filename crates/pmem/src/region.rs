@@ -302,6 +302,23 @@ impl PmemMedium for PmemRegion {
         self.after_stores(offset, data.len(), counts)
     }
 
+    /// As the default (copy, then drain), with the accounting done once,
+    /// after the fence.
+    #[inline]
+    fn copy_persist(&self, offset: usize, data: &[u8]) -> Result<()> {
+        if self.dispatch.flush == FlushInstruction::Msync {
+            self.copy_nodrain(offset, data)?;
+            self.drain();
+            return Ok(());
+        }
+        let ptr = self.at(offset, data.len())?;
+        // SAFETY: as for `write`.
+        let counts = unsafe { arch::copy_nodrain(&self.dispatch, ptr, data.as_ptr(), data.len()) };
+        self.sink.record_persist(offset, data.len(), counts);
+        arch::fence();
+        Ok(())
+    }
+
     #[inline]
     fn memset_nodrain(&self, offset: usize, byte: u8, len: usize) -> Result<()> {
         let ptr = self.at(offset, len)?;
