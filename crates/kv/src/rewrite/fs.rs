@@ -26,6 +26,12 @@ pub trait FsWriter: Write + Send {
 pub trait RewriteFs: Send + Sync + fmt::Debug {
     /// Creates `path` (truncating an existing file) for writing.
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsWriter>>;
+    /// Creates `path` (truncating an existing file) for a large file
+    /// written once front to back and synced, a base part: the real file
+    /// system writes it past the page cache where it can.
+    fn create_streamed(&self, path: &Path) -> io::Result<Box<dyn FsWriter>> {
+        self.create(path)
+    }
     /// Opens the existing `path` for appending.
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsWriter>>;
     /// Opens `path` for reading.
@@ -56,7 +62,10 @@ pub struct RealFs;
 #[derive(Debug)]
 struct RealWriter(io::BufWriter<Chunked>);
 
-/// The most bytes one `write` system call hands the kernel.
+/// The most bytes one `write` system call hands the kernel's page cache.
+/// Base parts bypass the page cache where the file system allows
+/// ([`super::direct`]); this bounds every other write of the rewrite, and
+/// the base parts' where `O_DIRECT` is refused.
 ///
 /// The rewrite threads run in `SCHED_IDLE`, so a waking event loop or
 /// client should take their core at once; but on a kernel without full
@@ -69,7 +78,7 @@ struct RealWriter(io::BufWriter<Chunked>);
 /// during the rewrite 13.0k, 20.2k, 19.9k with 1 MiB writes, 19.2k, 23.9k,
 /// 19.2k with 32 KiB; the rewrite took 7.7-8.6 s instead of 4.7-5.7 s (the
 /// threads get fewer cycles), 16 KiB 9.9-12.8 s.
-const WRITE_CHUNK_BYTES: usize = 32 << 10;
+pub(super) const WRITE_CHUNK_BYTES: usize = 32 << 10;
 
 /// A file written at most [`WRITE_CHUNK_BYTES`] per system call.
 #[derive(Debug)]
@@ -108,6 +117,10 @@ impl RewriteFs for RealFs {
             1 << 20,
             Chunked(file),
         ))))
+    }
+    #[cfg(target_os = "linux")]
+    fn create_streamed(&self, path: &Path) -> io::Result<Box<dyn FsWriter>> {
+        Ok(Box::new(super::direct::DirectWriter::create(path)?))
     }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsWriter>> {
         let file = std::fs::OpenOptions::new().append(true).open(path)?;

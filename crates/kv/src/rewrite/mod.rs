@@ -16,6 +16,8 @@
 
 pub mod check;
 pub mod dir;
+#[cfg(target_os = "linux")]
+pub mod direct;
 pub mod driver;
 pub mod export;
 pub mod fs;

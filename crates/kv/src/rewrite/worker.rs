@@ -32,7 +32,7 @@ fn write_one(
         let path = path.clone();
         move |source| Error::Io { op, path, source }
     };
-    let out = dir.fs.create(&path).map_err(io("create"))?;
+    let out = dir.fs.create_streamed(&path).map_err(io("create"))?;
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     for (db, seg, segment) in std::mem::take(&mut snapshot.segments) {
         writer

@@ -1,0 +1,250 @@
+//! Base parts written past the page cache (`O_DIRECT`), on Linux.
+//!
+//! A base part is written once, front to back, synced, and not read again
+//! until the next start. Through the page cache every byte is copied by the
+//! kernel, tracked as a dirty page and written back at the sync, on the CPU
+//! the event loop needs. With `O_DIRECT` the device reads the writer's
+//! buffer itself and the writing thread sleeps while it does. On the
+//! measurement VM (ext4 on virtio), writing 1 GiB cost 0.23 s of system
+//! CPU and 0.85 s of wall time direct, against 1.36 s and 2.05 s buffered
+//! plus `fdatasync`.
+//!
+//! Direct I/O wants the buffer's address, the file offset and the length
+//! aligned to the device's logical block. The writer keeps a
+//! [`ALIGN`]-aligned buffer, writes only whole aligned blocks at aligned
+//! offsets, and at a sync writes the last partial block padded with zeros,
+//! then cuts the file to its true length, so the file holds exactly the
+//! bytes written. A file system that refuses `O_DIRECT` at open, or a device
+//! whose blocks are larger than [`ALIGN`] (the first write fails with
+//! `EINVAL`), gets the same bytes written through the page cache instead.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use rustix::fs::OFlags;
+
+use super::fs::{FsWriter, WRITE_CHUNK_BYTES};
+
+/// Alignment of buffer, offsets and lengths: the largest logical block
+/// size of common devices (512 B and 4 KiB).
+pub const ALIGN: usize = 4096;
+
+/// Bytes gathered before one write: large enough that the device streams,
+/// small enough that a sync never waits long for the last one.
+const BUF_BYTES: usize = 1 << 20;
+
+/// A file written with `O_DIRECT` where the file system allows it.
+#[derive(Debug)]
+pub struct DirectWriter {
+    file: File,
+    /// `BUF_BYTES + ALIGN` bytes, of which `[start, start + BUF_BYTES)` is
+    /// aligned to [`ALIGN`].
+    storage: Vec<u8>,
+    start: usize,
+    /// Bytes gathered in the aligned buffer, not yet written whole.
+    filled: usize,
+    /// File offset of the buffer's first byte (a multiple of [`ALIGN`]):
+    /// everything before it is written.
+    offset: u64,
+    direct: bool,
+}
+
+impl DirectWriter {
+    /// Creates (or truncates) `path` for writing, with `O_DIRECT` if the
+    /// file system accepts it.
+    pub fn create(path: &Path) -> io::Result<DirectWriter> {
+        DirectWriter::create_with(path, true)
+    }
+
+    fn create_with(path: &Path, try_direct: bool) -> io::Result<DirectWriter> {
+        let open = |flags: OFlags| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(flags.bits() as i32)
+                .open(path)
+        };
+        let first = if try_direct {
+            OFlags::DIRECT
+        } else {
+            OFlags::empty()
+        };
+        let (file, direct) = match open(first) {
+            Ok(file) => (file, try_direct),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                (open(OFlags::empty())?, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let storage = vec![0u8; BUF_BYTES + ALIGN];
+        let start = storage.as_ptr().align_offset(ALIGN);
+        Ok(DirectWriter {
+            file,
+            storage,
+            start,
+            filled: 0,
+            offset: 0,
+            direct,
+        })
+    }
+
+    /// Whether writes still bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Writes `len` bytes of the buffer (a multiple of [`ALIGN`] when
+    /// direct) at the buffer's file offset; falls back to the page cache
+    /// if the device refuses the alignment.
+    fn write_at_offset(&mut self, len: usize) -> io::Result<()> {
+        if self.direct {
+            let whole = &self.storage[self.start..self.start + len];
+            match self.file.write_all_at(whole, self.offset) {
+                Err(e) if e.raw_os_error() == Some(einval()) => {
+                    tracing::warn!(
+                        "O_DIRECT refused ({e}); writing base parts through the page cache"
+                    );
+                    let flags = rustix::fs::fcntl_getfl(&self.file)?;
+                    rustix::fs::fcntl_setfl(&self.file, flags - OFlags::DIRECT)?;
+                    self.direct = false;
+                }
+                other => return other,
+            }
+        }
+        // Through the page cache, in pieces of at most WRITE_CHUNK_BYTES
+        // (see there: a long copy into the page cache holds the core).
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(WRITE_CHUNK_BYTES);
+            let piece = &self.storage[self.start + at..self.start + at + n];
+            self.file.write_all_at(piece, self.offset + at as u64)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Writes the full buffer and starts it afresh.
+    fn write_full(&mut self) -> io::Result<()> {
+        self.write_at_offset(BUF_BYTES)?;
+        self.offset += BUF_BYTES as u64;
+        self.filled = 0;
+        Ok(())
+    }
+}
+
+fn einval() -> i32 {
+    rustix::io::Errno::INVAL.raw_os_error()
+}
+
+impl Write for DirectWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.filled == BUF_BYTES {
+            self.write_full()?;
+        }
+        let n = data.len().min(BUF_BYTES - self.filled);
+        let at = self.start + self.filled;
+        self.storage[at..at + n].copy_from_slice(&data[..n]);
+        self.filled += n;
+        Ok(n)
+    }
+
+    /// Nothing to do: the buffer is written when full or at a sync (a
+    /// partial block cannot be written directly without padding).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl FsWriter for DirectWriter {
+    /// Writes what is gathered, the last block padded with zeros, cuts the
+    /// file to its true length and `fdatasync`s it. The gathered bytes stay
+    /// in the buffer, so later writes continue the file where it ends.
+    fn sync(&mut self) -> io::Result<()> {
+        if self.filled == BUF_BYTES {
+            self.write_full()?;
+        }
+        if self.filled > 0 {
+            let padded = self.filled.next_multiple_of(ALIGN);
+            let at = self.start + self.filled;
+            self.storage[at..self.start + padded].fill(0);
+            self.write_at_offset(padded)?;
+            if padded != self.filled {
+                self.file.set_len(self.offset + self.filled as u64)?;
+            }
+        }
+        self.file.sync_data()
+    }
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use super::*;
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn files_hold_exactly_the_bytes_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (case, (len, try_direct)) in [
+            0usize,
+            1,
+            4095,
+            4096,
+            4097,
+            BUF_BYTES,
+            BUF_BYTES + 10_001,
+            3 * BUF_BYTES - 7,
+        ]
+        .into_iter()
+        .flat_map(|len| [(len, true), (len, false)])
+        .enumerate()
+        {
+            let path = dir.path().join(format!("part{case}"));
+            let data = pattern(len, case as u8);
+            let mut w = DirectWriter::create_with(&path, try_direct).expect("create");
+            assert!(try_direct || !w.is_direct());
+            // Uneven pieces, as the part writer hands them over.
+            for piece in data.chunks(7919) {
+                w.write_all(piece).expect("write");
+            }
+            w.sync().expect("sync");
+            drop(w);
+            assert_eq!(std::fs::read(&path).expect("read"), data, "length {len}");
+        }
+    }
+
+    #[test]
+    fn writes_after_a_sync_continue_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("part");
+        let (a, b) = (pattern(5000, 1), pattern(BUF_BYTES, 2));
+        let mut w = DirectWriter::create(&path).expect("create");
+        w.write_all(&a).expect("write");
+        w.sync().expect("sync");
+        assert_eq!(std::fs::read(&path).expect("read"), a);
+        w.write_all(&b).expect("write");
+        w.sync().expect("sync");
+        let mut both = a.clone();
+        both.extend_from_slice(&b);
+        assert_eq!(std::fs::read(&path).expect("read"), both);
+    }
+
+    #[test]
+    fn an_existing_file_is_truncated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("part");
+        std::fs::write(&path, vec![7u8; 3 * ALIGN]).expect("write");
+        let mut w = DirectWriter::create(&path).expect("create");
+        w.write_all(b"short").expect("write");
+        w.sync().expect("sync");
+        assert_eq!(std::fs::read(&path).expect("read"), b"short");
+    }
+}
