@@ -65,8 +65,8 @@ pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Schedules a rewrite; the server's timer starts it between commands, at
-/// a point where every command run so far is in the log.
+/// Schedules a rewrite; the event loop starts it after this iteration's
+/// commands, at a point where every command run so far is in the log.
 pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     if !ctx.state.config.appendonly {
         return Err(Cow::Borrowed(

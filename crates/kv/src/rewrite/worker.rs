@@ -4,8 +4,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::dir::AofDir;
+use super::driver::Promotion;
 use super::manifest::BaseEntry;
 use super::part::{PartHeader, PartWriter};
 use crate::error::{Error, Result};
@@ -25,6 +27,7 @@ fn write_one(
     header: PartHeader,
     mut snapshot: Snapshot,
     progress: &Progress,
+    mut promotion: Promotion,
 ) -> Result<BaseEntry> {
     let file = dir.base_name(header.generation, header.index as usize);
     let path = dir.path(&file);
@@ -42,6 +45,7 @@ fn write_one(
             .keys
             .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
         snapshot.release(segment);
+        promotion.check();
     }
     let (mut out, totals) = writer.finish().map_err(io("write"))?;
     out.sync().map_err(io("fsync"))?;
@@ -63,6 +67,7 @@ pub fn write_parts(
     progress: &Arc<Progress>,
 ) -> Result<Vec<BaseEntry>> {
     let count = snapshots.len() as u32;
+    let started = Instant::now();
     let results: Vec<Result<BaseEntry>> = std::thread::scope(|scope| {
         let handles: Vec<_> = snapshots
             .into_iter()
@@ -79,10 +84,8 @@ pub fn write_parts(
                 std::thread::Builder::new()
                     .name(format!("rewrite-{index}"))
                     .spawn_scoped(scope, move || {
-                        if index == 0 {
-                            super::driver::keep_a_cpu_share();
-                        }
-                        write_one(dir, header, snapshot, &progress)
+                        let promotion = Promotion::for_worker(index, started);
+                        write_one(dir, header, snapshot, &progress, promotion)
                     })
             })
             .collect();

@@ -204,6 +204,8 @@ impl Server {
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
                 self.timer();
+            } else {
+                self.rewrite_step();
             }
             self.before_sleep();
         }
@@ -409,6 +411,23 @@ impl Server {
         }
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
+    }
+
+    /// Moves a requested or running rewrite on at once rather than at the
+    /// next timer tick: starts one BGREWRITEAOF asked for, switches the log
+    /// when the new manifest is durable, and finishes when the workers are
+    /// done. Waiting for ticks (100 ms apart at `hz` 10) added up to 200 ms
+    /// to a rewrite of 1M x 100 B that takes about 400 ms.
+    fn rewrite_step(&mut self) {
+        let Some(rewriter) = &mut self.rewriter else {
+            return;
+        };
+        if self.state.rewrite.scheduled {
+            self.log.info(&mut self.state.log);
+        } else if !rewriter.busy() {
+            return;
+        }
+        rewriter.tick(&mut self.state, &mut *self.log);
     }
 
     /// Writes this iteration's records, then sends every reply the log has
