@@ -48,8 +48,10 @@ struct Preparing {
     done: mpsc::Receiver<Result<Manifest>>,
 }
 
+/// Wakes the event loop (its mio waker) from another thread.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
 /// Owns the manifest and the rewrite in progress.
-#[derive(Debug)]
 pub struct Rewriter {
     dir: AofDir,
     manifest: Manifest,
@@ -58,6 +60,23 @@ pub struct Rewriter {
     running: Option<Running>,
     next_auto: Instant,
     size_ref: u64,
+    /// Called by the rewrite's threads when a step is done, so an idle
+    /// loop does not sleep until its next timer tick before moving on.
+    wake: Option<Wake>,
+}
+
+impl std::fmt::Debug for Rewriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rewriter")
+            .field("dir", &self.dir)
+            .field("manifest", &self.manifest)
+            .field("kind", &self.kind)
+            .field("preparing", &self.preparing)
+            .field("running", &self.running)
+            .field("next_auto", &self.next_auto)
+            .field("size_ref", &self.size_ref)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Opens the log for `state.config`: from the manifest if there is one
@@ -156,6 +175,7 @@ pub fn open(
         running: None,
         next_auto: Instant::now(),
         size_ref: state.rewrite.base_bytes + state.log.current_size,
+        wake: None,
     };
     Ok((opened, Some(rewriter)))
 }
@@ -292,6 +312,11 @@ fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
 }
 
 impl Rewriter {
+    /// Has the rewrite's threads call `wake` when a step is done.
+    pub fn set_wake(&mut self, wake: Wake) {
+        self.wake = Some(wake);
+    }
+
     /// Whether a rewrite is starting or running.
     pub fn busy(&self) -> bool {
         self.running.is_some() || self.preparing.is_some()
@@ -325,10 +350,14 @@ impl Rewriter {
     fn prepare(&mut self, state: &mut State) -> Result<()> {
         let (send, done) = mpsc::channel();
         let (dir, current, kind) = (self.dir.clone(), self.manifest.clone(), self.kind);
+        let wake = self.wake.clone();
         std::thread::Builder::new()
             .name("rewrite-start".into())
             .spawn(move || {
                 let _ = send.send(dir.start(&current, kind));
+                if let Some(wake) = wake {
+                    wake();
+                }
             })
             .map_err(|e| Error::Rewrite {
                 reason: format!("cannot start the rewrite thread: {e}"),
@@ -413,6 +442,7 @@ impl Rewriter {
         let (send, done) = mpsc::channel();
         let dir = self.dir.clone();
         let created_ms = unix_ms();
+        let wake = self.wake.clone();
         std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
@@ -422,6 +452,9 @@ impl Rewriter {
                     write_parts(&dir, started.generation, snapshots, created_ms, &progress)
                         .and_then(|parts| dir.finish(&started, parts));
                 let _ = send.send(result);
+                if let Some(wake) = wake {
+                    wake();
+                }
             })
             .map_err(|e| Error::Rewrite {
                 reason: format!("cannot start the rewrite thread: {e}"),

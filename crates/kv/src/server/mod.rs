@@ -103,10 +103,16 @@ impl Server {
         let notify: Box<dyn Fn() + Send + Sync> = Box::new(move || {
             let _ = notify_waker.wake();
         });
-        let (opened, rewriter) = match device {
+        let (opened, mut rewriter) = match device {
             Some(device) => (open_log_on(&mut state, device, notify)?, None),
             None => crate::rewrite::driver::open(&mut state, notify)?,
         };
+        if let Some(rewriter) = &mut rewriter {
+            let rewrite_waker = Arc::clone(&waker);
+            rewriter.set_wake(Arc::new(move || {
+                let _ = rewrite_waker.wake();
+            }));
+        }
         let mut listeners = Vec::new();
         for (i, host) in state.config.bind.iter().enumerate() {
             let ip: IpAddr = host
