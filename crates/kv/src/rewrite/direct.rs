@@ -36,6 +36,11 @@ pub const ALIGN: usize = 4096;
 const BUF_BYTES: usize = 1 << 20;
 
 /// A file written with `O_DIRECT` where the file system allows it.
+///
+/// Bytes reach the file when the buffer fills and at [`FsWriter::sync`];
+/// unlike a `BufWriter`, dropping the writer without a sync discards the
+/// last buffer (a base part is always synced before it is used, and
+/// removed if it is not).
 #[derive(Debug)]
 pub struct DirectWriter {
     file: File,
@@ -74,9 +79,7 @@ impl DirectWriter {
         };
         let (file, direct) = match open(first) {
             Ok(file) => (file, try_direct),
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                (open(OFlags::empty())?, false)
-            }
+            Err(e) if e.raw_os_error() == Some(einval()) => (open(OFlags::empty())?, false),
             Err(e) => return Err(e),
         };
         let storage = vec![0u8; BUF_BYTES + ALIGN];
