@@ -217,8 +217,9 @@ pub(super) const IDLE_GRACE: Duration = Duration::from_secs(1);
 /// In `SCHED_IDLE` the workers only get cycles nobody else wants, so a
 /// machine kept busy by clients could starve a rewrite for as long as the
 /// load lasts. One worker at nice 19 has a small guaranteed share; but a
-/// normal-class thread makes its core look busy to wake-up placement, so
-/// the event loop is queued behind the client on the other core. Measured
+/// waking event loop does not preempt a normal-class thread at once as it
+/// does a `SCHED_IDLE` one (the loop's run-queue wait during a rewrite was
+/// 176-320 ms of every second at nice 19, 77-113 in `SCHED_IDLE`). Measured
 /// at 1M x 100 B (6 interleaved pairs, parts written with `O_DIRECT`):
 /// with the first worker at nice 19 from the start, SET/s during the
 /// rewrite 0.73 of steady (median) and rewrites of 0.78 s; all workers
