@@ -334,12 +334,20 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
     let steady_from = start - plan.steady.as_secs_f64();
     let (steady_ops, steady_p99) = probe::window(&done, steady_from, start);
     let (during_ops, during_p99) = probe::window(&done, start, end);
+    // The load's rate in the tail after the rewrite: with the steady phase
+    // before it, a baseline that drifts with the machine less than either.
+    let (after_ops, _) = probe::window(&done, end, end + plan.tail.as_secs_f64());
     let (steady_memory, _) = mean_and_max(&memory, steady_from, start);
     let (average_memory, peak_memory) = mean_and_max(&memory, start, end);
     figures.extend([
         ("rewrite_ms".to_string(), (end - start) * 1e3),
         ("steady_ops".into(), steady_ops),
         ("during_ops".into(), during_ops),
+        ("after_ops".into(), after_ops),
+        (
+            "during_vs_before_and_after".into(),
+            during_ops / ((steady_ops + after_ops) / 2.0),
+        ),
         ("steady_p99_us".into(), steady_p99),
         ("during_p99_us".into(), during_p99),
         ("steady_memory_bytes".into(), steady_memory),
@@ -556,11 +564,12 @@ fn dataset(
             let result = one_run(*system, port, &scratch.join(label), plan)
                 .with_context(|| format!("{label}, run {run}"))?;
             println!(
-                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms",
+                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms",
                 plan.value_bytes,
                 result.figures["rewrite_ms"],
                 result.figures["steady_ops"],
                 result.figures["during_ops"],
+                result.figures["after_ops"],
                 result.figures["steady_p99_us"],
                 result.figures["during_p99_us"],
                 result.figures["steady_memory_bytes"] / (1 << 20) as f64,
