@@ -302,8 +302,8 @@ impl PmemMedium for PmemRegion {
         self.after_stores(offset, data.len(), counts)
     }
 
-    /// As the default (copy, then drain), with the accounting done once,
-    /// after the fence.
+    /// As the default (copy, then drain), with the accounting done in one
+    /// step, just before the fence.
     #[inline]
     fn copy_persist(&self, offset: usize, data: &[u8]) -> Result<()> {
         if self.dispatch.flush == FlushInstruction::Msync {

@@ -312,33 +312,6 @@ impl Slot {
         }
     }
 
-    /// A copy or flush followed by its fence, counted in one go after the
-    /// fence: the same counts as [`record_stores`](Slot::record_stores) then
-    /// [`settle`](Slot::settle).
-    ///
-    /// The usual case, nothing pending from earlier copies of this epoch,
-    /// adds the copy's media lines straight away without touching the
-    /// pending interval.
-    #[inline]
-    fn record_persist(&self, shared: bool, offset: usize, len: usize, counts: StoreCounts) {
-        let (p_first, p_end) = if shared {
-            (0, 0)
-        } else {
-            (self.get(PENDING_FIRST), self.get(PENDING_END))
-        };
-        if p_first != p_end || len == 0 || (counts.lines_flushed == 0 && counts.bytes_nt == 0) {
-            self.record_stores(shared, offset, len, counts);
-            self.settle(shared);
-            return;
-        }
-        self.add(shared, LINES_FLUSHED, counts.lines_flushed);
-        self.add(shared, BYTES_NT, counts.bytes_nt);
-        self.add(shared, BYTES_CACHED, counts.bytes_cached);
-        self.add(shared, FENCES, 1);
-        let lines = (offset + len).div_ceil(MEDIA_LINE) - offset / MEDIA_LINE;
-        self.add(shared, MEDIA_LINES, lines as u64);
-    }
-
     /// A fence: the epoch's media lines become writes.
     #[inline]
     fn settle(&self, shared: bool) {
@@ -418,16 +391,17 @@ impl StatsSink {
     }
 
     /// Records a copy or flush at region offset `offset` and the fence that
-    /// followed it, with one look-up of this thread's slot. Called after the
-    /// fence, so the counter stores do not queue behind the copy's
-    /// non-temporal stores.
+    /// follows it, with one look-up of this thread's slot. Called just
+    /// before the fence: counter stores issued after an `sfence` wait for
+    /// the copy's non-temporal stores to drain (measured slower).
     #[inline]
     pub(crate) fn record_persist(&self, offset: usize, len: usize, counts: StoreCounts) {
         if !is_enabled() {
             return;
         }
         let (slot, shared) = self.slot();
-        slot.record_persist(shared, offset, len, counts);
+        slot.record_stores(shared, offset, len, counts);
+        slot.settle(shared);
     }
 
     /// Records cached stores that were not flushed (plain writes).
