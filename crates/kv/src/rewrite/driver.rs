@@ -49,9 +49,34 @@ struct Preparing {
 }
 
 /// Wakes the event loop (its mio waker) from another thread.
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+#[derive(Clone)]
+pub struct Wake(Arc<dyn Fn() + Send + Sync>);
+
+impl Wake {
+    /// A wake-up that calls `f`.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Wake {
+        Wake(Arc::new(f))
+    }
+
+    fn wake(&self) {
+        (self.0)();
+    }
+
+    /// The same wake-up, for the log's committer.
+    pub fn boxed(&self) -> Box<dyn Fn() + Send + Sync> {
+        let wake = self.clone();
+        Box::new(move || wake.wake())
+    }
+}
+
+impl std::fmt::Debug for Wake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Wake")
+    }
+}
 
 /// Owns the manifest and the rewrite in progress.
+#[derive(Debug)]
 pub struct Rewriter {
     dir: AofDir,
     manifest: Manifest,
@@ -62,33 +87,16 @@ pub struct Rewriter {
     size_ref: u64,
     /// Called by the rewrite's threads when a step is done, so an idle
     /// loop does not sleep until its next timer tick before moving on.
-    wake: Option<Wake>,
-}
-
-impl std::fmt::Debug for Rewriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Rewriter")
-            .field("dir", &self.dir)
-            .field("manifest", &self.manifest)
-            .field("kind", &self.kind)
-            .field("preparing", &self.preparing)
-            .field("running", &self.running)
-            .field("next_auto", &self.next_auto)
-            .field("size_ref", &self.size_ref)
-            .finish_non_exhaustive()
-    }
+    wake: Wake,
 }
 
 /// Opens the log for `state.config`: from the manifest if there is one
 /// (base parts loaded in parallel, then every incremental log replayed in
 /// order, the last one opened for appending), else the single log.
-pub fn open(
-    state: &mut State,
-    notify: Box<dyn Fn() + Send + Sync>,
-) -> Result<(OpenedLog, Option<Rewriter>)> {
+pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)> {
     let started = Instant::now();
     if !state.config.appendonly {
-        return Ok((open_log(state, notify)?, None));
+        return Ok((open_log(state, wake.boxed())?, None));
     }
     let config = state.config.clone();
     std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
@@ -113,7 +121,7 @@ pub fn open(
             state.rewrite.base_bytes = m.bases.iter().map(|b| b.bytes).sum();
             state.rewrite.parts = m.bases.len();
             let device = open_device_at(&dir.path(&m.incrs[0].file), kind == IncrKind::Pm)?;
-            (open_log_on(state, device, notify)?, m, kind)
+            (open_log_on(state, device, wake.boxed())?, m, kind)
         }
         (Layout::Manifest(m), None) => {
             set_aside_redis_file(&dir)?;
@@ -139,11 +147,11 @@ pub fn open(
             check_log_device(&config, last)?;
             let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
             let kind = last.kind;
-            (open_log_on(state, device, notify)?, m, kind)
+            (open_log_on(state, device, wake.boxed())?, m, kind)
         }
         (Layout::Legacy(_) | Layout::Empty, None) => {
             dir.remove_orphans(None)?;
-            let opened = open_log(state, notify)?;
+            let opened = open_log(state, wake.boxed())?;
             let pm = config.dir.join(format!("{}.pm", config.appendfilename));
             let kind = if Path::new(&pm).exists() {
                 IncrKind::Pm
@@ -175,7 +183,7 @@ pub fn open(
         running: None,
         next_auto: Instant::now(),
         size_ref: state.rewrite.base_bytes + state.log.current_size,
-        wake: None,
+        wake,
     };
     Ok((opened, Some(rewriter)))
 }
@@ -313,11 +321,6 @@ fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
 }
 
 impl Rewriter {
-    /// Has the rewrite's threads call `wake` when a step is done.
-    pub fn set_wake(&mut self, wake: Wake) {
-        self.wake = Some(wake);
-    }
-
     /// Whether a rewrite is starting or running.
     pub fn busy(&self) -> bool {
         self.running.is_some() || self.preparing.is_some()
@@ -356,9 +359,7 @@ impl Rewriter {
             .name("rewrite-start".into())
             .spawn(move || {
                 let _ = send.send(dir.start(&current, kind));
-                if let Some(wake) = wake {
-                    wake();
-                }
+                wake.wake();
             })
             .map_err(|e| Error::Rewrite {
                 reason: format!("cannot start the rewrite thread: {e}"),
@@ -453,9 +454,7 @@ impl Rewriter {
                     write_parts(&dir, started.generation, snapshots, created_ms, &progress)
                         .and_then(|parts| dir.finish(&started, parts));
                 let _ = send.send(result);
-                if let Some(wake) = wake {
-                    wake();
-                }
+                wake.wake();
             })
             .map_err(|e| Error::Rewrite {
                 reason: format!("cannot start the rewrite thread: {e}"),

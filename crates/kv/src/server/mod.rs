@@ -23,6 +23,7 @@ use crate::aof::{open_log_on, CommandLog};
 use crate::commands::{execute, unwatch_all, Ctx, Propagation, Session};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::rewrite::driver::Wake;
 use crate::state::{unix_ms, ClientInfo, State};
 use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
 
@@ -100,19 +101,13 @@ impl Server {
         );
         let mut state = State::new(config);
         let notify_waker = Arc::clone(&waker);
-        let notify: Box<dyn Fn() + Send + Sync> = Box::new(move || {
+        let wake = Wake::new(move || {
             let _ = notify_waker.wake();
         });
-        let (opened, mut rewriter) = match device {
-            Some(device) => (open_log_on(&mut state, device, notify)?, None),
-            None => crate::rewrite::driver::open(&mut state, notify)?,
+        let (opened, rewriter) = match device {
+            Some(device) => (open_log_on(&mut state, device, wake.boxed())?, None),
+            None => crate::rewrite::driver::open(&mut state, wake)?,
         };
-        if let Some(rewriter) = &mut rewriter {
-            let rewrite_waker = Arc::clone(&waker);
-            rewriter.set_wake(Arc::new(move || {
-                let _ = rewrite_waker.wake();
-            }));
-        }
         let mut listeners = Vec::new();
         for (i, host) in state.config.bind.iter().enumerate() {
             let ip: IpAddr = host
