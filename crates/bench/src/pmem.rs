@@ -71,6 +71,12 @@ fn methods(report: &mut Report) -> Vec<Method> {
             Err(err) => report.note(format!("skipping {flush}: {err}")),
         }
     }
+    // The default splits large copies with a helper thread; this is the
+    // same code on the caller's core alone, for the per-core comparison.
+    methods.push(Method::Ferrite {
+        name: "ferrite_one_thread".into(),
+        dispatch: best.with_split_min(usize::MAX),
+    });
     methods.push(Method::Ferrite {
         name: "ferrite_cached_only".into(),
         dispatch: best.with_nt_threshold(usize::MAX),
@@ -462,18 +468,24 @@ pub fn run(common: &Common) -> Result<()> {
         pm_dir.display()
     ));
     let persist = persist_experiment(common, &mut report, &pm_dir)?;
-    for &size in &PERSIST_SIZES {
-        let ours = persist
-            .get("ferrite")
+    let ops = |method: &str, size: usize| {
+        persist
+            .get(method)
             .and_then(|m| m.get(&size))
-            .map(|f| f.ops_per_s);
-        for (baseline, key) in [("libpmem", "libpmem"), ("memcpy_msync", "msync")] {
-            let theirs = persist
-                .get(baseline)
-                .and_then(|m| m.get(&size))
-                .map(|f| f.ops_per_s);
-            if let (Some(ours), Some(theirs)) = (ours, theirs) {
-                report.ratio(format!("ferrite_vs_{key}_{size}"), ours / theirs);
+            .map(|f| f.ops_per_s)
+    };
+    for &size in &PERSIST_SIZES {
+        for (ours, theirs, key) in [
+            ("ferrite", "libpmem", "ferrite_vs_libpmem"),
+            ("ferrite", "memcpy_msync", "ferrite_vs_msync"),
+            (
+                "ferrite_one_thread",
+                "libpmem",
+                "ferrite_one_thread_vs_libpmem",
+            ),
+        ] {
+            if let (Some(ours), Some(theirs)) = (ops(ours, size), ops(theirs, size)) {
+                report.ratio(format!("{key}_{size}"), ours / theirs);
             }
         }
     }
@@ -491,10 +503,9 @@ pub fn run(common: &Common) -> Result<()> {
             })
             .collect::<BTreeMap<_, _>>(),
     );
-    report.figure(
-        "nt_threshold_in_use",
-        Dispatch::for_mode(ferrite_pmem::MapMode::Emulated).nt_threshold,
-    );
+    let in_use = Dispatch::for_mode(ferrite_pmem::MapMode::Emulated);
+    report.figure("nt_threshold_in_use", in_use.nt_threshold);
+    report.figure("split_min_in_use", in_use.split_min);
     let (on, off) = accounting_cost(common, &pm_dir)?;
     report.figure("accounting_ns_per_op_64_on", on);
     report.figure("accounting_ns_per_op_64_off", off);
@@ -550,11 +561,11 @@ fn plot(
             })
             .collect(),
     };
-    let ratio_to = |baseline: &str| -> Option<Series> {
-        let ours = persist.get("ferrite")?;
+    let ratio_to = |(method, baseline): (&str, &str)| -> Option<Series> {
+        let ours = persist.get(method)?;
         let theirs = persist.get(baseline)?;
         Some(Series {
-            label: format!("ferrite / {baseline}"),
+            label: format!("{method} / {baseline}"),
             points: ours
                 .iter()
                 .filter_map(|(s, f)| {
@@ -571,10 +582,14 @@ fn plot(
         y_label: "ratio".into(),
         log_x: true,
         log_y: false,
-        series: ["libpmem", "memcpy_msync"]
-            .into_iter()
-            .filter_map(ratio_to)
-            .collect(),
+        series: [
+            ("ferrite", "libpmem"),
+            ("ferrite", "memcpy_msync"),
+            ("ferrite_one_thread", "libpmem"),
+        ]
+        .into_iter()
+        .filter_map(ratio_to)
+        .collect(),
     };
     report::plot(path, "ferrite-bench pmem", &[throughput, ratios, latency])
 }

@@ -40,6 +40,7 @@ pub mod libpmem;
 mod medium;
 mod region;
 pub mod sim;
+mod split;
 pub mod stats;
 
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};

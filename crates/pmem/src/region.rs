@@ -18,6 +18,7 @@ use crate::arch;
 use crate::cpu::{Dispatch, FlushInstruction};
 use crate::error::{Error, Result};
 use crate::medium::{MapMode, PmemMedium};
+use crate::split;
 use crate::stats::{FlushStats, StatsSink};
 
 /// Address space reserved by default, so regions can grow without moving.
@@ -237,6 +238,20 @@ impl PmemRegion {
         Ok(())
     }
 
+    /// `copy_persist` of a large copy, half of it on the helper thread.
+    #[inline(never)]
+    fn copy_persist_split(&self, offset: usize, data: &[u8]) -> Result<()> {
+        let ptr = self.at(offset, data.len())?;
+        // SAFETY: as for `write`.
+        let split = unsafe { split::copy_nodrain(&self.dispatch, ptr, data.as_ptr(), data.len()) };
+        self.sink.record_persist(offset, data.len(), split.counts);
+        if split.helper_fenced {
+            self.sink.record_fence();
+        }
+        arch::fence();
+        Ok(())
+    }
+
     #[inline]
     fn after_stores(&self, offset: usize, len: usize, counts: arch::StoreCounts) -> Result<()> {
         self.sink.record_stores(offset, len, counts);
@@ -310,6 +325,9 @@ impl PmemMedium for PmemRegion {
             self.copy_nodrain(offset, data)?;
             self.drain();
             return Ok(());
+        }
+        if data.len() >= self.dispatch.split_min {
+            return self.copy_persist_split(offset, data);
         }
         let ptr = self.at(offset, data.len())?;
         // SAFETY: as for `write`.

@@ -1,0 +1,268 @@
+//! Large persists split with a helper thread.
+//!
+//! From a few hundred KiB up a persist streams more bytes than one core's
+//! caches hold, and two cores move them faster than one: on this
+//! project's 2-core EPYC VM, two single-threaded 1 MiB copies side by side
+//! ran at 0.78-0.89 of one alone each, 1.6-1.75 times the bytes together.
+//! So `copy_persist` of at least [`Dispatch::split_min`] bytes hands the
+//! second half of the range, cut at a cache line, to one helper thread,
+//! copies the first half itself, and returns when both halves are fenced.
+//! Smaller copies lose by it (the hand-over costs more than half the copy
+//! saves): see docs/pmem.md, "Splitting large persists", for the sweep.
+//!
+//! The protocol never makes the caller wait for a helper that has not
+//! started: the caller posts the job, copies its half, then takes the job
+//! back if the helper has not claimed it yet (a helper that is parked, busy
+//! for another region, preempted, or absent after a `fork`) and copies that
+//! half too. Only a helper that already runs the job is waited for, and it
+//! finishes at about the time the caller does. One helper serves the whole
+//! process; a caller that finds it taken by another thread copies alone.
+//!
+//! The helper spins for [`SPIN`] after each job before it parks, so
+//! back-to-back large persists (a checkpoint, a log rewrite) hand over in
+//! a cache-line transfer rather than a wake-up; an idle process pays one
+//! parked thread.
+//!
+//! Ordering: the helper fences its own stores (`sfence` on its core) before
+//! it publishes `DONE` with release ordering; the caller reads `DONE` with
+//! acquire ordering, then fences its own half. So when `copy_persist`
+//! returns, both halves are in the persistence domain, as one thread's copy
+//! and fence would leave them. The helper's fence is counted with the rest.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use crate::arch;
+use crate::cpu::{Dispatch, CACHE_LINE};
+use crate::stats::StoreCounts;
+
+/// How long the helper keeps polling for the next job before it parks.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// Job slot states.
+const IDLE: u32 = 0;
+const POSTED: u32 = 1;
+const RUNNING: u32 = 2;
+const DONE: u32 = 3;
+
+/// The half of a copy handed to the helper.
+struct Job {
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+    dispatch: Dispatch,
+}
+
+// SAFETY: the pointers are only dereferenced by the helper between its
+// claim of the job (POSTED -> RUNNING) and its `DONE`, and the caller that
+// posted them does not return before it has seen `DONE` (or taken the job
+// back unclaimed), so they outlive every use on the other thread.
+unsafe impl Send for Job {}
+
+/// The process's one helper and its job slot.
+struct Helper {
+    /// Held by the caller that owns the slot (try-lock).
+    claimed: AtomicBool,
+    state: AtomicU32,
+    /// Set while the helper is (about to be) parked.
+    sleeping: AtomicBool,
+    job: Mutex<Option<Job>>,
+    counts: Mutex<StoreCounts>,
+    thread: OnceLock<Thread>,
+}
+
+impl Helper {
+    fn run(&self) {
+        loop {
+            self.wait_for_job();
+            let job = self
+                .job
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let counts = match job {
+                // SAFETY: see `Job`'s `Send`: the caller keeps both ranges
+                // valid, and the two halves are disjoint, until `DONE`.
+                Some(job) => unsafe {
+                    arch::copy_nodrain(&job.dispatch, job.dst, job.src, job.len)
+                },
+                None => StoreCounts::default(),
+            };
+            arch::fence();
+            *self.counts.lock().unwrap_or_else(PoisonError::into_inner) = counts;
+            self.state.store(DONE, Ordering::Release);
+        }
+    }
+
+    /// Returns once this thread has claimed a posted job.
+    fn wait_for_job(&self) {
+        let mut since = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            if self.state.load(Ordering::Acquire) == POSTED
+                && self
+                    .state
+                    .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return;
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(64) && since.elapsed() > SPIN {
+                // Paired with `post`: either the poster sees `sleeping` and
+                // unparks, or this sees the job before parking.
+                self.sleeping.store(true, Ordering::SeqCst);
+                if self.state.load(Ordering::SeqCst) != POSTED {
+                    std::thread::park();
+                }
+                self.sleeping.store(false, Ordering::SeqCst);
+                since = Instant::now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    fn post(&self, job: Job) {
+        *self.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(job);
+        self.state.store(POSTED, Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) {
+            if let Some(thread) = self.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+
+    /// Takes the posted job back if the helper has not claimed it.
+    fn take_back(&self) -> bool {
+        let unclaimed = self
+            .state
+            .compare_exchange(POSTED, IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if unclaimed {
+            self.job
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+        }
+        unclaimed
+    }
+
+    /// Waits for the claimed job, frees the slot, and returns its counts.
+    fn finish(&self) -> StoreCounts {
+        let waited = Instant::now();
+        while self.state.load(Ordering::Acquire) != DONE {
+            // The helper is running the job and nothing it does can block;
+            // if it was preempted, give it the core.
+            if waited.elapsed() > SPIN {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        let counts = *self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        self.state.store(IDLE, Ordering::Release);
+        counts
+    }
+}
+
+/// The helper, started on first use; `None` on a single-CPU machine or if
+/// the thread cannot be started (then every copy runs on its caller).
+fn helper() -> Option<&'static Helper> {
+    static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
+    *HELPER.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            return None;
+        }
+        let helper: &'static Helper = Box::leak(Box::new(Helper {
+            claimed: AtomicBool::new(false),
+            state: AtomicU32::new(IDLE),
+            sleeping: AtomicBool::new(false),
+            job: Mutex::new(None),
+            counts: Mutex::new(StoreCounts::default()),
+            thread: OnceLock::new(),
+        }));
+        match std::thread::Builder::new()
+            .name("pmem-split".into())
+            .spawn(move || helper.run())
+        {
+            Ok(handle) => {
+                let _ = helper.thread.set(handle.thread().clone());
+                Some(helper)
+            }
+            Err(err) => {
+                tracing::warn!("large persists stay on one thread: cannot start a helper: {err}");
+                None
+            }
+        }
+    })
+}
+
+/// What a split copy did: the stores of both halves, and whether the
+/// helper ran its half (and so fenced once on its own core).
+pub(crate) struct Split {
+    pub counts: StoreCounts,
+    pub helper_fenced: bool,
+}
+
+/// Copies `len` bytes as [`arch::copy_nodrain`] does, the second half on the
+/// helper thread when it is free. The helper's half is fenced on return;
+/// the caller's half needs the caller's fence as usual.
+///
+/// # Safety
+/// As [`arch::copy_nodrain`].
+pub(crate) unsafe fn copy_nodrain(
+    dispatch: &Dispatch,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+) -> Split {
+    let alone = |dst, src, len| Split {
+        // SAFETY: forwarded from the caller.
+        counts: unsafe { arch::copy_nodrain(dispatch, dst, src, len) },
+        helper_fenced: false,
+    };
+    let Some(helper) = helper() else {
+        return alone(dst, src, len);
+    };
+    if helper
+        .claimed
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return alone(dst, src, len);
+    }
+    // Cut at a cache line of the destination, so neither half flushes a
+    // line the other writes.
+    let middle = ((dst as usize + len / 2) & !(CACHE_LINE - 1)).saturating_sub(dst as usize);
+    // SAFETY: `middle <= len`, so both halves lie inside the caller's ranges.
+    let (dst_b, src_b) = unsafe { (dst.add(middle), src.add(middle)) };
+    helper.post(Job {
+        dst: dst_b,
+        src: src_b,
+        len: len - middle,
+        dispatch: *dispatch,
+    });
+    // SAFETY: the first `middle` bytes of the caller's ranges.
+    let mut counts = unsafe { arch::copy_nodrain(dispatch, dst, src, middle) };
+    let (rest, helper_fenced) = if helper.take_back() {
+        // SAFETY: the helper never claimed the second half; it is ours.
+        (
+            unsafe { arch::copy_nodrain(dispatch, dst_b, src_b, len - middle) },
+            false,
+        )
+    } else {
+        (helper.finish(), true)
+    };
+    helper.claimed.store(false, Ordering::Release);
+    counts.lines_flushed += rest.lines_flushed;
+    counts.bytes_nt += rest.bytes_nt;
+    counts.bytes_cached += rest.bytes_cached;
+    Split {
+        counts,
+        helper_fenced,
+    }
+}
