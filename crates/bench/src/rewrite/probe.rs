@@ -141,55 +141,119 @@ pub(crate) struct WriteLoad {
 
 /// One connection of the load: SET of a random existing key (the fill's
 /// `key:%012d` names) to fresh pseudo-random (incompressible) bytes, one at
-/// a time, until `stop`.
-fn write_client(
-    load: WriteLoad,
-    seed: u64,
-    epoch: Instant,
-    stop: &AtomicBool,
-) -> Result<Vec<Done>> {
-    let mut conn = Conn::connect(load.port)?;
-    let mut value = vec![0u8; load.value_bytes];
-    let mut state = seed | 1;
-    let mut out = Vec::with_capacity(1 << 16);
-    while !stop.load(Ordering::Relaxed) {
-        // xorshift64: cheap, and deterministic for one seed.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let key = format!("key:{:012}", state % load.keys.max(1) as u64);
-        random_bytes(state, &mut value);
-        let sent = Instant::now();
-        conn.call(&[b"SET", key.as_bytes(), &value])?;
-        out.push(Done {
-            at_s: epoch.elapsed().as_secs_f64(),
-            latency_us: sent.elapsed().as_secs_f64() * 1e6,
-        });
-    }
-    Ok(out)
+/// a time.
+struct LoadConn {
+    stream: mio::net::TcpStream,
+    /// xorshift64 state: cheap, and deterministic for one seed.
+    state: u64,
+    value: Vec<u8>,
+    out: Vec<u8>,
+    written: usize,
+    input: Vec<u8>,
+    sent: Instant,
 }
 
-/// Runs `load.connections` closed-loop writers until `stop`; returns every
-/// completed SET, sorted by completion time.
-pub(crate) fn write_load(load: WriteLoad, epoch: Instant, stop: &AtomicBool) -> Result<Vec<Done>> {
-    let mut all = std::thread::scope(|s| -> Result<Vec<Done>> {
-        let handles: Vec<_> = (0..load.connections.max(1))
-            .map(|i| {
-                let seed = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1);
-                s.spawn(move || write_client(load, seed, epoch, stop))
-            })
-            .collect();
-        let mut all = Vec::new();
-        for h in handles {
-            all.extend(
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("load thread panicked"))??,
-            );
+impl LoadConn {
+    /// Encodes the next SET into `out`.
+    fn next_request(&mut self, keys: usize) {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        let key = format!("key:{:012}", self.state % keys.max(1) as u64);
+        random_bytes(self.state, &mut self.value);
+        self.out.clear();
+        self.written = 0;
+        encode(&mut self.out, &[b"SET", key.as_bytes(), &self.value]);
+        self.sent = Instant::now();
+    }
+
+    /// Writes what is left of the request, as far as the socket takes it.
+    fn flush(&mut self) -> Result<()> {
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
+                Ok(0) => bail!("server closed the connection"),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
         }
-        Ok(all)
-    })?;
-    all.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
-    Ok(all)
+        Ok(())
+    }
+
+    /// Reads what has arrived; returns whether the reply is complete.
+    fn read_reply(&mut self) -> Result<bool> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => bail!("server closed the connection"),
+                Ok(n) => self.input.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let (count, used) = complete_replies(&self.input)?;
+        if count > 1 {
+            bail!("{count} replies to one request");
+        }
+        self.input.drain(..used);
+        Ok(count == 1)
+    }
+}
+
+/// Runs `load.connections` closed-loop writers from one thread (one
+/// outstanding SET per connection, as `redis-benchmark -P 1` drives them)
+/// until `stop`; returns every completed SET, sorted by completion time.
+///
+/// One event-driven thread rather than a thread per connection: with four
+/// blocking threads on the client's core every reply cost a context switch
+/// there, and the client itself slowed whenever anything else ran on that
+/// core, so the load measured the client as much as the server.
+pub(crate) fn write_load(load: WriteLoad, epoch: Instant, stop: &AtomicBool) -> Result<Vec<Done>> {
+    let mut poll = mio::Poll::new()?;
+    let mut conns = Vec::new();
+    for i in 0..load.connections.max(1) {
+        let stream = TcpStream::connect(("127.0.0.1", load.port)).context("connecting")?;
+        stream.set_nodelay(true)?;
+        stream.set_nonblocking(true)?;
+        let mut stream = mio::net::TcpStream::from_std(stream);
+        poll.registry().register(
+            &mut stream,
+            mio::Token(i),
+            mio::Interest::READABLE | mio::Interest::WRITABLE,
+        )?;
+        let mut conn = LoadConn {
+            stream,
+            state: 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1) | 1,
+            value: vec![0u8; load.value_bytes],
+            out: Vec::new(),
+            written: 0,
+            input: Vec::new(),
+            sent: Instant::now(),
+        };
+        conn.next_request(load.keys);
+        conn.flush()?;
+        conns.push(conn);
+    }
+    let mut events = mio::Events::with_capacity(conns.len() * 2);
+    let mut done = Vec::with_capacity(1 << 18);
+    while !stop.load(Ordering::Relaxed) {
+        poll.poll(&mut events, Some(Duration::from_millis(50)))?;
+        for event in events.iter() {
+            let conn = &mut conns[event.token().0];
+            conn.flush()?;
+            if conn.written == conn.out.len() && conn.read_reply()? {
+                done.push(Done {
+                    at_s: epoch.elapsed().as_secs_f64(),
+                    latency_us: conn.sent.elapsed().as_secs_f64() * 1e6,
+                });
+                conn.next_request(load.keys);
+                conn.flush()?;
+            }
+        }
+    }
+    Ok(done)
 }
 
 /// Throughput (SET/s) and p99 latency (µs) of the SETs completed in
