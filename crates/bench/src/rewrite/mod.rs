@@ -673,7 +673,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let steady = args.steady.unwrap_or(steady);
     let scratch = report::disk_scratch_dir()?.join("rewrite");
     let mut report = Report::new("rewrite", common.quick, common.runs());
-    report.note(format!("servers on cores {SERVER_CORES}, the bench's {} SET connections pinned to core {CLIENT_CORE}; data on {} (the disk)", args.connections, scratch.display()));
+    report.note(format!("servers on cores {SERVER_CORES}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", args.connections, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; ratios of medians"));
     report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: PSS from /proc/PID/smaps_rollup of the server plus its children, every 50 ms; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
     let mut all_medians = BTreeMap::new();
