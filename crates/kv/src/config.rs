@@ -149,6 +149,8 @@ impl Default for Config {
                 ("auto-aof-rewrite-percentage", "100"),
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
+                ("server_cpulist", ""),
+                ("aof_rewrite_cpulist", ""),
             ]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -335,18 +337,28 @@ impl Config {
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
             ))
             }
+            "server_cpulist" | "aof_rewrite_cpulist" => {
+                crate::cpus::parse(value).map_err(|e| bad(name, value, &e))?;
+                return self.set_passive(name, value);
+            }
             _ => return self.set_passive(name, value),
         }
         Ok(())
     }
 
     /// The value of a directive kept as text (`auto-aof-rewrite-*`,
-    /// `aof-rewrite-threads`), read where it is used.
+    /// `aof-rewrite-threads`, the CPU lists), read where it is used.
     pub fn passive_value(&self, name: &str) -> Option<&str> {
         self.passive
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// A CPU list directive (`server_cpulist`, `aof_rewrite_cpulist`),
+    /// validated when it was set; `None` when empty.
+    pub fn cpulist(&self, name: &str) -> Option<Vec<usize>> {
+        crate::cpus::parse(self.passive_value(name)?).ok().flatten()
     }
 
     fn set_passive(&mut self, name: &str, value: &str) -> std::result::Result<(), String> {
@@ -405,7 +417,9 @@ impl Config {
     /// CONFIG SET: only directives that make sense to change at run time.
     pub fn set_at_runtime(&mut self, name: &str, value: &str) -> std::result::Result<(), String> {
         let name = name.to_ascii_lowercase();
-        const FIXED: [&str; 8] = [
+        const FIXED: [&str; 10] = [
+            "server_cpulist",
+            "aof_rewrite_cpulist",
             "port",
             "bind",
             "dir",

@@ -38,6 +38,7 @@
 pub mod aof;
 pub mod commands;
 pub mod config;
+pub mod cpus;
 mod error;
 pub mod info;
 pub mod keyspace;

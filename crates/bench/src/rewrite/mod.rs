@@ -35,6 +35,8 @@ use probe::{info_field, Conn, Done, WriteLoad};
 /// threads are pinned to core 1.
 const SERVER_CORES: &str = "0,1";
 const CLIENT_CORE: &str = "1";
+/// The servers' event loops (`server_cpulist`).
+const SERVER_LOOP_CORE: &str = "0";
 const BASE_PORT: u16 = 17600;
 const MEMORY_PERIOD: Duration = Duration::from_millis(50);
 const BUCKET_S: f64 = 0.1;
@@ -55,6 +57,10 @@ pub struct RewriteArgs {
     /// Connections of the closed-loop SET load.
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
+    /// Pin both servers' event loops to core 0 (`server_cpulist`) and
+    /// their rewrites to cores 0-1 (`aof_rewrite_cpulist`).
+    #[arg(long)]
+    pub pin_loops: bool,
     /// Seconds of load measured as the steady state before the rewrite
     /// (default 3; 1 with --quick).
     #[arg(long)]
@@ -86,6 +92,7 @@ const FERRITE: &str = "ferrite_t2";
 /// Durations of one run's phases and the dataset.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
+    pin_loops: bool,
     keys: usize,
     value_bytes: usize,
     connections: usize,
@@ -120,12 +127,15 @@ struct Observed {
     end: f64,
 }
 
-fn spawn(system: System, port: u16, dir: &Path) -> Result<Running> {
+fn spawn(system: System, port: u16, dir: &Path, pin_loops: bool) -> Result<Running> {
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", SERVER_CORES])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let port_text = port.to_string();
+    // Both servers' event loops (Redis's main thread) on core 0, away from
+    // the client on core 1; their rewrites (Redis's fork child, Ferrite's
+    // workers) on both cores. Redis's directives, which Ferrite shares.
     let common = [
         "--appendonly",
         "yes",
@@ -134,6 +144,17 @@ fn spawn(system: System, port: u16, dir: &Path) -> Result<Running> {
         "--auto-aof-rewrite-percentage",
         "0",
     ];
+    // With --pin-loops: both servers' event loops (Redis's main thread) on
+    // one core, their rewrites (Redis's fork child, Ferrite's workers) on
+    // both, with the directives both servers share.
+    if pin_loops {
+        cmd.args([
+            "--server_cpulist",
+            SERVER_LOOP_CORE,
+            "--aof_rewrite_cpulist",
+            SERVER_CORES,
+        ]);
+    }
     match system {
         System::Ferrite { threads } => {
             cmd.arg(std::env::current_exe()?)
@@ -284,7 +305,7 @@ fn recover(server: Running, system: System, dir: &Path, plan: &Plan) -> Result<(
     let port = server.port + 1;
     drop(server);
     let started = Instant::now();
-    let server = spawn(system, port, dir)?;
+    let server = spawn(system, port, dir, plan.pin_loops)?;
     let mut conn = loop {
         if let Ok(mut conn) = Conn::connect(port) {
             if conn.call(&[b"PING"]).is_ok() {
@@ -312,7 +333,7 @@ fn recover(server: Running, system: System, dir: &Path, plan: &Plan) -> Result<(
 fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResult> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
-    let server = spawn(system, port, dir)?;
+    let server = spawn(system, port, dir, plan.pin_loops)?;
     wait_for_port(port)?;
     wait_rewrites_idle(&mut Conn::connect(port)?)?;
     kvload::run_load(&LoadArgs {
@@ -673,13 +694,14 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let steady = args.steady.unwrap_or(steady);
     let scratch = report::disk_scratch_dir()?.join("rewrite");
     let mut report = Report::new("rewrite", common.quick, common.runs());
-    report.note(format!("servers on cores {SERVER_CORES}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", args.connections, scratch.display()));
+    report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; ratios of medians"));
     report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: PSS from /proc/PID/smaps_rollup of the server plus its children, every 50 ms; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
     let mut all_medians = BTreeMap::new();
     let mut all_runs = BTreeMap::new();
     for (index, value_bytes) in values.iter().enumerate() {
         let plan = Plan {
+            pin_loops: args.pin_loops,
             keys,
             value_bytes: *value_bytes,
             connections: args.connections,

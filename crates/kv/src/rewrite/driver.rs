@@ -355,9 +355,11 @@ impl Rewriter {
         let (send, done) = mpsc::channel();
         let (dir, current, kind) = (self.dir.clone(), self.manifest.clone(), self.kind);
         let wake = self.wake.clone();
+        let cpus = state.config.cpulist("aof_rewrite_cpulist");
         std::thread::Builder::new()
             .name("rewrite-start".into())
             .spawn(move || {
+                crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
                 let _ = send.send(dir.start(&current, kind));
                 wake.wake();
             })
@@ -445,9 +447,12 @@ impl Rewriter {
         let dir = self.dir.clone();
         let created_ms = unix_ms();
         let wake = self.wake.clone();
+        let cpus = state.config.cpulist("aof_rewrite_cpulist");
         std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
+                // The workers inherit this thread's set and class.
+                crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
                 lower_cpu_priority();
                 let progress = Arc::new(Progress::default());
                 let result =
