@@ -6,7 +6,7 @@
 //! pseudo-random, incompressible values (the load's too), both with
 //! `appendonly yes`, `appendfsync everysec`, automatic rewrites off and the
 //! data on the disk. A closed-loop SET load of random existing keys runs
-//! before, during and shortly after one BGREWRITEAOF; memory (PSS of the
+//! before, during and shortly after one BGREWRITEAOF; memory (anonymous, PSS of the
 //! server plus its fork children) is sampled every 50 ms; then the server
 //! is killed and restarted on the same directory, and the time until PING
 //! answers is the recovery time. Configurations are interleaved within each
@@ -696,7 +696,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let mut report = Report::new("rewrite", common.quick, common.runs());
     report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; ratios of medians"));
-    report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: PSS from /proc/PID/smaps_rollup of the server plus its children, every 50 ms; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
+    report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: anonymous + shmem memory of the server, every 50 ms: RssAnon + RssShmem from /proc/PID/status while it has no children, Pss_Anon + Pss_Shmem from smaps_rollup of it and its fork children otherwise; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
     let mut all_medians = BTreeMap::new();
     let mut all_runs = BTreeMap::new();
     for (index, value_bytes) in values.iter().enumerate() {
