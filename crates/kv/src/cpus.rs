@@ -35,7 +35,10 @@ pub fn parse(text: &str) -> Result<Option<Vec<usize>>, String> {
         };
         let (first, last) = match range.split_once('-') {
             Some((a, b)) => (number(a)?, number(b)?),
-            None => (number(range)?, number(range)?),
+            None => {
+                let cpu = number(range)?;
+                (cpu, cpu)
+            }
         };
         if stride == 0 || first > last {
             return Err(format!("bad CPU range {item:?}"));
@@ -62,7 +65,11 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     for &cpu in cpus {
         set.set(cpu);
     }
-    rustix::thread::sched_setaffinity(None, &set).map_err(std::io::Error::from)
+    set_current_thread(&set)
+}
+
+fn set_current_thread(set: &CpuSet) -> std::io::Result<()> {
+    rustix::thread::sched_setaffinity(None, set).map_err(std::io::Error::from)
 }
 
 /// Gives the calling thread `cpus` if given, else the process's original
@@ -70,10 +77,7 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
 pub fn place_current_thread(cpus: Option<&[usize]>, what: &str) {
     let result = match cpus {
         Some(cpus) => pin_current_thread(cpus),
-        None => match original() {
-            Some(set) => rustix::thread::sched_setaffinity(None, set).map_err(std::io::Error::from),
-            None => Ok(()),
-        },
+        None => original().map_or(Ok(()), set_current_thread),
     };
     if let Err(e) = result {
         tracing::warn!("cannot set the CPU affinity of the {what}: {e}");

@@ -26,8 +26,8 @@ pub const ENV_SPLIT_MIN: &str = "FERRITE_PMEM_SPLIT_MIN";
 
 /// `copy_persist` of at least this many bytes is split between its caller
 /// and a helper thread (`split.rs`). Measured on a 2-core EPYC VM against
-/// the one-thread copy: 0.80-0.94 at 64 KiB, 0.97-1.00 at 256 KiB,
-/// 1.02-1.33 at 1 MiB (docs/pmem.md, "Splitting large persists").
+/// the one-thread copy, two sweeps: 0.79-0.91 at 64 KiB, 0.98-1.02 at
+/// 256 KiB, 1.06-1.28 at 1 MiB (docs/pmem.md, "Splitting large persists").
 pub const SPLIT_MIN_DEFAULT: usize = 512 << 10;
 
 /// Copies of at least this many bytes use non-temporal stores on real PM.
@@ -471,21 +471,22 @@ impl fmt::Display for Dispatch {
 pub fn parse_nt_threshold(value: &str) -> Result<usize> {
     match value.trim() {
         "always" => Ok(0),
-        "never" => Ok(usize::MAX),
-        number => number.parse().map_err(|_| Error::Config {
-            reason: format!(
-                "bad non-temporal threshold {value:?}; expected always, never or a byte count"
-            ),
-        }),
+        _ => parse_bytes_or_never(value, "non-temporal threshold", "always, never"),
     }
 }
 
 /// Parses `never` or a byte count.
 pub fn parse_split_min(value: &str) -> Result<usize> {
+    parse_bytes_or_never(value, "split size", "never")
+}
+
+/// `never` as `usize::MAX`, else a byte count; the error names `what` and
+/// the words it takes besides a number.
+fn parse_bytes_or_never(value: &str, what: &str, words: &str) -> Result<usize> {
     match value.trim() {
         "never" => Ok(usize::MAX),
         number => number.parse().map_err(|_| Error::Config {
-            reason: format!("bad split size {value:?}; expected never or a byte count"),
+            reason: format!("bad {what} {value:?}; expected {words} or a byte count"),
         }),
     }
 }

@@ -277,9 +277,7 @@ pub(crate) unsafe fn copy_nodrain(
         (helper.finish(), true)
     };
     helper.control.claimed.store(false, Ordering::Release);
-    counts.lines_flushed += rest.lines_flushed;
-    counts.bytes_nt += rest.bytes_nt;
-    counts.bytes_cached += rest.bytes_cached;
+    counts += rest;
     Split {
         counts,
         helper_fenced,

@@ -173,6 +173,14 @@ pub(crate) struct StoreCounts {
     pub bytes_cached: u64,
 }
 
+impl std::ops::AddAssign for StoreCounts {
+    fn add_assign(&mut self, other: StoreCounts) {
+        self.lines_flushed += other.lines_flushed;
+        self.bytes_nt += other.bytes_nt;
+        self.bytes_cached += other.bytes_cached;
+    }
+}
+
 impl StoreCounts {
     /// `bytes` stored through the cache, then `lines` flushed.
     pub(crate) fn cached(lines: u64, bytes: u64) -> StoreCounts {

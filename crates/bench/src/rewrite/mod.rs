@@ -6,8 +6,9 @@
 //! pseudo-random, incompressible values (the load's too), both with
 //! `appendonly yes`, `appendfsync everysec`, automatic rewrites off and the
 //! data on the disk. A closed-loop SET load of random existing keys runs
-//! before, during and shortly after one BGREWRITEAOF; memory (anonymous, PSS of the
-//! server plus its fork children) is sampled every 50 ms; then the server
+//! before, during and shortly after one BGREWRITEAOF; memory (the
+//! anonymous memory of the server plus its fork children, each page once)
+//! is sampled every 50 ms; then the server
 //! is killed and restarted on the same directory, and the time until PING
 //! answers is the recovery time. Configurations are interleaved within each
 //! run; figures are medians over runs.
@@ -133,9 +134,6 @@ fn spawn(system: System, port: u16, dir: &Path, pin_loops: bool) -> Result<Runni
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let port_text = port.to_string();
-    // Both servers' event loops (Redis's main thread) on core 0, away from
-    // the client on core 1; their rewrites (Redis's fork child, Ferrite's
-    // workers) on both cores. Redis's directives, which Ferrite shares.
     let common = [
         "--appendonly",
         "yes",

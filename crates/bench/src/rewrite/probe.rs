@@ -122,7 +122,7 @@ fn children(pid: u32) -> Vec<u32> {
 /// page-table walk. Walking a 1.2 GB server every 50 ms from the client's
 /// core cost about a third of the SET/s at 1M x 1 KiB, in the steady phase
 /// too (medians of 4 interleaved pairs against sampling every 2 s).
-pub(crate) fn tree_pss_bytes(pid: u32) -> u64 {
+pub(crate) fn tree_memory_bytes(pid: u32) -> u64 {
     let children = children(pid);
     if children.is_empty() {
         return rss_bytes(pid).unwrap_or(0);
@@ -131,7 +131,7 @@ pub(crate) fn tree_pss_bytes(pid: u32) -> u64 {
     own + children.into_iter().filter_map(pss_bytes).sum::<u64>()
 }
 
-/// Samples `tree_pss_bytes(pid)` every `period` until `stop`; returns
+/// Samples `tree_memory_bytes(pid)` every `period` until `stop`; returns
 /// (seconds since `epoch`, bytes).
 pub(crate) fn sample_memory(
     pid: u32,
@@ -142,7 +142,7 @@ pub(crate) fn sample_memory(
     let mut out = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let at = epoch.elapsed().as_secs_f64();
-        out.push((at, tree_pss_bytes(pid) as f64));
+        out.push((at, tree_memory_bytes(pid) as f64));
         std::thread::sleep(period);
     }
     out
@@ -344,13 +344,13 @@ mod tests {
 
     #[test]
     fn own_memory_is_measured_with_and_without_children() {
-        let alone = tree_pss_bytes(std::process::id());
+        let alone = tree_memory_bytes(std::process::id());
         assert!(alone > 0);
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .expect("sleep");
-        let with_child = tree_pss_bytes(std::process::id());
+        let with_child = tree_memory_bytes(std::process::id());
         let _ = child.kill();
         let _ = child.wait();
         // Shares now, not resident sizes: within what this process owns
