@@ -72,6 +72,9 @@ pub(crate) struct State {
     pub(crate) io_active: bool,
     /// That leader is the periodic syncer.
     pub(crate) sync_running: bool,
+    /// Periodic mode: the syncer is to sync now, not at the end of its
+    /// interval (`Wal::sync_soon`).
+    pub(crate) sync_soon: bool,
     /// Periodic mode: since when writes have been postponed behind a sync.
     pub(crate) postponed_since: Option<Instant>,
     /// Every record up to this LSN is durable.

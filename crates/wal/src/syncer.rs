@@ -22,6 +22,10 @@ fn run(shared: &Shared, interval: Duration) {
             if state.closed || state.poison.is_some() {
                 return;
             }
+            if state.sync_soon {
+                state.sync_soon = false;
+                break;
+            }
             let now = Instant::now();
             if now >= deadline {
                 break;

@@ -292,6 +292,21 @@ impl Wal {
         Ok(target)
     }
 
+    /// Asks the background syncer of [`Durability::Periodic`] to sync now
+    /// rather than at the end of its interval, and returns at once: appends
+    /// and writes go on meanwhile, as during any periodic sync. A caller
+    /// that will soon need everything durable (a [`Wal::switch`]) calls
+    /// this ahead, so that its own sync finds little left to do. At other
+    /// durability levels there is no syncer and this does nothing.
+    pub fn sync_soon(&self) {
+        if self.syncer.is_none() {
+            return;
+        }
+        let mut state = self.shared.lock();
+        state.sync_soon = true;
+        self.shared.syncer_wake.notify_all();
+    }
+
     fn check_appended(&self, state: &State, lsn: Lsn) -> Result<()> {
         if lsn >= state.next_lsn {
             return Err(Error::Config {
@@ -546,6 +561,7 @@ impl State {
             written_offset: end_offset,
             io_active: false,
             sync_running: false,
+            sync_soon: false,
             postponed_since: None,
             durable_lsn: next_lsn - 1,
             durable_offset: end_offset,

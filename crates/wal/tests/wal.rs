@@ -347,6 +347,32 @@ fn periodic_durability_syncs_in_the_background() {
 }
 
 #[test]
+fn sync_soon_runs_the_periodic_sync_before_its_interval() {
+    let sim = Sim::new(Medium::File);
+    let config = test_config(Durability::Periodic(Duration::from_secs(3600)));
+    let wal = Wal::open(sim.device.clone(), config).expect("open");
+    let lsn = wal.append_commit(b"before a log switch").expect("commit");
+    assert_eq!(wal.durable_lsn(), 0, "written, not synced, at everysec");
+    wal.sync_soon();
+    // An hour's interval: only the request can make the record durable
+    // within the deadline.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while wal.durable_lsn() < lsn {
+        assert!(Instant::now() < deadline, "sync_soon did not sync");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(wal.stats().syncs, 1);
+    // Other levels have no syncer: nothing happens, nothing breaks.
+    let every =
+        Wal::open(Sim::new(Medium::File).device, test_config(Durability::None)).expect("open");
+    let lsn = every.append_commit(b"no syncer").expect("commit");
+    every.sync_soon();
+    assert_eq!(every.durable_lsn(), 0);
+    assert_eq!(every.sync().expect("sync"), lsn);
+    wal.close().expect("close");
+}
+
+#[test]
 fn oversized_records_and_bad_configs_are_refused() {
     let sim = Sim::new(Medium::File);
     let wal = Wal::open(sim.device.clone(), test_config(Durability::EveryCommit)).expect("open");

@@ -102,6 +102,12 @@ pub trait CommandLog: Send + fmt::Debug {
     /// no longer names it).
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint>;
 
+    /// A [`CommandLog::switch`] is coming: starts making the current file
+    /// durable in the background where the log syncs there anyway
+    /// (`everysec`), so that the switch's own sync, on the event loop, has
+    /// only the records appended since to wait for. Returns at once.
+    fn prepare_switch(&mut self);
+
     /// Makes everything durable and stops background work (clean shutdown).
     fn close(&mut self) -> Result<()>;
 }
@@ -127,6 +133,7 @@ impl CommandLog for NullLog {
     fn info(&self, into: &mut LogInfo) {
         into.enabled = false;
     }
+    fn prepare_switch(&mut self) {}
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
         Err(Error::Config {
             origin: "appendonly".into(),

@@ -274,6 +274,10 @@ impl CommandLog for WalLog {
         })
     }
 
+    fn prepare_switch(&mut self) {
+        self.wal.sync_soon();
+    }
+
     fn close(&mut self) -> Result<()> {
         self.flush();
         self.committer.stop();

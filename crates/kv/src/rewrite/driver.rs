@@ -344,7 +344,12 @@ impl Rewriter {
         if let Err(e) = self.prepare(state) {
             tracing::warn!("log rewrite could not start: {e}");
             self.failed(state);
+            return;
         }
+        // While the manifest is prepared off the loop, the current log's
+        // tail is synced off it too: the switch then waits for what came
+        // in since, not for up to a second of writes.
+        log.prepare_switch();
     }
 
     /// Step 1a, off the event loop: creates the new incremental log and
