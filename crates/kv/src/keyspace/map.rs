@@ -25,6 +25,11 @@
 //! per value, never value bytes. (With one boxed entry per slot, copies
 //! cost a `malloc` per key: 20% of the event loop's profile during a
 //! rewrite was in glibc's `_int_malloc`/`malloc_consolidate` and the clone.)
+//! The reference counts those copies increment lie in separate allocations,
+//! rarely cached, and each increment is a locked instruction that does not
+//! overlap its miss with the next: both copies prefetch every count first
+//! (1M x 100 B, 12,000 SETs right after a snapshot: the copy-before-write
+//! added 1.4-2.0 µs per SET before, 0.96-1.1 after).
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
@@ -94,7 +99,7 @@ pub const ENTRY_BYTES_ESTIMATE: i64 = (std::mem::size_of::<Entry>() as i64 + 1) 
 type Chunk = HashTable<Entry>;
 
 /// Key → value, with the `HashMap` operations the keyspace uses.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct KeyMap {
     /// Empty until the first insert (most segments of unused databases
     /// never get one), then [`CHUNKS`] slots, each allocated on its first
@@ -102,6 +107,34 @@ pub struct KeyMap {
     chunks: Vec<Option<Arc<Chunk>>>,
     hasher: RandomState,
     len: usize,
+}
+
+/// The line holding the reference counts of the chunk behind `chunk`
+/// (std's `Arc` keeps its two counts just before the value). Only a
+/// prefetch address: if the layout differed, a prefetch would be wasted,
+/// nothing more.
+fn count_line(chunk: &Arc<Chunk>) -> *const u8 {
+    Arc::as_ptr(chunk)
+        .cast::<u8>()
+        .wrapping_sub(2 * std::mem::size_of::<usize>())
+}
+
+/// A clone shares every chunk: one reference-count increment per chunk.
+/// The counts lie in 64 separate allocations, rarely in the cache when a
+/// rewrite's copy-before-write clones a segment, and each increment is a
+/// locked instruction, which does not overlap its miss with the next one.
+/// So every count's line is prefetched first and the misses overlap.
+impl Clone for KeyMap {
+    fn clone(&self) -> KeyMap {
+        for chunk in self.chunks.iter().flatten() {
+            ferrite_pmem::hint::prefetch(count_line(chunk));
+        }
+        KeyMap {
+            chunks: self.chunks.clone(),
+            hasher: self.hasher.clone(),
+            len: self.len,
+        }
+    }
 }
 
 impl std::fmt::Debug for KeyMap {
@@ -166,6 +199,12 @@ impl KeyMap {
         let chunk = self.chunks.get_mut(index)?.as_mut()?;
         if Arc::get_mut(chunk).is_some() {
             return None;
+        }
+        // The copy takes a reference to every value, each in its own
+        // allocation: start all those misses before the first locked
+        // increment (as `KeyMap::clone` does for the chunks).
+        for entry in chunk.iter() {
+            entry.value.prefetch_count();
         }
         Some(Arc::make_mut(chunk).len())
     }
