@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::{read_all, test_config, Medium, Sim, MEDIA};
 use ferrite_io::{Backend, Device, PmDevice, PmPolicy};
 use ferrite_pmem::{PmemMedium, SimPmem};
-use ferrite_wal::{check, repair, Durability, Error, LogReader, Wal, WalConfig};
+use ferrite_wal::{check, repair, Durability, Error, LogReader, Lsn, Wal, WalConfig};
 
 #[test]
 fn records_round_trip_through_a_reopen() {
@@ -330,18 +330,23 @@ fn durability_none_writes_without_syncing() {
     assert_eq!(wal.sync().expect("sync"), 101);
 }
 
+/// Waits for a background sync to make `lsn` durable: a timer-driven
+/// feature, so its effect is polled, with a deadline.
+fn wait_durable(wal: &Wal, lsn: Lsn, failure: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while wal.durable_lsn() < lsn {
+        assert!(Instant::now() < deadline, "{failure}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn periodic_durability_syncs_in_the_background() {
     let sim = Sim::new(Medium::File);
     let config = test_config(Durability::Periodic(Duration::from_millis(5)));
     let wal = Wal::open(sim.device.clone(), config).expect("open");
     let lsn = wal.append_commit(b"everysec").expect("commit");
-    // Waiting for a timer-driven feature: poll its effect, with a deadline.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while wal.durable_lsn() < lsn {
-        assert!(Instant::now() < deadline, "the periodic sync never ran");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_durable(&wal, lsn, "the periodic sync never ran");
     assert!(wal.stats().syncs >= 1);
     wal.close().expect("close");
 }
@@ -356,11 +361,7 @@ fn sync_soon_runs_the_periodic_sync_before_its_interval() {
     wal.sync_soon();
     // An hour's interval: only the request can make the record durable
     // within the deadline.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while wal.durable_lsn() < lsn {
-        assert!(Instant::now() < deadline, "sync_soon did not sync");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_durable(&wal, lsn, "sync_soon did not sync");
     assert_eq!(wal.stats().syncs, 1);
     // Other levels have no syncer: nothing happens, nothing breaks.
     let every =

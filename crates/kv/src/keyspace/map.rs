@@ -37,7 +37,7 @@ use std::sync::Arc;
 use hashbrown::hash_table::Entry as TableEntry;
 use hashbrown::HashTable;
 
-use crate::types::Value;
+use crate::types::{arc_counts, Value};
 
 /// Longest key kept inside its entry; longer ones get a boxed copy.
 pub const KEY_INLINE_MAX: usize = 22;
@@ -109,16 +109,6 @@ pub struct KeyMap {
     len: usize,
 }
 
-/// The line holding the reference counts of the chunk behind `chunk`
-/// (std's `Arc` keeps its two counts just before the value). Only a
-/// prefetch address: if the layout differed, a prefetch would be wasted,
-/// nothing more.
-fn count_line(chunk: &Arc<Chunk>) -> *const u8 {
-    Arc::as_ptr(chunk)
-        .cast::<u8>()
-        .wrapping_sub(2 * std::mem::size_of::<usize>())
-}
-
 /// A clone shares every chunk: one reference-count increment per chunk.
 /// The counts lie in 64 separate allocations, rarely in the cache when a
 /// rewrite's copy-before-write clones a segment, and each increment is a
@@ -127,7 +117,7 @@ fn count_line(chunk: &Arc<Chunk>) -> *const u8 {
 impl Clone for KeyMap {
     fn clone(&self) -> KeyMap {
         for chunk in self.chunks.iter().flatten() {
-            ferrite_pmem::hint::prefetch(count_line(chunk));
+            ferrite_pmem::hint::prefetch(arc_counts(chunk));
         }
         KeyMap {
             chunks: self.chunks.clone(),

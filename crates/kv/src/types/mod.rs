@@ -43,6 +43,16 @@ impl<T: Clone> DerefMut for Shared<T> {
     }
 }
 
+/// Where the reference counts of the `Arc` behind `shared` start (std's
+/// `Arc` keeps its two counts just before the value), for a prefetch
+/// before many clones. Only a prefetch address: were the layout
+/// different, a prefetch would be wasted, nothing more.
+pub(crate) fn arc_counts<T>(shared: &Arc<T>) -> *const u8 {
+    Arc::as_ptr(shared)
+        .cast::<u8>()
+        .wrapping_sub(2 * std::mem::size_of::<usize>())
+}
+
 impl<T> Shared<T> {
     /// Wraps `value`.
     pub fn new(value: T) -> Shared<T> {
@@ -183,14 +193,12 @@ impl Value {
     /// code about to clone many values (a copy-before-write of a chunk of
     /// the keyspace). Reads no memory itself.
     pub fn prefetch_count(&self) {
-        // `Arc` keeps its two counts just before the value.
-        let before = 2 * std::mem::size_of::<usize>();
         let addr = match self {
             Value::Str(s) => s.heap_addr(),
-            Value::Hash(h) => Arc::as_ptr(&h.0).cast::<u8>().wrapping_sub(before),
-            Value::List(l) => Arc::as_ptr(&l.0).cast::<u8>().wrapping_sub(before),
-            Value::Set(s) => Arc::as_ptr(&s.0).cast::<u8>().wrapping_sub(before),
-            Value::ZSet(z) => Arc::as_ptr(&z.0).cast::<u8>().wrapping_sub(before),
+            Value::Hash(h) => arc_counts(&h.0),
+            Value::List(l) => arc_counts(&l.0),
+            Value::Set(s) => arc_counts(&s.0),
+            Value::ZSet(z) => arc_counts(&z.0),
         };
         ferrite_pmem::hint::prefetch(addr);
     }
