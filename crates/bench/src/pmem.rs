@@ -468,12 +468,8 @@ pub fn run(common: &Common) -> Result<()> {
         pm_dir.display()
     ));
     let persist = persist_experiment(common, &mut report, &pm_dir)?;
-    let ops = |method: &str, size: usize| {
-        persist
-            .get(method)
-            .and_then(|m| m.get(&size))
-            .map(|f| f.ops_per_s)
-    };
+    report.note("ratios: the median over runs of each run's ratio; within a run the methods take turns in slices, so a run's ratio compares them under the same host conditions, while the host's speed moves whole runs by up to 10%; ratios_of_medians has the ratio of each method's median too");
+    let mut of_medians = BTreeMap::new();
     for &size in &PERSIST_SIZES {
         for (ours, theirs, key) in [
             ("ferrite", "libpmem", "ferrite_vs_libpmem"),
@@ -484,11 +480,17 @@ pub fn run(common: &Common) -> Result<()> {
                 "ferrite_one_thread_vs_libpmem",
             ),
         ] {
-            if let (Some(ours), Some(theirs)) = (ops(ours, size), ops(theirs, size)) {
-                report.ratio(format!("{key}_{size}"), ours / theirs);
+            let figure = |method: &str| persist.get(method).and_then(|m| m.get(&size));
+            if let (Some(ours), Some(theirs)) = (figure(ours), figure(theirs)) {
+                report.ratio(
+                    format!("{key}_{size}"),
+                    paired_ratio(&ours.ops_per_s_runs, &theirs.ops_per_s_runs),
+                );
+                of_medians.insert(format!("{key}_{size}"), ours.ops_per_s / theirs.ops_per_s);
             }
         }
     }
+    report.figure("ratios_of_medians", &of_medians);
     let (threshold, sweep) = threshold_sweep(common, &pm_dir)?;
     report.figure("nt_threshold_measured", threshold);
     report.figure(
@@ -520,6 +522,16 @@ pub fn run(common: &Common) -> Result<()> {
     plot(&persist, &device, &svg)?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
+}
+
+/// The median over runs of `ours[i] / theirs[i]`: each run's figures come
+/// from the same interleaved slices.
+fn paired_ratio(ours: &[f64], theirs: &[f64]) -> f64 {
+    let ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+    if ratios.is_empty() {
+        return f64::NAN;
+    }
+    median(&ratios)
 }
 
 fn plot(
@@ -569,9 +581,12 @@ fn plot(
             points: ours
                 .iter()
                 .filter_map(|(s, f)| {
-                    theirs
-                        .get(s)
-                        .map(|t| (*s as f64, f.ops_per_s / t.ops_per_s))
+                    theirs.get(s).map(|t| {
+                        (
+                            *s as f64,
+                            paired_ratio(&f.ops_per_s_runs, &t.ops_per_s_runs),
+                        )
+                    })
                 })
                 .collect(),
         })
@@ -644,4 +659,20 @@ fn report_threshold(report: &Report) -> Option<String> {
     report
         .figure_value("nt_threshold_measured")
         .map(|v| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paired_ratio;
+
+    #[test]
+    fn paired_ratios_compare_within_runs() {
+        // Per-run ratios 1.0, 1.5 and 0.7: their median is 1.0, while the
+        // medians' ratio (210 / 200) would read 1.05.
+        let ours = [100.0, 300.0, 210.0];
+        let theirs = [100.0, 200.0, 300.0];
+        assert!((paired_ratio(&ours, &theirs) - 1.0).abs() < 1e-12);
+        assert!((paired_ratio(&ours[..2], &theirs[..2]) - 1.25).abs() < 1e-12);
+        assert!(paired_ratio(&[], &[]).is_nan());
+    }
 }

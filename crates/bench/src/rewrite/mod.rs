@@ -24,12 +24,14 @@ use serde_json::json;
 
 use crate::kv::{ensure_redis, wait_for_port, Running};
 use crate::kvload::{self, LoadArgs};
-use crate::report::{self, median, Panel, Report, Series};
+use crate::report::{self, Panel, Report, Series};
 use crate::Common;
+use ratios::{medians, record_ratios};
 
 pub(crate) mod probe;
+mod ratios;
 
-use probe::{info_field, Conn, Done, WriteLoad};
+use probe::{info_field, Conn, Done, Samples, WriteLoad};
 
 /// Both cores for the servers: the rewrite's point is to use the second
 /// one (Redis's fork child, Ferrite's workers). The bench's own client
@@ -70,6 +72,15 @@ pub struct RewriteArgs {
     /// redis_preamble, redis_aof); ratios missing one read NaN.
     #[arg(long, value_delimiter = ',')]
     pub configs: Vec<String>,
+    /// A run whose steady phase or rewrite saw the hypervisor steal more
+    /// than this many ms of CPU per second (summed over CPUs) is repeated,
+    /// whichever server it measured.
+    #[arg(long, default_value_t = 50.0)]
+    pub max_steal: f64,
+    /// Repeats of one disturbed run before the least disturbed attempt is
+    /// kept (and marked `host_disturbed`).
+    #[arg(long, default_value_t = 3)]
+    pub retries: usize,
 }
 
 /// A server configuration of the comparison.
@@ -119,11 +130,11 @@ type RunsByConfig = BTreeMap<String, Vec<BTreeMap<String, f64>>>;
 type Medians = BTreeMap<String, BTreeMap<String, f64>>;
 
 /// The raw observations of the load phase: every completed SET, the
-/// memory samples, and when the rewrite started and ended (seconds since
-/// the epoch).
+/// memory and steal samples, and when the rewrite started and ended
+/// (seconds since the epoch).
 struct Observed {
     done: Vec<Done>,
-    memory: Vec<(f64, f64)>,
+    samples: Samples,
     start: f64,
     end: f64,
 }
@@ -275,7 +286,7 @@ fn measure_rewrite(
         let done = writers
             .join()
             .map_err(|_| anyhow::anyhow!("load panicked"))??;
-        let memory = sampler
+        let samples = sampler
             .join()
             .map_err(|_| anyhow::anyhow!("sampler panicked"))?;
         let (start, end, info) = rewrite_window?;
@@ -290,7 +301,7 @@ fn measure_rewrite(
         }
         Ok(Observed {
             done,
-            memory,
+            samples,
             start,
             end,
         })
@@ -346,10 +357,11 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
     let mut figures = BTreeMap::new();
     let Observed {
         done,
-        memory,
+        samples,
         start,
         end,
     } = measure_rewrite(&server, plan, &mut figures)?;
+    let memory = samples.memory;
     let steady_from = start - plan.steady.as_secs_f64();
     let (steady_ops, steady_p99) = probe::window(&done, steady_from, start);
     let (during_ops, during_p99) = probe::window(&done, start, end);
@@ -373,6 +385,14 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
         ("average_memory_bytes".into(), average_memory),
         ("peak_memory_bytes".into(), peak_memory),
         ("dir_bytes_after".into(), dir_bytes(dir) as f64),
+        (
+            STEADY_STEAL.into(),
+            probe::rate_over(&samples.steal_ms, steady_from, start),
+        ),
+        (
+            DURING_STEAL.into(),
+            probe::rate_over(&samples.steal_ms, start, end),
+        ),
     ]);
     let (recovery_ms, server) = recover(server, system, dir, plan)?;
     figures.insert("recovery_ms".into(), recovery_ms);
@@ -398,137 +418,19 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
     })
 }
 
-fn medians(runs: &RunsByConfig) -> Medians {
-    runs.iter()
-        .map(|(label, list)| {
-            let mut keys: Vec<&String> = list.iter().flat_map(|m| m.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            let figures = keys
-                .into_iter()
-                .map(|k| {
-                    let values: Vec<f64> = list.iter().filter_map(|m| m.get(k)).copied().collect();
-                    (k.clone(), median(&values))
-                })
-                .collect();
-            (label.clone(), figures)
-        })
-        .collect()
-}
+/// Figures of a run: ms of CPU per second the hypervisor stole from the
+/// machine (all CPUs) in the steady phase and during the rewrite.
+const STEADY_STEAL: &str = "steady_steal_ms_per_s";
+const DURING_STEAL: &str = "during_steal_ms_per_s";
 
-/// One ratio: its key, numerator and denominator as (configuration,
-/// figure), the target (NaN: none) and whether lower is the goal.
-type RatioSpec = (
-    &'static str,
-    (&'static str, &'static str),
-    (&'static str, &'static str),
-    f64,
-    bool,
-);
-
-const RP: &str = "redis_preamble";
-const RA: &str = "redis_aof";
-
-/// The ratios, Ferrite/Redis unless named `_vs_own_`.
-const RATIOS: [RatioSpec; 12] = [
-    (
-        "duration_vs_redis_preamble",
-        (FERRITE, "rewrite_ms"),
-        (RP, "rewrite_ms"),
-        0.5,
-        true,
-    ),
-    (
-        "duration_t1_vs_redis_preamble",
-        ("ferrite_t1", "rewrite_ms"),
-        (RP, "rewrite_ms"),
-        f64::NAN,
-        true,
-    ),
-    (
-        "duration_vs_redis_aof",
-        (FERRITE, "rewrite_ms"),
-        (RA, "rewrite_ms"),
-        f64::NAN,
-        true,
-    ),
-    (
-        "throughput_during_vs_redis",
-        (FERRITE, "during_ops"),
-        (RP, "during_ops"),
-        1.8,
-        false,
-    ),
-    (
-        "throughput_during_vs_redis_aof",
-        (FERRITE, "during_ops"),
-        (RA, "during_ops"),
-        f64::NAN,
-        false,
-    ),
-    (
-        "throughput_during_vs_own_steady",
-        (FERRITE, "during_ops"),
-        (FERRITE, "steady_ops"),
-        0.9,
-        false,
-    ),
-    (
-        "p99_during_vs_redis",
-        (FERRITE, "during_p99_us"),
-        (RP, "during_p99_us"),
-        f64::NAN,
-        true,
-    ),
-    (
-        "peak_memory_vs_redis",
-        (FERRITE, "peak_memory_bytes"),
-        (RP, "peak_memory_bytes"),
-        0.6,
-        true,
-    ),
-    (
-        "peak_memory_vs_redis_aof",
-        (FERRITE, "peak_memory_bytes"),
-        (RA, "peak_memory_bytes"),
-        f64::NAN,
-        true,
-    ),
-    (
-        "peak_memory_vs_own_steady",
-        (FERRITE, "peak_memory_bytes"),
-        (FERRITE, "steady_memory_bytes"),
-        1.15,
-        true,
-    ),
-    (
-        "recovery_vs_redis_preamble",
-        (FERRITE, "recovery_ms"),
-        (RP, "recovery_ms"),
-        1.0,
-        true,
-    ),
-    (
-        "recovery_vs_redis_aof",
-        (FERRITE, "recovery_ms"),
-        (RA, "recovery_ms"),
-        f64::NAN,
-        true,
-    ),
-];
-
-/// The ratios of the medians: (key, value, target, lower is better).
-fn ratios(m: &Medians) -> Vec<(&'static str, f64, f64, bool)> {
-    let get = |(label, key): (&str, &str)| {
-        m.get(label)
-            .and_then(|f| f.get(key))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    RATIOS
+/// The larger of a run's two steal rates (NaN counts as none: a machine
+/// without the counter is not a disturbed one).
+fn steal_of(figures: &BTreeMap<String, f64>) -> f64 {
+    [STEADY_STEAL, DURING_STEAL]
         .iter()
-        .map(|&(key, num, den, target, lower)| (key, get(num) / get(den), target, lower))
-        .collect()
+        .filter_map(|k| figures.get(*k))
+        .filter(|v| v.is_finite())
+        .fold(0.0, |a, b| a.max(*b))
 }
 
 fn plot(path: &Path, plan: &Plan, timelines: &BTreeMap<String, RunResult>) -> Result<()> {
@@ -564,6 +466,66 @@ fn plot(path: &Path, plan: &Plan, timelines: &BTreeMap<String, RunResult>) -> Re
     )
 }
 
+/// How disturbed runs are handled: the steal limit and the repeats.
+#[derive(Clone, Copy, Debug)]
+struct Disturbance {
+    max_steal: f64,
+    retries: usize,
+}
+
+/// What one dataset's runs gave: medians, the first run of each
+/// configuration, every kept run, and the runs repeated for steal.
+struct DatasetRuns {
+    medians: Medians,
+    first: Labelled,
+    kept: RunsByConfig,
+    rejected: RunsByConfig,
+}
+
+/// One run of one configuration, repeated while the host steals more than
+/// allowed (up to `retries` times; then the least disturbed attempt is
+/// kept, marked `host_disturbed`); the attempts not kept go to `rejected`.
+fn undisturbed_run(
+    system: System,
+    port: u16,
+    dir: &Path,
+    plan: &Plan,
+    limits: Disturbance,
+    rejected: &mut Vec<BTreeMap<String, f64>>,
+) -> Result<RunResult> {
+    let mut attempts: Vec<RunResult> = Vec::new();
+    loop {
+        let result = one_run(system, port, dir, plan)?;
+        let steal = steal_of(&result.figures);
+        if steal <= limits.max_steal {
+            rejected.extend(attempts.into_iter().map(|r| r.figures));
+            return Ok(result);
+        }
+        println!(
+            "{:>5} B: the host stole {steal:.0} ms/s (limit {:.0}), {}",
+            plan.value_bytes,
+            limits.max_steal,
+            if attempts.len() < limits.retries {
+                "repeating the run"
+            } else {
+                "keeping the least disturbed attempt"
+            }
+        );
+        attempts.push(result);
+        if attempts.len() > limits.retries {
+            let best = (0..attempts.len())
+                .min_by(|&a, &b| {
+                    steal_of(&attempts[a].figures).total_cmp(&steal_of(&attempts[b].figures))
+                })
+                .unwrap_or(0);
+            let mut kept = attempts.swap_remove(best);
+            kept.figures.insert("host_disturbed".into(), 1.0);
+            rejected.extend(attempts.into_iter().map(|r| r.figures));
+            return Ok(kept);
+        }
+    }
+}
+
 /// Runs every configuration `runs` times, interleaved, on one dataset.
 fn dataset(
     plan: &Plan,
@@ -571,8 +533,10 @@ fn dataset(
     common: &Common,
     scratch: &Path,
     configs: &[String],
-) -> Result<(Medians, Labelled, RunsByConfig)> {
-    let mut all = RunsByConfig::new();
+    limits: Disturbance,
+) -> Result<DatasetRuns> {
+    let mut kept = RunsByConfig::new();
+    let mut rejected = RunsByConfig::new();
     let mut first = Vec::new();
     for run in 0..common.runs() {
         for (i, (label, system)) in CONFIGS.iter().enumerate() {
@@ -580,10 +544,17 @@ fn dataset(
                 continue;
             }
             let port = BASE_PORT + (index * 100 + run * 10 + i * 2) as u16;
-            let result = one_run(*system, port, &scratch.join(label), plan)
-                .with_context(|| format!("{label}, run {run}"))?;
+            let result = undisturbed_run(
+                *system,
+                port,
+                &scratch.join(label),
+                plan,
+                limits,
+                rejected.entry(label.to_string()).or_default(),
+            )
+            .with_context(|| format!("{label}, run {run}"))?;
             println!(
-                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms",
+                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms  steal {:>4.0} / {:>4.0} ms/s",
                 plan.value_bytes,
                 result.figures["rewrite_ms"],
                 result.figures["steady_ops"],
@@ -594,8 +565,10 @@ fn dataset(
                 result.figures["steady_memory_bytes"] / (1 << 20) as f64,
                 result.figures["peak_memory_bytes"] / (1 << 20) as f64,
                 result.figures["recovery_ms"],
+                result.figures[STEADY_STEAL],
+                result.figures[DURING_STEAL],
             );
-            all.entry(label.to_string())
+            kept.entry(label.to_string())
                 .or_default()
                 .push(result.figures.clone());
             if run == 0 {
@@ -603,7 +576,13 @@ fn dataset(
             }
         }
     }
-    Ok((medians(&all), first, all))
+    rejected.retain(|_, runs| !runs.is_empty());
+    Ok(DatasetRuns {
+        medians: medians(&kept),
+        first,
+        kept,
+        rejected,
+    })
 }
 
 /// Pins this process (the client threads) to the client core.
@@ -621,30 +600,6 @@ fn pin_self() {
     if !matches!(status, Ok(s) if s.success()) {
         tracing::warn!("could not pin the client to core {CLIENT_CORE}");
     }
-}
-
-/// Records the ratios of one dataset (unsuffixed too for the first one)
-/// and whether each meets the target.
-fn record_ratios(report: &mut Report, m: &Medians, name: &str, first: bool) {
-    let mut targets = BTreeMap::new();
-    for (key, value, target, lower) in ratios(m) {
-        report.ratio(format!("{key}_{name}"), value);
-        if first {
-            report.ratio(key, value);
-        }
-        if target.is_finite() {
-            let met = if lower {
-                value <= target
-            } else {
-                value >= target
-            };
-            targets.insert(
-                key,
-                json!({"value": value, "target": target, "lower_is_better": lower, "met": met}),
-            );
-        }
-    }
-    report.figure(format!("targets_{name}"), &targets);
 }
 
 /// Plots the first run's timelines and records them.
@@ -693,10 +648,16 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let scratch = report::disk_scratch_dir()?.join("rewrite");
     let mut report = Report::new("rewrite", common.quick, common.runs());
     report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
-    report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; ratios of medians"));
+    report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; a ratio of a configuration to itself (_vs_own_) is the median over runs of each run's ratio, other ratios are ratios of medians (ratios_of_medians_v<bytes> has every ratio that way)"));
+    report.note(format!("a run whose steady phase or rewrite saw the hypervisor steal more than {:.0} ms of CPU per second (steal in /proc/stat, all CPUs) is repeated, up to {} times, whichever server it measured; then the least disturbed attempt is kept and marked host_disturbed; repeated runs are under rejected_runs", args.max_steal, args.retries));
     report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: anonymous + shmem memory of the server, every 50 ms: RssAnon + RssShmem from /proc/PID/status while it has no children, Pss_Anon + Pss_Shmem from smaps_rollup of it and its fork children otherwise; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
     let mut all_medians = BTreeMap::new();
     let mut all_runs = BTreeMap::new();
+    let mut all_rejected = BTreeMap::new();
+    let limits = Disturbance {
+        max_steal: args.max_steal,
+        retries: args.retries,
+    };
     for (index, value_bytes) in values.iter().enumerate() {
         let plan = Plan {
             pin_loops: args.pin_loops,
@@ -706,9 +667,14 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
             steady: Duration::from_secs_f64(steady),
             tail: Duration::from_secs_f64(tail),
         };
-        let (m, first, runs) = dataset(&plan, index, &common, &scratch, &args.configs)?;
+        let DatasetRuns {
+            medians: m,
+            first,
+            kept: runs,
+            rejected,
+        } = dataset(&plan, index, &common, &scratch, &args.configs, limits)?;
         let name = format!("v{value_bytes}");
-        record_ratios(&mut report, &m, &name, index == 0);
+        record_ratios(&mut report, &m, &runs, &name, index == 0);
         let svg_name = if index == 0 {
             "rewrite.svg".to_string()
         } else {
@@ -719,10 +685,12 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
             name.clone(),
             json!({"keys": keys, "value_bytes": value_bytes, "medians": m}),
         );
-        all_runs.insert(name, runs);
+        all_runs.insert(name.clone(), runs);
+        all_rejected.insert(name, rejected);
     }
     report.figure("datasets", &all_medians);
     report.figure("runs", &all_runs);
+    report.figure("rejected_runs", &all_rejected);
     let json_path = report.write(&common.out)?;
     for (k, v) in report.ratios() {
         println!("{k:<44} {v:.3}");

@@ -1,7 +1,8 @@
 //! What the rewrite experiment measures with while a server runs: a small
 //! RESP connection for control commands (BGREWRITEAOF, INFO, PING), the
-//! closed-loop SET load that runs before and during the rewrite, and the
-//! proportional memory (PSS) of a server and its fork children.
+//! closed-loop SET load that runs before and during the rewrite, the
+//! proportional memory (PSS) of a server and its fork children, and the
+//! CPU time the hypervisor steals from the machine.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -131,21 +132,69 @@ pub(crate) fn tree_memory_bytes(pid: u32) -> u64 {
     own + children.into_iter().filter_map(pss_bytes).sum::<u64>()
 }
 
-/// Samples `tree_memory_bytes(pid)` every `period` until `stop`; returns
-/// (seconds since `epoch`, bytes).
+/// Milliseconds of CPU time the hypervisor gave to others while this
+/// machine's CPUs wanted to run (`steal` of `/proc/stat`'s `cpu` line,
+/// summed over CPUs), since boot; `None` where there is no such line.
+pub(crate) fn host_steal_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    steal_ms_of(&stat, rustix::param::clock_ticks_per_second())
+}
+
+/// The `steal` field (the 8th number) of a `/proc/stat` text's `cpu`
+/// line, in milliseconds for `ticks_per_s` ticks per second.
+fn steal_ms_of(stat: &str, ticks_per_s: u64) -> Option<f64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    Some(ticks as f64 * 1e3 / ticks_per_s.max(1) as f64)
+}
+
+/// What the sampler saw over time: the server's memory (bytes) and the
+/// machine's cumulative steal (ms), each as (seconds since the epoch,
+/// value).
+#[derive(Debug, Default)]
+pub(crate) struct Samples {
+    pub(crate) memory: Vec<(f64, f64)>,
+    pub(crate) steal_ms: Vec<(f64, f64)>,
+}
+
+/// Samples `tree_memory_bytes(pid)` and [`host_steal_ms`] every `period`
+/// until `stop`.
 pub(crate) fn sample_memory(
     pid: u32,
     period: Duration,
     epoch: Instant,
     stop: &AtomicBool,
-) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
+) -> Samples {
+    let mut out = Samples::default();
     while !stop.load(Ordering::Relaxed) {
         let at = epoch.elapsed().as_secs_f64();
-        out.push((at, tree_memory_bytes(pid) as f64));
+        if let Some(steal) = host_steal_ms() {
+            out.steal_ms.push((at, steal));
+        }
+        out.memory.push((at, tree_memory_bytes(pid) as f64));
         std::thread::sleep(period);
     }
     out
+}
+
+/// The rate of a cumulative counter sampled as (time, value) over the
+/// samples that enclose `[from_s, to_s]` (the last at or before `from_s`,
+/// the first at or after `to_s`, or the nearest inside): units per second;
+/// NaN with fewer than two samples.
+pub(crate) fn rate_over(samples: &[(f64, f64)], from_s: f64, to_s: f64) -> f64 {
+    let first = samples
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= from_s)
+        .or_else(|| samples.first());
+    let last = samples
+        .iter()
+        .find(|(t, _)| *t >= to_s)
+        .or_else(|| samples.last());
+    match (first, last) {
+        (Some(&(t0, v0)), Some(&(t1, v1))) if t1 > t0 => (v1 - v0) / (t1 - t0),
+        _ => f64::NAN,
+    }
 }
 
 /// One completed SET: when it completed (seconds since the epoch) and how
@@ -359,6 +408,28 @@ mod tests {
         let line = timeline(&done, 0.0, 1.0, 0.25);
         assert_eq!(line.len(), 4);
         assert!(line.iter().all(|(_, r)| (*r - 100.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn steal_is_read_from_the_cpu_line() {
+        let stat = "cpu  10 0 5 100 1 0 2 37 0 0\ncpu0 5 0 2 50 1 0 1 20 0 0\n";
+        assert_eq!(steal_ms_of(stat, 100), Some(370.0));
+        assert_eq!(steal_ms_of(stat, 1000), Some(37.0));
+        assert_eq!(steal_ms_of("cpu0 1 2 3\n", 100), None);
+        assert_eq!(steal_ms_of("cpu  1 2 3\n", 100), None);
+        assert!(host_steal_ms().is_some_and(|ms| ms >= 0.0));
+    }
+
+    #[test]
+    fn rates_cover_the_window_with_the_enclosing_samples() {
+        let samples = [(0.0, 0.0), (1.0, 10.0), (2.0, 50.0), (3.0, 60.0)];
+        assert!((rate_over(&samples, 1.0, 2.0) - 40.0).abs() < 1e-9);
+        // 1.5..1.7 lies between the samples at 1 and 2.
+        assert!((rate_over(&samples, 1.5, 1.7) - 40.0).abs() < 1e-9);
+        assert!((rate_over(&samples, 0.5, 2.5) - 20.0).abs() < 1e-9);
+        // Past the last sample: the nearest ones inside.
+        assert!((rate_over(&samples, 2.0, 9.0) - 10.0).abs() < 1e-9);
+        assert!(rate_over(&samples[..1], 0.0, 1.0).is_nan());
     }
 
     #[test]
