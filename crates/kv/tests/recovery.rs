@@ -229,6 +229,35 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
         .starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n"));
 }
 
+#[test]
+fn the_wait_a_switch_prepares_makes_the_current_log_durable_on_its_thread() {
+    // appendfsync no: no background syncer, so only the wait can sync.
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = ferrite_kv::state::State::new(Config {
+        appendfsync: AppendFsync::No,
+        ..config(dir.path())
+    });
+    let opened = ferrite_kv::aof::open_log(&mut state, Box::new(|| {})).unwrap();
+    let mut log = opened.log;
+    let mut prop = ferrite_kv::commands::Propagation::default();
+    prop.push(0, &[b"SET", b"a", b"1"]);
+    assert_eq!(log.append(&prop), 1);
+    log.flush();
+    let durable = |log: &dyn ferrite_kv::aof::CommandLog| {
+        let mut info = ferrite_kv::state::LogInfo::default();
+        log.info(&mut info);
+        info.durable_lsn
+    };
+    assert_eq!(durable(log.as_ref()), 0);
+    let wait = log.prepare_switch();
+    std::thread::spawn(wait).join().unwrap().unwrap();
+    assert_eq!(durable(log.as_ref()), 1);
+    // The switch then has nothing left to wait for, and numbering goes on.
+    let next = open_device_at(&dir.path().join("appendonly.aof.1.incr"), false).unwrap();
+    assert_eq!(log.switch(next).unwrap().last_in_old, 1);
+    log.close().unwrap();
+}
+
 /// The report on the log a directory check found last (the one appended to).
 fn last_log(checked: &DirCheck) -> CheckReport {
     match checked.files.last().map(|f| &f.checked) {

@@ -50,6 +50,10 @@ use crate::state::LogInfo;
 /// ticket of a record the log failed to take.
 pub type Ticket = u64;
 
+/// A wait for durability to run on another thread
+/// ([`CommandLog::prepare_switch`]).
+pub type SyncWait = Box<dyn FnOnce() -> Result<()> + Send>;
+
 /// Where a [`CommandLog::switch`] happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwitchPoint {
@@ -102,11 +106,14 @@ pub trait CommandLog: Send + fmt::Debug {
     /// no longer names it).
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint>;
 
-    /// A [`CommandLog::switch`] is coming: starts making the current file
+    /// A [`CommandLog::switch`] is coming. Starts making the current file
     /// durable in the background where the log syncs there anyway
-    /// (`everysec`), so that the switch's own sync, on the event loop, has
-    /// only the records appended since to wait for. Returns at once.
-    fn prepare_switch(&mut self);
+    /// (`everysec`), and returns at once with a wait for another thread:
+    /// it returns once every record appended before it ran is durable (or
+    /// the sync failed, which poisons the log). Run off the event loop
+    /// before the switch, it leaves the switch's own sync, on the loop,
+    /// only the records appended after it.
+    fn prepare_switch(&mut self) -> SyncWait;
 
     /// Makes everything durable and stops background work (clean shutdown).
     fn close(&mut self) -> Result<()>;
@@ -133,7 +140,9 @@ impl CommandLog for NullLog {
     fn info(&self, into: &mut LogInfo) {
         into.enabled = false;
     }
-    fn prepare_switch(&mut self) {}
+    fn prepare_switch(&mut self) -> SyncWait {
+        Box::new(|| Ok(()))
+    }
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
         Err(Error::Config {
             origin: "appendonly".into(),

@@ -8,7 +8,7 @@ use ferrite_io::Device;
 use ferrite_wal::{Durability, Lsn, Wal, WalConfig};
 
 use super::committer::Committer;
-use super::{record, CommandLog, SwitchPoint, Ticket};
+use super::{record, CommandLog, SwitchPoint, SyncWait, Ticket};
 use crate::commands::Propagation;
 use crate::config::AppendFsync;
 use crate::error::Result;
@@ -274,8 +274,13 @@ impl CommandLog for WalLog {
         })
     }
 
-    fn prepare_switch(&mut self) {
+    fn prepare_switch(&mut self) -> SyncWait {
         self.wal.sync_soon();
+        let wal = Arc::clone(&self.wal);
+        Box::new(move || {
+            wal.sync()?;
+            Ok(())
+        })
     }
 
     fn close(&mut self) -> Result<()> {

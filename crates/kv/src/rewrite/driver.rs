@@ -13,7 +13,9 @@ use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::worker::{write_parts, Progress};
-use crate::aof::{open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog};
+use crate::aof::{
+    open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
+};
 use crate::config::{parse_memory, Config, LogDevice};
 use crate::error::{Error, Result};
 use crate::state::{unix_ms, State};
@@ -341,22 +343,24 @@ impl Rewriter {
             return;
         }
         state.rewrite.scheduled = false;
-        if let Err(e) = self.prepare(state) {
+        // While the manifest is prepared off the loop, the current log's
+        // tail is synced off it too, and the start is reported only once
+        // that sync is done: the switch then waits for what came in since,
+        // not for up to a second of writes (6-8 ms on the loop when it
+        // found the background sync still running).
+        let synced = log.prepare_switch();
+        if let Err(e) = self.prepare(state, synced) {
             tracing::warn!("log rewrite could not start: {e}");
             self.failed(state);
-            return;
         }
-        // While the manifest is prepared off the loop, the current log's
-        // tail is synced off it too: the switch then waits for what came
-        // in since, not for up to a second of writes.
-        log.prepare_switch();
     }
 
     /// Step 1a, off the event loop: creates the new incremental log and
-    /// makes a manifest naming it durable (`AofDir::start`, ~4 fsyncs).
+    /// makes a manifest naming it durable (`AofDir::start`, ~4 fsyncs),
+    /// then waits for `synced` (the current log's records so far durable).
     /// The loop keeps appending to the current log meanwhile, which the
     /// new manifest still names, so every crash window stays the same.
-    fn prepare(&mut self, state: &mut State) -> Result<()> {
+    fn prepare(&mut self, state: &mut State, synced: SyncWait) -> Result<()> {
         let (send, done) = mpsc::channel();
         let (dir, current, kind) = (self.dir.clone(), self.manifest.clone(), self.kind);
         let wake = self.wake.clone();
@@ -365,7 +369,8 @@ impl Rewriter {
             .name("rewrite-start".into())
             .spawn(move || {
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
-                let _ = send.send(dir.start(&current, kind));
+                let started = dir.start(&current, kind);
+                let _ = send.send(started.and_then(|manifest| synced().map(|()| manifest)));
                 wake.wake();
             })
             .map_err(|e| Error::Rewrite {
