@@ -422,6 +422,9 @@ fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResu
 /// machine (all CPUs) in the steady phase and during the rewrite.
 const STEADY_STEAL: &str = "steady_steal_ms_per_s";
 const DURING_STEAL: &str = "during_steal_ms_per_s";
+/// 1 for a run kept although the host stole more than allowed in every
+/// attempt, else 0.
+const HOST_DISTURBED: &str = "host_disturbed";
 
 /// The larger of a run's two steal rates (NaN counts as none: a machine
 /// without the counter is not a disturbed one).
@@ -495,9 +498,10 @@ fn undisturbed_run(
 ) -> Result<RunResult> {
     let mut attempts: Vec<RunResult> = Vec::new();
     loop {
-        let result = one_run(system, port, dir, plan)?;
+        let mut result = one_run(system, port, dir, plan)?;
         let steal = steal_of(&result.figures);
         if steal <= limits.max_steal {
+            result.figures.insert(HOST_DISTURBED.into(), 0.0);
             rejected.extend(attempts.into_iter().map(|r| r.figures));
             return Ok(result);
         }
@@ -519,7 +523,7 @@ fn undisturbed_run(
                 })
                 .unwrap_or(0);
             let mut kept = attempts.swap_remove(best);
-            kept.figures.insert("host_disturbed".into(), 1.0);
+            kept.figures.insert(HOST_DISTURBED.into(), 1.0);
             rejected.extend(attempts.into_iter().map(|r| r.figures));
             return Ok(kept);
         }
