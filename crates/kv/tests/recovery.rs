@@ -192,16 +192,28 @@ fn torn_tail_is_truncated_with_a_warning_unless_refused() {
     assert_eq!(keys_present(dir.path()), KEYS);
 }
 
-#[test]
-fn a_log_switch_continues_tickets_in_the_new_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut state = ferrite_kv::state::State::new(config(dir.path()));
+/// The log `config` opens, holding one `SET a 1` (LSN 1), written; and the
+/// propagation buffer that appended it.
+fn log_with_one_set(
+    config: Config,
+) -> (
+    Box<dyn ferrite_kv::aof::CommandLog>,
+    ferrite_kv::commands::Propagation,
+) {
+    let mut state = ferrite_kv::state::State::new(config);
     let opened = ferrite_kv::aof::open_log(&mut state, Box::new(|| {})).unwrap();
     let mut log = opened.log;
     let mut prop = ferrite_kv::commands::Propagation::default();
     prop.push(0, &[b"SET", b"a", b"1"]);
     assert_eq!(log.append(&prop), 1);
     log.flush();
+    (log, prop)
+}
+
+#[test]
+fn a_log_switch_continues_tickets_in_the_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, mut prop) = log_with_one_set(config(dir.path()));
     let incremental = dir.path().join("appendonly.aof.1.incr");
     let next = open_device_at(&incremental.clone(), false).unwrap();
     let point = log.switch(next).unwrap();
@@ -233,16 +245,10 @@ fn a_log_switch_continues_tickets_in_the_new_file() {
 fn the_wait_a_switch_prepares_makes_the_current_log_durable_on_its_thread() {
     // appendfsync no: no background syncer, so only the wait can sync.
     let dir = tempfile::tempdir().unwrap();
-    let mut state = ferrite_kv::state::State::new(Config {
+    let (mut log, _) = log_with_one_set(Config {
         appendfsync: AppendFsync::No,
         ..config(dir.path())
     });
-    let opened = ferrite_kv::aof::open_log(&mut state, Box::new(|| {})).unwrap();
-    let mut log = opened.log;
-    let mut prop = ferrite_kv::commands::Propagation::default();
-    prop.push(0, &[b"SET", b"a", b"1"]);
-    assert_eq!(log.append(&prop), 1);
-    log.flush();
     let durable = |log: &dyn ferrite_kv::aof::CommandLog| {
         let mut info = ferrite_kv::state::LogInfo::default();
         log.info(&mut info);
