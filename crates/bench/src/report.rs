@@ -16,6 +16,17 @@ pub fn median(values: &[f64]) -> f64 {
     percentile(values, 50.0)
 }
 
+/// The median of `a / b` over (a, b) pairs measured side by side, one
+/// pair per run, so each ratio compares the two under the same conditions;
+/// NaN for none.
+pub fn median_ratio(pairs: impl IntoIterator<Item = (f64, f64)>) -> f64 {
+    let ratios: Vec<f64> = pairs.into_iter().map(|(a, b)| a / b).collect();
+    if ratios.is_empty() {
+        return f64::NAN;
+    }
+    median(&ratios)
+}
+
 /// The `p`-th percentile (0..=100) of `values` by linear interpolation;
 /// 0 for none.
 pub fn percentile(values: &[f64], p: f64) -> f64 {
@@ -331,6 +342,16 @@ pub fn pm_scratch_dir() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_are_paired_within_runs() {
+        // Per-run ratios 1.0, 1.5 and 0.7: their median is 1.0, while the
+        // medians' ratio (210 / 200) would read 1.05.
+        let pairs = [(100.0, 100.0), (300.0, 200.0), (210.0, 300.0)];
+        assert!((median_ratio(pairs) - 1.0).abs() < 1e-12);
+        assert!((median_ratio(pairs[..2].to_vec()) - 1.25).abs() < 1e-12);
+        assert!(median_ratio([]).is_nan());
+    }
 
     #[test]
     fn percentiles_interpolate() {

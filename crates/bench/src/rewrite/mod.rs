@@ -517,12 +517,8 @@ fn undisturbed_run(
         );
         attempts.push(result);
         if attempts.len() > limits.retries {
-            let best = (0..attempts.len())
-                .min_by(|&a, &b| {
-                    steal_of(&attempts[a].figures).total_cmp(&steal_of(&attempts[b].figures))
-                })
-                .unwrap_or(0);
-            let mut kept = attempts.swap_remove(best);
+            attempts.sort_by(|a, b| steal_of(&a.figures).total_cmp(&steal_of(&b.figures)));
+            let mut kept = attempts.remove(0);
             kept.figures.insert(HOST_DISTURBED.into(), 1.0);
             rejected.extend(attempts.into_iter().map(|r| r.figures));
             return Ok(kept);

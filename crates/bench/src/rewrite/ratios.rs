@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Medians, RunsByConfig, FERRITE};
-use crate::report::{median, Report};
+use crate::report::{median, median_ratio, Report};
 
 pub(super) fn medians(runs: &RunsByConfig) -> Medians {
     runs.iter()
@@ -132,21 +132,14 @@ const RATIOS: [RatioSpec; 12] = [
 /// same run; across configurations, which run in turn, the ratio of their
 /// medians.
 fn ratio_value(m: &Medians, runs: &RunsByConfig, num: (&str, &str), den: (&str, &str)) -> f64 {
-    if num.0 == den.0 {
-        let per_run: Vec<f64> = runs
-            .get(num.0)
-            .map(|list| {
-                list.iter()
-                    .filter_map(|f| Some(f.get(num.1)? / f.get(den.1)?))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if per_run.is_empty() {
-            return f64::NAN;
-        }
-        return median(&per_run);
+    if num.0 != den.0 {
+        return of_medians(m, num, den);
     }
-    of_medians(m, num, den)
+    let list = runs.get(num.0).map_or(&[][..], |list| &list[..]);
+    median_ratio(
+        list.iter()
+            .filter_map(|f| Some((*f.get(num.1)?, *f.get(den.1)?))),
+    )
 }
 
 fn of_medians(m: &Medians, num: (&str, &str), den: (&str, &str)) -> f64 {
