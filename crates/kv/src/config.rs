@@ -149,6 +149,7 @@ impl Default for Config {
                 ("auto-aof-rewrite-percentage", "100"),
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
+                ("aof-rewrite-io-share", "40"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -337,6 +338,14 @@ impl Config {
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
             ))
             }
+            "aof-rewrite-io-share" => {
+                value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| bad(name, value, "a percentage from 1 to 100"))?;
+                return self.set_passive(name, value);
+            }
             "server_cpulist" | "aof_rewrite_cpulist" => {
                 crate::cpus::parse(value).map_err(|e| bad(name, value, &e))?;
                 return self.set_passive(name, value);
@@ -464,6 +473,19 @@ mod tests {
         assert!(c
             .apply_flags(&["--appendfsync".into(), "sometimes".into()])
             .is_err());
+    }
+
+    #[test]
+    fn the_rewrite_io_share_is_a_percentage_changeable_at_run_time() {
+        let mut c = Config::default();
+        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("40"));
+        for bad in ["0", "101", "-5", "half", ""] {
+            let err = c.set_at_runtime("aof-rewrite-io-share", bad).unwrap_err();
+            assert!(err.contains("aof-rewrite-io-share"), "{err}");
+        }
+        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("40"));
+        c.set_at_runtime("aof-rewrite-io-share", "100").unwrap();
+        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("100"));
     }
 
     #[test]

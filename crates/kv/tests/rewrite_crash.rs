@@ -18,6 +18,7 @@ use ferrite_kv::rewrite::dir::{AofDir, Layout};
 use ferrite_kv::rewrite::fs::{FsWriter, RewriteFs, SimFs};
 use ferrite_kv::rewrite::load::load_bases;
 use ferrite_kv::rewrite::manifest::{IncrKind, Manifest};
+use ferrite_kv::rewrite::pace::{Pacer, DEFAULT_SHARE_PERCENT};
 use ferrite_kv::rewrite::worker::{write_parts, Progress};
 use ferrite_kv::state::State;
 use ferrite_kv::types::Value;
@@ -225,6 +226,7 @@ fn scenario(fs: &SimFs, state: &mut State, log: &mut Log, first: u64) -> anyhow:
         snapshots,
         0,
         &Arc::new(Progress::default()),
+        Pacer::new(DEFAULT_SHARE_PERCENT),
     )?;
     for i in first + 40..first + 60 {
         log.submit(state, i)?;

@@ -22,10 +22,12 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fs::OFlags;
 
 use super::fs::{FsWriter, WRITE_CHUNK_BYTES};
+use super::pace::Pacer;
 
 /// Alignment of buffer, offsets and lengths: the largest logical block
 /// size of common devices (512 B and 4 KiB).
@@ -54,6 +56,8 @@ pub struct DirectWriter {
     /// everything before it is written.
     offset: u64,
     direct: bool,
+    /// Paces the direct writes ([`FsWriter::pace`]).
+    pacer: Option<Arc<Pacer>>,
 }
 
 impl DirectWriter {
@@ -91,6 +95,7 @@ impl DirectWriter {
             filled: 0,
             offset: 0,
             direct,
+            pacer: None,
         })
     }
 
@@ -105,7 +110,12 @@ impl DirectWriter {
     fn write_at_offset(&mut self, len: usize) -> io::Result<()> {
         if self.direct {
             let whole = &self.storage[self.start..self.start + len];
-            match self.file.write_all_at(whole, self.offset) {
+            let (file, offset) = (&self.file, self.offset);
+            let written = match &self.pacer {
+                Some(pacer) => pacer.write(|| file.write_all_at(whole, offset)),
+                None => file.write_all_at(whole, offset),
+            };
+            match written {
                 Err(e) if e.raw_os_error() == Some(einval()) => {
                     tracing::warn!(
                         "O_DIRECT refused ({e}); writing base parts through the page cache"
@@ -180,6 +190,10 @@ impl FsWriter for DirectWriter {
         }
         self.file.sync_data()
     }
+
+    fn pace(&mut self, pacer: Arc<Pacer>) {
+        self.pacer = Some(pacer);
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +228,9 @@ mod tests {
             let data = pattern(len, case as u8);
             let mut w = DirectWriter::create_with(&path, try_direct).expect("create");
             assert!(try_direct || !w.is_direct());
+            if case % 4 == 0 {
+                w.pace(Arc::new(Pacer::new(50)));
+            }
             // Uneven pieces, as the part writer hands them over.
             for piece in data.chunks(7919) {
                 w.write_all(piece).expect("write");

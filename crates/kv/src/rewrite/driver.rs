@@ -12,6 +12,7 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
+use super::pace::{Pacer, DEFAULT_SHARE_PERCENT};
 use super::worker::{write_parts, Progress};
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
@@ -34,6 +35,15 @@ pub fn rewrite_threads(state: &State) -> usize {
         return configured.min(64);
     }
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `aof-rewrite-io-share`, in percent of the time ([`super::pace`]).
+pub fn io_share(state: &State) -> u32 {
+    state
+        .config
+        .passive_value("aof-rewrite-io-share")
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(DEFAULT_SHARE_PERCENT)
 }
 
 #[derive(Debug)]
@@ -458,6 +468,7 @@ impl Rewriter {
         let created_ms = unix_ms();
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
+        let pacer = Pacer::new(io_share(state));
         std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
@@ -465,9 +476,15 @@ impl Rewriter {
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
                 lower_cpu_priority();
                 let progress = Arc::new(Progress::default());
-                let result =
-                    write_parts(&dir, started.generation, snapshots, created_ms, &progress)
-                        .and_then(|parts| dir.finish(&started, parts));
+                let result = write_parts(
+                    &dir,
+                    started.generation,
+                    snapshots,
+                    created_ms,
+                    &progress,
+                    pacer,
+                )
+                .and_then(|parts| dir.finish(&started, parts));
                 let _ = send.send(result);
                 wake.wake();
             })

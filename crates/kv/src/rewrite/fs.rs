@@ -16,10 +16,17 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ferrite_pmem::SplitMix64;
 
+use super::pace::Pacer;
+
 /// A file being written.
 pub trait FsWriter: Write + Send {
     /// Makes what was written durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+
+    /// Paces the writes that go to the device from now on with `pacer`
+    /// (only a writer past the page cache has such writes; the others
+    /// ignore it).
+    fn pace(&mut self, _pacer: Arc<Pacer>) {}
 }
 
 /// The file-system operations the rewrite and the manifest use.

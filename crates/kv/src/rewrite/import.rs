@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use super::dir::AofDir;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
+use super::pace::Pacer;
 use super::worker::{write_parts, Progress};
 use crate::aof::replay_resp;
 use crate::error::{Error, Result};
@@ -186,6 +187,8 @@ pub fn import(
         snapshots,
         unix_ms(),
         &Arc::new(Progress::default()),
+        // Nothing else runs while a start-up imports: full speed.
+        Pacer::unpaced(),
     )?;
     let incr = dir.create_incr(generation, kind)?;
     let manifest = Manifest {

@@ -24,6 +24,7 @@ pub mod fs;
 pub mod import;
 pub mod load;
 pub mod manifest;
+pub mod pace;
 pub mod part;
 pub mod worker;
 

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::dir::AofDir;
 use super::driver::Promotion;
 use super::manifest::BaseEntry;
+use super::pace::Pacer;
 use super::part::{PartHeader, PartWriter};
 use crate::error::{Error, Result};
 use crate::keyspace::Snapshot;
@@ -27,6 +28,7 @@ fn write_one(
     header: PartHeader,
     mut snapshot: Snapshot,
     progress: &Progress,
+    pacer: &Arc<Pacer>,
     mut promotion: Promotion,
 ) -> Result<BaseEntry> {
     let file = dir.base_name(header.generation, header.index as usize);
@@ -35,7 +37,8 @@ fn write_one(
         let path = path.clone();
         move |source| Error::Io { op, path, source }
     };
-    let out = dir.fs.create_streamed(&path).map_err(io("create"))?;
+    let mut out = dir.fs.create_streamed(&path).map_err(io("create"))?;
+    out.pace(Arc::clone(pacer));
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     for (db, seg, segment) in std::mem::take(&mut snapshot.segments) {
         writer
@@ -57,15 +60,18 @@ fn write_one(
     })
 }
 
-/// Writes one part per snapshot, each on its own thread, then syncs the
-/// directory. On failure the parts written are removed (best effort).
+/// Writes one part per snapshot, each on its own thread, their device
+/// writes paced together by `pacer`, then syncs the directory. On failure
+/// the parts written are removed (best effort).
 pub fn write_parts(
     dir: &AofDir,
     generation: u64,
     snapshots: Vec<Snapshot>,
     created_ms: i64,
     progress: &Arc<Progress>,
+    pacer: Pacer,
 ) -> Result<Vec<BaseEntry>> {
+    let pacer = Arc::new(pacer);
     let count = snapshots.len() as u32;
     let started = Instant::now();
     let results: Vec<Result<BaseEntry>> = std::thread::scope(|scope| {
@@ -81,11 +87,12 @@ pub fn write_parts(
                     created_ms,
                 };
                 let progress = Arc::clone(progress);
+                let pacer = &pacer;
                 std::thread::Builder::new()
                     .name(format!("rewrite-{index}"))
                     .spawn_scoped(scope, move || {
                         let promotion = Promotion::for_worker(index, started);
-                        write_one(dir, header, snapshot, &progress, promotion)
+                        write_one(dir, header, snapshot, &progress, pacer, promotion)
                     })
             })
             .collect();
