@@ -478,12 +478,13 @@ mod tests {
     #[test]
     fn the_rewrite_io_share_is_a_percentage_changeable_at_run_time() {
         let mut c = Config::default();
-        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("40"));
+        let default = crate::rewrite::pace::DEFAULT_SHARE_PERCENT.to_string();
+        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some(&*default));
         for bad in ["0", "101", "-5", "half", ""] {
             let err = c.set_at_runtime("aof-rewrite-io-share", bad).unwrap_err();
             assert!(err.contains("aof-rewrite-io-share"), "{err}");
         }
-        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("40"));
+        assert_eq!(c.passive_value("aof-rewrite-io-share"), Some(&*default));
         c.set_at_runtime("aof-rewrite-io-share", "100").unwrap();
         assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("100"));
     }

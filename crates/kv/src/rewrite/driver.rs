@@ -291,9 +291,11 @@ impl Promotion {
     /// Promotes the calling thread if it has been starved (once); returns
     /// whether it did.
     pub(super) fn check(&mut self) -> bool {
+        let now = Instant::now();
         match self.window {
-            Some((from, _)) if from.elapsed() >= IDLE_GRACE => {
-                let promote = self.decide(Instant::now(), run_queue_wait());
+            // Checked before reading schedstat: this runs after every segment.
+            Some((from, _)) if now.saturating_duration_since(from) >= IDLE_GRACE => {
+                let promote = self.decide(now, run_queue_wait());
                 if promote {
                     keep_a_cpu_share();
                 }

@@ -13,11 +13,11 @@
 //!
 //! A fixed rate would suit one device only, so the pacer measures instead:
 //! every direct write's time counts as device time (overlapping writes of
-//! several workers are counted once), and after each write the writer
-//! sleeps until that device time is at most the configured share of the
-//! time elapsed (the rest is taken before the writer's next write, so
-//! that serialising the next buffer overlaps it). The device's own speed sets the pace: a fast device lets
-//! a fast rewrite through, and when the log's syncs slow the device the
+//! several workers are counted once), and before its next write a writer
+//! waits until that device time is at most the configured share of the
+//! time elapsed (serialising the next buffer overlaps the wait). The
+//! device's own speed sets the pace: a fast device lets a fast rewrite
+//! through, and when the log's syncs slow the device the
 //! rewrite's writes take longer and it backs off by as much.
 //!
 //! Idle device time carries over, up to [`CATCH_UP`] of it, and a new
@@ -67,7 +67,7 @@ impl Pacer {
     }
 
     /// A pacer whose idle time carries over up to `catch_up`.
-    pub fn with_catch_up(percent: u32, catch_up: Duration) -> Pacer {
+    fn with_catch_up(percent: u32, catch_up: Duration) -> Pacer {
         Pacer {
             percent: percent.clamp(1, 100),
             catch_up,
@@ -89,7 +89,7 @@ impl Pacer {
     }
 
     /// Records that a write started at `now`.
-    pub fn started_at(&self, now: Instant) {
+    fn started_at(&self, now: Instant) {
         let mut s = self.lock();
         if s.in_flight == 0 {
             s.mark = now;
@@ -99,7 +99,7 @@ impl Pacer {
 
     /// Records that a write started earlier ended at `now`; returns how
     /// long from `now` the next write should wait ([`Pacer::wait_at`]).
-    pub fn finished_at(&self, now: Instant) -> Duration {
+    fn finished_at(&self, now: Instant) -> Duration {
         let mut s = self.lock();
         let busy = now.saturating_duration_since(s.mark);
         s.mark = now;
@@ -119,7 +119,7 @@ impl Pacer {
     }
 
     /// How long a write about to start at `now` should wait first.
-    pub fn wait_at(&self, now: Instant) -> Duration {
+    fn wait_at(&self, now: Instant) -> Duration {
         if self.percent >= 100 {
             return Duration::ZERO;
         }
