@@ -132,33 +132,92 @@ pub(crate) fn tree_memory_bytes(pid: u32) -> u64 {
     own + children.into_iter().filter_map(pss_bytes).sum::<u64>()
 }
 
-/// Milliseconds of CPU time the hypervisor gave to others while this
-/// machine's CPUs wanted to run (`steal` of `/proc/stat`'s `cpu` line,
-/// summed over CPUs), since boot; `None` where there is no such line.
-pub(crate) fn host_steal_ms() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    steal_ms_of(&stat, rustix::param::clock_ticks_per_second())
+/// Cumulative CPU times of the machine (all CPUs) since boot, in ms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MachineCpu {
+    /// Time the hypervisor gave to others while this machine's CPUs
+    /// wanted to run (`steal`).
+    pub(crate) steal_ms: f64,
+    /// Time no task wanted a CPU (`idle` + `iowait`).
+    pub(crate) idle_ms: f64,
 }
 
-/// The `steal` field (the 8th number) of a `/proc/stat` text's `cpu`
-/// line, in milliseconds for `ticks_per_s` ticks per second.
-fn steal_ms_of(stat: &str, ticks_per_s: u64) -> Option<f64> {
+/// [`MachineCpu`] now, from `/proc/stat`; `None` where it has no `cpu`
+/// line.
+pub(crate) fn machine_cpu() -> Option<MachineCpu> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    machine_cpu_of(&stat, rustix::param::clock_ticks_per_second())
+}
+
+/// The `idle`, `iowait` and `steal` fields (the 4th, 5th and 8th numbers)
+/// of a `/proc/stat` text's `cpu` line, for `ticks_per_s` ticks per
+/// second.
+fn machine_cpu_of(stat: &str, ticks_per_s: u64) -> Option<MachineCpu> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    let ms = |ticks: u64| ticks as f64 * 1e3 / ticks_per_s.max(1) as f64;
+    Some(MachineCpu {
+        steal_ms: ms(*numbers.get(7)?),
+        idle_ms: ms(numbers.get(3)? + numbers.get(4)?),
+    })
+}
+
+/// User plus system CPU time (ms) that `/proc/PID/stat`'s text `stat`
+/// reports: the process's own (its threads', live or exited) and, with
+/// `reaped`, its reaped children's too.
+fn process_cpu_ms_of(stat: &str, reaped: bool, ticks_per_s: u64) -> Option<f64> {
+    // The command name, in parentheses, may hold spaces: count fields
+    // after its closing parenthesis (the state is field 3, utime 14).
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let mut ticks = field(14)? + field(15)?;
+    if reaped {
+        ticks += field(16)? + field(17)?;
+    }
     Some(ticks as f64 * 1e3 / ticks_per_s.max(1) as f64)
 }
 
-/// What the sampler saw over time: the server's memory (bytes) and the
-/// machine's cumulative steal (ms), each as (seconds since the epoch,
-/// value).
+/// CPU time (ms) of `pid` and its children (Redis's fork child), live or
+/// reaped; `None` once `pid` has exited. A child's time is missing between
+/// its exit and its reaping, so a rate is only right over a window that
+/// holds both or neither.
+pub(crate) fn tree_cpu_ms(pid: u32) -> Option<f64> {
+    let ticks = rustix::param::clock_ticks_per_second();
+    let read = |pid: u32, reaped: bool| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| process_cpu_ms_of(&s, reaped, ticks))
+    };
+    let own = read(pid, true)?;
+    Some(
+        own + children(pid)
+            .into_iter()
+            .filter_map(|c| read(c, false))
+            .sum::<f64>(),
+    )
+}
+
+/// What the sampler saw over time, each as (seconds since the epoch,
+/// value): the server's memory (bytes), the server's cumulative CPU time
+/// (ms, [`tree_cpu_ms`]) and the machine's cumulative steal and idle time
+/// (ms, [`machine_cpu`]).
 #[derive(Debug, Default)]
 pub(crate) struct Samples {
     pub(crate) memory: Vec<(f64, f64)>,
+    pub(crate) server_cpu_ms: Vec<(f64, f64)>,
     pub(crate) steal_ms: Vec<(f64, f64)>,
+    pub(crate) idle_ms: Vec<(f64, f64)>,
 }
 
-/// Samples `tree_memory_bytes(pid)` and [`host_steal_ms`] every `period`
-/// until `stop`.
+/// Samples `tree_memory_bytes(pid)`, [`tree_cpu_ms`] and [`machine_cpu`]
+/// every `period` until `stop`.
 pub(crate) fn sample_memory(
     pid: u32,
     period: Duration,
@@ -168,8 +227,12 @@ pub(crate) fn sample_memory(
     let mut out = Samples::default();
     while !stop.load(Ordering::Relaxed) {
         let at = epoch.elapsed().as_secs_f64();
-        if let Some(steal) = host_steal_ms() {
-            out.steal_ms.push((at, steal));
+        if let Some(cpu) = machine_cpu() {
+            out.steal_ms.push((at, cpu.steal_ms));
+            out.idle_ms.push((at, cpu.idle_ms));
+        }
+        if let Some(ms) = tree_cpu_ms(pid) {
+            out.server_cpu_ms.push((at, ms));
         }
         out.memory.push((at, tree_memory_bytes(pid) as f64));
         std::thread::sleep(period);
@@ -411,13 +474,37 @@ mod tests {
     }
 
     #[test]
-    fn steal_is_read_from_the_cpu_line() {
+    fn steal_and_idle_are_read_from_the_cpu_line() {
         let stat = "cpu  10 0 5 100 1 0 2 37 0 0\ncpu0 5 0 2 50 1 0 1 20 0 0\n";
-        assert_eq!(steal_ms_of(stat, 100), Some(370.0));
-        assert_eq!(steal_ms_of(stat, 1000), Some(37.0));
-        assert_eq!(steal_ms_of("cpu0 1 2 3\n", 100), None);
-        assert_eq!(steal_ms_of("cpu  1 2 3\n", 100), None);
-        assert!(host_steal_ms().is_some_and(|ms| ms >= 0.0));
+        let at_100 = machine_cpu_of(stat, 100).expect("parses");
+        assert_eq!((at_100.steal_ms, at_100.idle_ms), (370.0, 1010.0));
+        assert_eq!(machine_cpu_of(stat, 1000).map(|c| c.steal_ms), Some(37.0));
+        assert_eq!(machine_cpu_of("cpu0 1 2 3\n", 100), None);
+        assert_eq!(machine_cpu_of("cpu  1 2 3\n", 100), None);
+        assert_eq!(machine_cpu_of("cpu  1 2 3 x 5 6 7 8\n", 100), None);
+        assert!(machine_cpu().is_some_and(|c| c.steal_ms >= 0.0 && c.idle_ms > 0.0));
+    }
+
+    #[test]
+    fn process_cpu_counts_threads_and_optionally_reaped_children() {
+        // pid (comm with spaces) state ppid ... utime=7 stime=3 cutime=20 cstime=5
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 10 0 0 0 7 3 20 5 20 0 3 0";
+        assert_eq!(process_cpu_ms_of(stat, false, 100), Some(100.0));
+        assert_eq!(process_cpu_ms_of(stat, true, 100), Some(350.0));
+        assert_eq!(process_cpu_ms_of("42 (x) S 1 2", true, 100), None);
+        assert_eq!(process_cpu_ms_of("no parenthesis", true, 100), None);
+        // This process's own time grows while it computes (ticks are
+        // coarse, so compute until it does, within a generous bound).
+        let before = tree_cpu_ms(std::process::id()).expect("own stat");
+        let started = Instant::now();
+        let mut after = before;
+        while after <= before && started.elapsed() < Duration::from_secs(30) {
+            for _ in 0..100_000 {
+                std::hint::black_box(started.elapsed());
+            }
+            after = tree_cpu_ms(std::process::id()).expect("own stat");
+        }
+        assert!(after > before, "{before} -> {after}");
     }
 
     #[test]
