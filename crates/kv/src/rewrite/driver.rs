@@ -12,7 +12,7 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{Pacer, DEFAULT_SHARE_PERCENT};
+use super::pace::{run_queue_wait, Pacer, DEFAULT_SHARE_PERCENT};
 use super::worker::{write_parts, Progress};
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
@@ -324,14 +324,6 @@ impl Promotion {
         self.window = if starved { None } else { Some((now, waited)) };
         starved
     }
-}
-
-/// The calling thread's total time runnable but not running, from
-/// `/proc/thread-self/schedstat` (its second field, in nanoseconds).
-fn run_queue_wait() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = text.split_whitespace().nth(1)?.parse::<u64>().ok()?;
-    Some(Duration::from_nanos(nanos))
 }
 
 /// Puts the calling thread in the normal-priority scheduling class
