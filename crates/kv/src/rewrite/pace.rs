@@ -56,6 +56,23 @@ struct State {
     /// The earliest time the next write should start; `None` before the
     /// first write (which has the whole catch-up as credit).
     next: Option<Instant>,
+    /// What the writes took so far ([`Pacer::totals`]).
+    totals: PaceTotals,
+}
+
+/// Where the writers' time went, summed over writers: for the log line
+/// at the end of a rewrite.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PaceTotals {
+    /// Writes made.
+    pub writes: u64,
+    /// Time inside the writes (from call to return).
+    pub writing: Duration,
+    /// Of `writing`, the time the writer waited for a core after the
+    /// device was done.
+    pub queued: Duration,
+    /// Time the writers rested before writes to keep to the share.
+    pub rest: Duration,
 }
 
 /// The device-time budget shared by the workers of one rewrite.
@@ -82,6 +99,7 @@ impl Pacer {
                 in_flight: 0,
                 mark: Instant::now(),
                 next: None,
+                totals: PaceTotals::default(),
             }),
         }
     }
@@ -147,15 +165,14 @@ impl Pacer {
     /// thus loses nothing to the pacing; one bound by the device (large
     /// values) keeps it busy `percent` of the time.
     pub fn write<T>(&self, f: impl FnOnce() -> T) -> T {
-        if self.percent >= 100 {
-            return f();
-        }
-        let wait = self.wait_at(Instant::now());
+        let rest_from = Instant::now();
+        let wait = self.wait_at(rest_from);
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
         let queued_before = run_queue_wait();
-        self.started_at(Instant::now());
+        let started = Instant::now();
+        self.started_at(started);
         let result = f();
         // A writer whose write completed but who then waited for a core
         // (a `SCHED_IDLE` worker on a machine kept busy by clients) did
@@ -164,8 +181,19 @@ impl Pacer {
             (Some(before), Some(after)) => after.saturating_sub(before),
             _ => Duration::ZERO,
         };
-        self.finished_at(Instant::now(), queued);
+        let now = Instant::now();
+        self.finished_at(now, queued);
+        let mut s = self.lock();
+        s.totals.writes += 1;
+        s.totals.writing += now.saturating_duration_since(started);
+        s.totals.queued += queued;
+        s.totals.rest += started.saturating_duration_since(rest_from);
         result
+    }
+
+    /// Where the writes' time went so far.
+    pub fn totals(&self) -> PaceTotals {
+        self.lock().totals
     }
 }
 
@@ -173,9 +201,18 @@ impl Pacer {
 /// `/proc/thread-self/schedstat` (its second field, in nanoseconds);
 /// `None` where that file is unreadable.
 pub(super) fn run_queue_wait() -> Option<Duration> {
+    thread_sched_times().map(|(_, waited)| waited)
+}
+
+/// The calling thread's total time on a core and time runnable but not
+/// running, from `/proc/thread-self/schedstat` (nanoseconds); `None` where
+/// that file is unreadable.
+pub(super) fn thread_sched_times() -> Option<(Duration, Duration)> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = text.split_whitespace().nth(1)?.parse::<u64>().ok()?;
-    Some(Duration::from_nanos(nanos))
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let ran = fields.next()??;
+    let waited = fields.next()??;
+    Some((Duration::from_nanos(ran), Duration::from_nanos(waited)))
 }
 
 #[cfg(test)]
@@ -299,6 +336,12 @@ mod tests {
         // 5 ms of writing at 50% earns 5 ms of rest before the second.
         assert!(Instant::now() - first_done >= 10 * MS);
         assert!(Instant::now() - t0 >= 15 * MS);
+        let totals = pacer.totals();
+        assert_eq!(totals.writes, 2);
+        assert!(totals.writing >= 10 * MS, "{totals:?}");
+        // The rest falls inside the second call, after the first returned.
+        assert!(totals.rest <= Instant::now() - first_done, "{totals:?}");
+        assert!(totals.queued <= totals.writing, "{totals:?}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::dir::AofDir;
 use super::driver::Promotion;
 use super::manifest::BaseEntry;
-use super::pace::Pacer;
+use super::pace::{thread_sched_times, Pacer};
 use super::part::{PartHeader, PartWriter};
 use crate::error::{Error, Result};
 use crate::keyspace::Snapshot;
@@ -21,6 +21,10 @@ pub struct Progress {
     pub keys: AtomicU64,
     /// Bytes of base parts written so far.
     pub bytes: AtomicU64,
+    /// Nanoseconds the workers that finished spent on a core.
+    pub cpu_ns: AtomicU64,
+    /// Nanoseconds they spent runnable, waiting for a core.
+    pub queued_ns: AtomicU64,
 }
 
 fn write_one(
@@ -53,6 +57,14 @@ fn write_one(
     let (mut out, totals) = writer.finish().map_err(io("write"))?;
     out.sync().map_err(io("fsync"))?;
     progress.bytes.fetch_add(totals.bytes, Ordering::Relaxed);
+    // The thread was started for this part: its totals are the part's.
+    if let Some((ran, queued)) = thread_sched_times() {
+        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        progress.cpu_ns.fetch_add(nanos(ran), Ordering::Relaxed);
+        progress
+            .queued_ns
+            .fetch_add(nanos(queued), Ordering::Relaxed);
+    }
     Ok(BaseEntry {
         file,
         bytes: totals.bytes,
@@ -110,6 +122,21 @@ pub fn write_parts(
             })
             .collect()
     });
+    let paced = pacer.totals();
+    let ms = |d: std::time::Duration| d.as_millis();
+    let ns_ms = |a: &AtomicU64| a.load(Ordering::Relaxed) / 1_000_000;
+    tracing::info!(
+        "rewrite workers: {count} parts in {} ms; on a core {} ms, waiting for one {} ms; \
+         {} device writes took {} ms (of which {} ms waiting for a core after the device), \
+         pacing rest {} ms",
+        ms(started.elapsed()),
+        ns_ms(&progress.cpu_ns),
+        ns_ms(&progress.queued_ns),
+        paced.writes,
+        ms(paced.writing),
+        ms(paced.queued),
+        ms(paced.rest),
+    );
     let parts: Result<Vec<BaseEntry>> = results.into_iter().collect();
     match parts {
         Ok(parts) => {
