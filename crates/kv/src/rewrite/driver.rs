@@ -528,7 +528,15 @@ impl Rewriter {
                     &progress,
                     pacer,
                 )
-                .and_then(|parts| dir.finish(&started, parts));
+                .and_then(|parts| {
+                    let finishing = Instant::now();
+                    let finished = dir.finish(&started, parts);
+                    tracing::info!(
+                        "rewrite finish (manifest, fsyncs, old files removed) took {} ms",
+                        finishing.elapsed().as_millis()
+                    );
+                    finished
+                });
                 let _ = send.send(result);
                 wake.wake();
             })
