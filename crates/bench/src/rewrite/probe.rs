@@ -116,20 +116,20 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-/// Anonymous and shared memory of `pid` plus its children (Redis's fork
-/// child), each physical page counted once: proportional shares (PSS)
-/// while there are children, whose pages the parent shares copy-on-write;
-/// the resident counters otherwise, which are the same then and cost no
-/// page-table walk. Walking a 1.2 GB server every 50 ms from the client's
-/// core cost about a third of the SET/s at 1M x 1 KiB, in the steady phase
-/// too (medians of 4 interleaved pairs against sampling every 2 s).
-pub(crate) fn tree_memory_bytes(pid: u32) -> u64 {
-    let children = children(pid);
+/// Anonymous and shared memory of `pid` plus its `children` (Redis's fork
+/// child, listed by [`children`]), each physical page counted once:
+/// proportional shares (PSS) while there are children, whose pages the
+/// parent shares copy-on-write; the resident counters otherwise, which
+/// are the same then and cost no page-table walk. Walking a 1.2 GB server
+/// every 50 ms from the client's core cost about a third of the SET/s at
+/// 1M x 1 KiB, in the steady phase too (medians of 4 interleaved pairs
+/// against sampling every 2 s).
+pub(crate) fn tree_memory_bytes(pid: u32, children: &[u32]) -> u64 {
     if children.is_empty() {
         return rss_bytes(pid).unwrap_or(0);
     }
     let own = pss_bytes(pid).unwrap_or(0);
-    own + children.into_iter().filter_map(pss_bytes).sum::<u64>()
+    own + children.iter().filter_map(|&c| pss_bytes(c)).sum::<u64>()
 }
 
 /// Cumulative CPU times of the machine (all CPUs) since boot, in ms.
@@ -184,11 +184,11 @@ fn process_cpu_ms_of(stat: &str, reaped: bool, ticks_per_s: u64) -> Option<f64> 
     Some(ticks as f64 * 1e3 / ticks_per_s.max(1) as f64)
 }
 
-/// CPU time (ms) of `pid` and its children (Redis's fork child), live or
+/// CPU time (ms) of `pid` and its `children` (Redis's fork child), live or
 /// reaped; `None` once `pid` has exited. A child's time is missing between
 /// its exit and its reaping, so a rate is only right over a window that
 /// holds both or neither.
-pub(crate) fn tree_cpu_ms(pid: u32) -> Option<f64> {
+pub(crate) fn tree_cpu_ms(pid: u32, children: &[u32]) -> Option<f64> {
     let ticks = rustix::param::clock_ticks_per_second();
     let read = |pid: u32, reaped: bool| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -196,12 +196,7 @@ pub(crate) fn tree_cpu_ms(pid: u32) -> Option<f64> {
             .and_then(|s| process_cpu_ms_of(&s, reaped, ticks))
     };
     let own = read(pid, true)?;
-    Some(
-        own + children(pid)
-            .into_iter()
-            .filter_map(|c| read(c, false))
-            .sum::<f64>(),
-    )
+    Some(own + children.iter().filter_map(|&c| read(c, false)).sum::<f64>())
 }
 
 /// What the sampler saw over time, each as (seconds since the epoch,
@@ -231,10 +226,13 @@ pub(crate) fn sample_memory(
             out.steal_ms.push((at, cpu.steal_ms));
             out.idle_ms.push((at, cpu.idle_ms));
         }
-        if let Some(ms) = tree_cpu_ms(pid) {
+        // One listing of the children per sample, for both figures.
+        let children = children(pid);
+        if let Some(ms) = tree_cpu_ms(pid, &children) {
             out.server_cpu_ms.push((at, ms));
         }
-        out.memory.push((at, tree_memory_bytes(pid) as f64));
+        out.memory
+            .push((at, tree_memory_bytes(pid, &children) as f64));
         std::thread::sleep(period);
     }
     out
@@ -495,14 +493,14 @@ mod tests {
         assert_eq!(process_cpu_ms_of("no parenthesis", true, 100), None);
         // This process's own time grows while it computes (ticks are
         // coarse, so compute until it does, within a generous bound).
-        let before = tree_cpu_ms(std::process::id()).expect("own stat");
+        let before = tree_cpu_ms(std::process::id(), &[]).expect("own stat");
         let started = Instant::now();
         let mut after = before;
         while after <= before && started.elapsed() < Duration::from_secs(30) {
             for _ in 0..100_000 {
                 std::hint::black_box(started.elapsed());
             }
-            after = tree_cpu_ms(std::process::id()).expect("own stat");
+            after = tree_cpu_ms(std::process::id(), &[]).expect("own stat");
         }
         assert!(after > before, "{before} -> {after}");
     }
@@ -521,13 +519,14 @@ mod tests {
 
     #[test]
     fn own_memory_is_measured_with_and_without_children() {
-        let alone = tree_memory_bytes(std::process::id());
+        let me = std::process::id();
+        let alone = tree_memory_bytes(me, &children(me));
         assert!(alone > 0);
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .expect("sleep");
-        let with_child = tree_memory_bytes(std::process::id());
+        let with_child = tree_memory_bytes(me, &children(me));
         let _ = child.kill();
         let _ = child.wait();
         // Shares now, not resident sizes: within what this process owns
