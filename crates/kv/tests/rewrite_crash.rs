@@ -201,7 +201,8 @@ impl Log {
 }
 
 /// One rewrite with commands before, during (after the snapshot, before
-/// the parts) and after; stops at the first failed operation.
+/// the parts), between the new manifest and the removal of the replaced
+/// files, and after; stops at the first failed operation.
 fn scenario(fs: &SimFs, state: &mut State, log: &mut Log, first: u64) -> anyhow::Result<()> {
     let dir = AofDir::new(Arc::new(fs.clone()), Path::new("/sim"), NAME);
     let current = match dir.layout()? {
@@ -231,8 +232,14 @@ fn scenario(fs: &SimFs, state: &mut State, log: &mut Log, first: u64) -> anyhow:
     for i in first + 40..first + 60 {
         log.submit(state, i)?;
     }
-    dir.finish(&started, parts)?;
-    for i in first + 60..first + 70 {
+    let done = dir.finish(&started, parts)?;
+    // The server reports the rewrite done here and goes on serving while
+    // the rewrite thread removes the replaced files.
+    for i in first + 60..first + 65 {
+        log.submit(state, i)?;
+    }
+    dir.remove_replaced(&started, &done)?;
+    for i in first + 65..first + 70 {
         log.submit(state, i)?;
     }
     Ok(())

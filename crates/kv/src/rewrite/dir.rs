@@ -13,8 +13,11 @@
 //! 2. Workers write `NAME.g+1.base.i`, sync each, then sync the directory
 //!    (`worker::write_parts`). No manifest names them yet.
 //! 3. [`AofDir::finish`]: replace the manifest with `M2` = the new parts
-//!    plus the new log; only once `M2` is durable remove the files `M1`
-//!    named that `M2` does not, then sync the directory.
+//!    plus the new log. The rewrite is done once `M2` is durable.
+//! 4. [`AofDir::remove_replaced`], after the rewrite is reported done:
+//!    remove the files `M1` named that `M2` does not, then sync the
+//!    directory. No durable manifest names them any more, so a crash or a
+//!    failure here only leaves orphans.
 //!
 //! Replacing the manifest is always: write `NAME.manifest.tmp`, sync it,
 //! rename it over `NAME.manifest`, sync the directory. Files with the
@@ -282,7 +285,8 @@ impl AofDir {
     }
 
     /// Step 3: the manifest naming `bases` and `started`'s last log becomes
-    /// durable, then the files only `started` named are removed.
+    /// durable. The files only `started` named stay until
+    /// [`AofDir::remove_replaced`].
     pub fn finish(&self, started: &Manifest, bases: Vec<BaseEntry>) -> Result<Manifest> {
         let last = started
             .incrs
@@ -297,9 +301,18 @@ impl AofDir {
             incrs: vec![last],
         };
         self.write_manifest(&done)?;
-        let old: Vec<&str> = started
+        Ok(done)
+    }
+
+    /// Step 4, once `done` is durable: removes the files `started` named
+    /// that `done` does not, then syncs the directory. Returns their names.
+    /// Later generations never reuse these names, so this may run while
+    /// the next rewrite starts.
+    pub fn remove_replaced(&self, started: &Manifest, done: &Manifest) -> Result<Vec<String>> {
+        let old: Vec<String> = started
             .files()
             .filter(|f| !done.files().any(|n| n == *f))
+            .map(str::to_string)
             .collect();
         for file in &old {
             self.fs
@@ -311,7 +324,7 @@ impl AofDir {
                 .sync_dir(&self.dir)
                 .map_err(self.io_err("fsync directory", &self.name))?;
         }
-        Ok(done)
+        Ok(old)
     }
 
     /// Removes the parts of a failed rewrite (best effort: what remains is

@@ -95,6 +95,9 @@ pub struct Rewriter {
     kind: IncrKind,
     preparing: Option<Preparing>,
     running: Option<Running>,
+    /// Rewrite threads that may still be removing the files of a replaced
+    /// manifest after reporting their rewrite done; joined at shutdown.
+    threads: Vec<std::thread::JoinHandle<()>>,
     next_auto: Instant,
     size_ref: u64,
     /// Called by the rewrite's threads when a step is done, so an idle
@@ -193,6 +196,7 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
         kind,
         preparing: None,
         running: None,
+        threads: Vec::new(),
         next_auto: Instant::now(),
         size_ref: state.rewrite.base_bytes + state.log.current_size,
         wake,
@@ -513,7 +517,7 @@ impl Rewriter {
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let pacer = Pacer::new(io_share(state));
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
                 // The workers inherit this thread's set and class.
@@ -532,17 +536,37 @@ impl Rewriter {
                     let finishing = Instant::now();
                     let finished = dir.finish(&started, parts);
                     tracing::info!(
-                        "rewrite finish (manifest, fsyncs, old files removed) took {} ms",
+                        "rewrite finish (manifest) took {} ms",
                         finishing.elapsed().as_millis()
                     );
                     finished
                 });
+                let done = result.as_ref().ok().cloned();
                 let _ = send.send(result);
                 wake.wake();
+                // The rewrite is done and reported; what only the replaced
+                // manifest named goes now, as Redis removes its history
+                // files in the background. Leftovers are orphans, removed at
+                // the next start.
+                if let Some(done) = done {
+                    let removing = Instant::now();
+                    match dir.remove_replaced(&started, &done) {
+                        Ok(files) => tracing::info!(
+                            "rewrite cleanup: removed {} replaced files in {} ms",
+                            files.len(),
+                            removing.elapsed().as_millis()
+                        ),
+                        Err(e) => tracing::warn!(
+                            "rewrite cleanup: {e}; the files are removed at the next start"
+                        ),
+                    }
+                }
             })
             .map_err(|e| Error::Rewrite {
                 reason: format!("cannot start the rewrite thread: {e}"),
             })?;
+        self.threads.retain(|t| !t.is_finished());
+        self.threads.push(thread);
         state.rewrite.running_since = Some(requested);
         state.rewrite.threads = threads;
         self.running = Some(Running {
@@ -630,6 +654,11 @@ impl Rewriter {
                 done,
             });
             self.poll(state);
+        }
+        for thread in self.threads.drain(..) {
+            if thread.join().is_err() {
+                tracing::warn!("a rewrite thread panicked");
+            }
         }
     }
 }
