@@ -14,7 +14,7 @@
 //! run; figures are medians over runs.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -102,9 +102,12 @@ const CONFIGS: [(&str, System); 4] = [
 const FERRITE: &str = "ferrite_t2";
 
 /// Durations of one run's phases and the dataset.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Plan {
     pin_loops: bool,
+    /// Where each server's output is appended, one file per dataset and
+    /// configuration (`v<bytes>-<config>.log`).
+    logs: PathBuf,
     keys: usize,
     value_bytes: usize,
     connections: usize,
@@ -139,11 +142,23 @@ struct Observed {
     end: f64,
 }
 
-fn spawn(system: System, port: u16, dir: &Path, pin_loops: bool) -> Result<Running> {
+fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> {
+    let config = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    let log_path = plan.logs.join(format!(
+        "v{}-{}.log",
+        plan.value_bytes,
+        config.as_deref().unwrap_or("server")
+    ));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", SERVER_CORES])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stdout(Stdio::from(log.try_clone()?))
+        .stderr(Stdio::from(log));
+    let pin_loops = plan.pin_loops;
     let port_text = port.to_string();
     let common = [
         "--appendonly",
@@ -314,7 +329,7 @@ fn recover(server: Running, system: System, dir: &Path, plan: &Plan) -> Result<(
     let port = server.port + 1;
     drop(server);
     let started = Instant::now();
-    let server = spawn(system, port, dir, plan.pin_loops)?;
+    let server = spawn(system, port, dir, plan)?;
     let mut conn = loop {
         if let Ok(mut conn) = Conn::connect(port) {
             if conn.call(&[b"PING"]).is_ok() {
@@ -342,7 +357,7 @@ fn recover(server: Running, system: System, dir: &Path, plan: &Plan) -> Result<(
 fn one_run(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<RunResult> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
-    let server = spawn(system, port, dir, plan.pin_loops)?;
+    let server = spawn(system, port, dir, plan)?;
     wait_for_port(port)?;
     wait_rewrites_idle(&mut Conn::connect(port)?)?;
     kvload::run_load(&LoadArgs {
@@ -674,10 +689,19 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let (steady, tail) = if common.quick { (1.0, 0.5) } else { (3.0, 1.0) };
     let steady = args.steady.unwrap_or(steady);
     let scratch = report::disk_scratch_dir()?.join("rewrite");
+    // Each server's own log (Ferrite's says where a rewrite's time went),
+    // fresh for every invocation.
+    let logs = common.out.join("server-logs");
+    let _ = std::fs::remove_dir_all(&logs);
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let mut report = Report::new("rewrite", common.quick, common.runs());
     report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; a ratio of a configuration to itself (_vs_own_) is the median over runs of each run's ratio, other ratios are ratios of medians (ratios_of_medians_v<bytes> has every ratio that way)"));
     report.note(format!("a run whose steady phase saw the hypervisor steal more than {:.0} ms of CPU per second (steal in /proc/stat, all CPUs) is repeated (steal during the rewrite is reported, not judged: a server's own disk writes raise it), up to {} times, whichever server it measured; then the least disturbed attempt is kept and marked host_disturbed; repeated runs are under rejected_runs", args.max_steal, args.retries));
+    report.note(format!(
+        "each server's output, every start of it appended: {}/v<bytes>-<config>.log",
+        logs.display()
+    ));
     report.note("rewrite_ms: BGREWRITEAOF sent until INFO persistence shows it finished (polled every 5 ms); memory: anonymous + shmem memory of the server, every 50 ms: RssAnon + RssShmem from /proc/PID/status while it has no children, Pss_Anon + Pss_Shmem from smaps_rollup of it and its fork children otherwise; recovery_ms: restart after SIGKILL until PING answers (DBSIZE checked)");
     let mut all_medians = BTreeMap::new();
     let mut all_runs = BTreeMap::new();
@@ -689,6 +713,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     for (index, value_bytes) in values.iter().enumerate() {
         let plan = Plan {
             pin_loops: args.pin_loops,
+            logs: logs.clone(),
             keys,
             value_bytes: *value_bytes,
             connections: args.connections,
