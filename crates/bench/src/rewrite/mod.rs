@@ -143,12 +143,13 @@ struct Observed {
 }
 
 fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> {
-    let config = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    let log_path = plan.logs.join(format!(
-        "v{}-{}.log",
-        plan.value_bytes,
-        config.as_deref().unwrap_or("server")
-    ));
+    // The data directory is named after the configuration.
+    let config = dir
+        .file_name()
+        .map_or("server".into(), |n| n.to_string_lossy());
+    let log_path = plan
+        .logs
+        .join(format!("v{}-{config}.log", plan.value_bytes));
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -158,7 +159,6 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
     cmd.args(["-c", SERVER_CORES])
         .stdout(Stdio::from(log.try_clone()?))
         .stderr(Stdio::from(log));
-    let pin_loops = plan.pin_loops;
     let port_text = port.to_string();
     let common = [
         "--appendonly",
@@ -171,7 +171,7 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
     // With --pin-loops: both servers' event loops (Redis's main thread) on
     // one core, their rewrites (Redis's fork child, Ferrite's workers) on
     // both, with the directives both servers share.
-    if pin_loops {
+    if plan.pin_loops {
         cmd.args([
             "--server_cpulist",
             SERVER_LOOP_CORE,
