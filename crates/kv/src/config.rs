@@ -149,7 +149,7 @@ impl Default for Config {
                 ("auto-aof-rewrite-percentage", "100"),
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
-                ("aof-rewrite-io-share", "40"),
+                ("aof-rewrite-io-share", "20"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]

@@ -12,6 +12,8 @@
 //!   store path, and an estimate of 256-byte media writes, per region
 //!   ([`PmemMedium::stats`]) and process-wide ([`stats::global`]).
 //! - [`hint::prefetch`], the one CPU hint the safe layers above need.
+//! - [`IoBuffer`], a huge-page-backed DRAM buffer for large `O_DIRECT`
+//!   writes (not persistent; here because it needs `mmap`).
 //! - [`SimPmem`], simulated PM with reproducible crash images, for crash
 //!   tests of every layer above.
 //!
@@ -32,6 +34,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+mod buffer;
 pub mod cpu;
 mod error;
 pub mod hint;
@@ -43,6 +46,7 @@ pub mod sim;
 mod split;
 pub mod stats;
 
+pub use buffer::{IoBuffer, HUGE_PAGE};
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
