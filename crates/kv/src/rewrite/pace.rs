@@ -31,14 +31,14 @@
 //! pacer starts with that much: a worker that spent a while serialising
 //! may then write at full speed for a while, and a rewrite with little to
 //! write (about `CATCH_UP * share / (1 - share)` of device time: 25 ms at
-//! the default 20%, 15-25 MB here with 4 MiB writes) is not paced at all. The bound was
-//! 250 ms until the tenth session; then a whole 1M x 100 B rewrite
-//! (120 MB) went through at the device's full speed, and its clients
-//! lost the most in the shortest rewrites. Full runs at 100 B (7 rewrites
-//! each; SET/s during over steady, against Redis's during its rewrite,
-//! duration over Redis's): 250 ms 0.64 and 0.56, 1.80 and 1.63, 0.30 and
-//! 0.20; 100 ms 0.68, 1.91, 0.32; none 0.76, 2.28, 0.52 (over the
-//! duration bound of 0.5).
+//! the default 20%, 15-25 MB here with 4 MiB writes) is not paced at
+//! all. The bound was 250 ms until the tenth session; then a whole 1M x
+//! 100 B rewrite (120 MB) went through at the device's full speed, and
+//! its clients lost the most in the shortest rewrites. Full runs at 100 B
+//! (7 rewrites each; SET/s during over steady, against Redis's during its
+//! rewrite, duration over Redis's): 250 ms 0.64 and 0.56, 1.80 and 1.63,
+//! 0.30 and 0.20; 100 ms 0.68, 1.91, 0.32; none 0.76, 2.28, 0.52 (over
+//! the duration bound of 0.5).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
