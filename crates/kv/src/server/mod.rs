@@ -376,6 +376,7 @@ impl Server {
             }
         }
         conn.inbuf.drain(..at);
+        conn::give_back(&mut conn.inbuf, at);
     }
 
     /// Appends what the last command logged (and the deletions of keys that
