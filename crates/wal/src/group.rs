@@ -263,29 +263,24 @@ impl Shared {
     }
 }
 
-/// The parked committers to wake after a round: every one whose LSN is now
-/// durable, and the first of the others, to lead the next batch.
 /// Capacity a written batch's buffer always keeps for the next one.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
 
 /// Empties a written batch's buffer for reuse as the spare, giving back
-/// what a burst grew it to. Batches last until the next write or sync, so
-/// a client that pipelines a million SETs while a sync is in flight grows
-/// both buffers to many megabytes (11 and 5.7 MB at 1M x 100 B loaded by
-/// `redis-cli --pipe`), which a `Vec` would keep for the life of the
-/// server: 5% of its memory at that size. A buffer over
-/// [`BUFFER_KEEP_BYTES`] shrinks to twice its last batch, so a steady
-/// load reallocates nothing and a burst's memory is returned by the
-/// next two smaller batches.
+/// what a burst grew it to ([`ferrite_io::buf::give_back`]). Batches last
+/// until the next write or sync, so a client that pipelines a million
+/// SETs while a sync is in flight grows both buffers to many megabytes
+/// (11 and 5.7 MB at 1M x 100 B loaded by `redis-cli --pipe`): 5% of the
+/// server's memory at that size.
 fn recycle(mut batch: Vec<u8>) -> Vec<u8> {
     let written = batch.len();
     batch.clear();
-    if batch.capacity() > BUFFER_KEEP_BYTES && batch.capacity() > 4 * written {
-        batch.shrink_to((2 * written).max(BUFFER_KEEP_BYTES));
-    }
+    ferrite_io::buf::give_back(&mut batch, written, BUFFER_KEEP_BYTES);
     batch
 }
 
+/// The parked committers to wake after a round: every one whose LSN is now
+/// durable, and the first of the others, to lead the next batch.
 fn take_wakeable(state: &mut State) -> Vec<Thread> {
     if state.parked.is_empty() {
         return Vec::new();

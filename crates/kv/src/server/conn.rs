@@ -3,6 +3,7 @@
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
+use ferrite_io::buf::give_back;
 use mio::net::TcpStream;
 use mio::Token;
 
@@ -14,24 +15,9 @@ use crate::resp::{Limits, Parser, Protocol, ReplyBuf};
 pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Reads per readiness event before other clients get a turn.
 const READS_PER_EVENT_MAX: usize = 16;
-/// Capacity a connection's input or reply buffer always keeps.
-const BUF_KEEP_BYTES: usize = 64 * 1024;
-
-/// Gives back what a burst grew `buf` to: a pipeline of a million SETs or
-/// one large reply grows a connection's buffers to megabytes, which a
-/// `Vec` would keep for as long as the client stays connected (Redis
-/// resizes its query buffers for the same reason). `used` is how many
-/// bytes the round that just ended consumed; a buffer over
-/// [`BUF_KEEP_BYTES`] and over four times what it holds and used shrinks
-/// to twice that, so a client that keeps sending bursts of one size
-/// reallocates nothing, and a burst's memory goes with the next smaller
-/// round.
-pub fn give_back(buf: &mut Vec<u8>, used: usize) {
-    let need = used.max(buf.len());
-    if buf.capacity() > BUF_KEEP_BYTES && buf.capacity() > 4 * need {
-        buf.shrink_to((2 * need).max(BUF_KEEP_BYTES));
-    }
-}
+/// Capacity a connection's input or reply buffer always keeps
+/// ([`give_back`]; Redis resizes its query buffers for the same reason).
+pub const BUF_KEEP_BYTES: usize = 64 * 1024;
 
 /// What reading from the socket found.
 #[derive(Debug, PartialEq, Eq)]
@@ -137,7 +123,7 @@ impl Conn {
         }
         let sent_len = self.reply.buf.len();
         self.reply.buf.clear();
-        give_back(&mut self.reply.buf, sent_len);
+        give_back(&mut self.reply.buf, sent_len, BUF_KEEP_BYTES);
         self.out_sent = 0;
         Ok(true)
     }
@@ -152,45 +138,5 @@ impl Conn {
         } else {
             Limits::UNAUTHENTICATED
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_burst_grown_buffer_shrinks_after_a_smaller_round() {
-        // The round of the burst itself keeps it.
-        let mut buf = vec![0u8; 8 << 20];
-        buf.clear();
-        give_back(&mut buf, 8 << 20);
-        assert_eq!(buf.capacity(), 8 << 20);
-        // A small round after it gives back all but the kept minimum.
-        give_back(&mut buf, 100);
-        assert_eq!(buf.capacity(), BUF_KEEP_BYTES);
-
-        // Unconsumed bytes of a command still arriving are never cut, and
-        // keep room for as much again.
-        let mut buf = Vec::with_capacity(16 << 20);
-        buf.resize(3 << 20, 7u8);
-        give_back(&mut buf, 0);
-        assert_eq!(buf.capacity(), 6 << 20);
-        assert!(buf.iter().all(|&b| b == 7) && buf.len() == 3 << 20);
-        buf.truncate(1 << 20);
-        give_back(&mut buf, 0);
-        assert_eq!(buf.capacity(), 2 << 20);
-        assert!(buf.iter().all(|&b| b == 7) && buf.len() == 1 << 20);
-
-        // Rounds of a steady size reallocate nothing.
-        let mut buf = Vec::with_capacity(1 << 20);
-        for _ in 0..3 {
-            give_back(&mut buf, 600 << 10);
-            assert_eq!(buf.capacity(), 1 << 20);
-        }
-        // Small buffers are left alone.
-        let mut buf = Vec::with_capacity(BUF_KEEP_BYTES);
-        give_back(&mut buf, 0);
-        assert_eq!(buf.capacity(), BUF_KEEP_BYTES);
     }
 }

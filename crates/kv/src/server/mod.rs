@@ -376,7 +376,7 @@ impl Server {
             }
         }
         conn.inbuf.drain(..at);
-        conn::give_back(&mut conn.inbuf, at);
+        ferrite_io::buf::give_back(&mut conn.inbuf, at, conn::BUF_KEEP_BYTES);
     }
 
     /// Appends what the last command logged (and the deletions of keys that
