@@ -151,6 +151,45 @@ fn intact_record_with_a_bad_payload_is_corruption() {
     );
 }
 
+/// The replay runs records while recovery is still reading the log, a few
+/// batches behind it: a bad record far from the end must stop both and be
+/// the error reported, and the records on either side of a batch boundary
+/// must all run.
+#[test]
+fn a_bad_record_stops_a_replay_that_recovery_reads_ahead_of() {
+    let value = "v".repeat(2000);
+    let set = |i: usize| format!("*3\r\n$3\r\nSET\r\n$5\r\nk{i:04}\r\n$2000\r\n{value}\r\n");
+    let write = |dir: &Path, bad_at: Option<usize>| {
+        let device: Arc<dyn Device> = Arc::new(FileDevice::open(log_path(dir)).unwrap());
+        let wal = ferrite_wal::Wal::open(device, ferrite_wal::WalConfig::default()).unwrap();
+        for i in 0..3000 {
+            if Some(i) == bad_at {
+                wal.append_commit(b"*2\r\n$7\r\nNOTACMD\r\n$1\r\na\r\n")
+                    .unwrap();
+            } else {
+                wal.append_commit(set(i).as_bytes()).unwrap();
+            }
+        }
+        wal.close().unwrap();
+    };
+
+    let bad = tempfile::tempdir().unwrap();
+    write(bad.path(), Some(700));
+    let error = Server::bind(config(bad.path())).unwrap_err().to_string();
+    assert!(
+        error.contains("record 701") && error.contains("unknown command 'NOTACMD'"),
+        "{error}"
+    );
+
+    let good = tempfile::tempdir().unwrap();
+    write(good.path(), None);
+    let server = TestServer::start(good.path());
+    let mut c = server.raw();
+    c.check(b"DBSIZE\r\n", b":3000\r\n");
+    c.check(b"STRLEN k2999\r\n", b":2000\r\n");
+    server.stop();
+}
+
 #[test]
 fn torn_tail_is_truncated_with_a_warning_unless_refused() {
     let dir = tempfile::tempdir().unwrap();

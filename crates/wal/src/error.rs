@@ -63,6 +63,15 @@ pub enum Error {
         /// What is wrong and what is accepted.
         reason: String,
     },
+    /// A recovery scan that hands records to its caller
+    /// ([`crate::check_visiting`]) was stopped by it; nothing was changed.
+    #[error("{path}: the caller stopped reading the log at record {lsn}")]
+    Stopped {
+        /// The log file.
+        path: PathBuf,
+        /// The record the caller refused.
+        lsn: u64,
+    },
     /// The log was closed (or switched away from) while an operation waited.
     #[error("{path}: the log is closed")]
     Closed {

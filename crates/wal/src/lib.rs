@@ -56,6 +56,8 @@ pub use durability::{Durability, WalConfig, PERIODIC_POSTPONE_MAX};
 pub use error::{Error, Result};
 pub use reader::{LogReader, Record};
 pub use record::{LogHeader, Lsn};
-pub use recovery::{check, recover, repair, Recovery, TornTail};
+pub use recovery::{
+    check, check_visiting, recover, recover_visiting, repair, Recovery, TornTail, Visit,
+};
 pub use stats::WalStats;
 pub use writer::Wal;

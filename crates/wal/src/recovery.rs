@@ -19,7 +19,7 @@ use ferrite_io::Device;
 
 use crate::error::{Error, Result};
 use crate::reader::{parse_at, read_header, Cursor, Parsed};
-use crate::record::{LogHeader, Lsn, RECORD_ALIGN, RECORD_MAGIC};
+use crate::record::{LogHeader, Lsn, RECORD_ALIGN, RECORD_HEADER_LEN, RECORD_MAGIC};
 
 /// What recovery found in a log file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,17 +51,58 @@ pub struct TornTail {
     pub reason: String,
 }
 
+/// One intact record of the intact log, as [`check_visiting`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Visit<'a> {
+    /// Its LSN.
+    pub lsn: Lsn,
+    /// Byte offset of its header in the file.
+    pub offset: u64,
+    /// The payload, as appended.
+    pub payload: &'a [u8],
+}
+
 /// Scans `device` and reports what [`recover`] would keep, without changing
 /// anything. A corrupt record followed by durable ones is
 /// [`Error::Corrupt`], naming the file and offset.
 pub fn check(device: &dyn Device) -> Result<Recovery> {
+    check_visiting(device, &mut |_| true)
+}
+
+/// [`check`], handing each record it keeps to `visit`, in LSN order, as
+/// the scan reads it: a caller that replays the log needs no second pass
+/// over it. `visit` returns false to stop the scan ([`Error::Stopped`]).
+///
+/// The records come before the verdict on what follows them: when the
+/// result is an error, discard whatever was built from them.
+pub fn check_visiting(
+    device: &dyn Device,
+    visit: &mut dyn FnMut(Visit<'_>) -> bool,
+) -> Result<Recovery> {
     let header = read_header(device)?;
     let mut cursor = Cursor::new(device);
     let mut offset = crate::record::LOG_HEADER_LEN as u64;
     let mut lsn = header.base_lsn;
     let reason = loop {
         match parse_at(&mut cursor, &header, offset, Some(lsn))? {
-            Parsed::Record { end, .. } => {
+            Parsed::Record {
+                header: record,
+                end,
+            } => {
+                let payload_at = offset + RECORD_HEADER_LEN as u64;
+                let payload = cursor
+                    .bytes(payload_at, record.payload_len)?
+                    .unwrap_or_default();
+                if !visit(Visit {
+                    lsn,
+                    offset,
+                    payload,
+                }) {
+                    return Err(Error::Stopped {
+                        path: device.path().to_path_buf(),
+                        lsn,
+                    });
+                }
                 offset = end;
                 lsn += 1;
             }
@@ -95,7 +136,16 @@ pub fn check(device: &dyn Device) -> Result<Recovery> {
 /// [`check`], then drops a torn tail (truncating the file at the end of the
 /// intact log and syncing), so the log can be appended to.
 pub fn recover(device: &dyn Device) -> Result<Recovery> {
-    let recovery = check(device)?;
+    recover_visiting(device, &mut |_| true)
+}
+
+/// [`recover`], handing each record kept to `visit` as
+/// [`check_visiting`] does.
+pub fn recover_visiting(
+    device: &dyn Device,
+    visit: &mut dyn FnMut(Visit<'_>) -> bool,
+) -> Result<Recovery> {
+    let recovery = check_visiting(device, visit)?;
     if let Some(tail) = &recovery.torn_tail {
         tracing::warn!(
             path = %device.path().display(),

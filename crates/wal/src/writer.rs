@@ -17,7 +17,7 @@ use crate::record::{
     encode_record, framed_len, LogHeader, Lsn, LOG_HEADER_LEN, LOG_MAGIC, PM_RECORD_ALIGN,
     RECORD_ALIGN,
 };
-use crate::recovery::{recover, Recovery};
+use crate::recovery::{recover_visiting, Recovery, Visit};
 use crate::stats::{Counters, WalStats};
 
 /// PM path: checks of the durable LSN, yielding the CPU between them, before
@@ -50,6 +50,17 @@ impl Wal {
     /// with a header, else recovers it (dropping a torn tail; a damaged
     /// record in the middle is [`Error::Corrupt`]).
     pub fn open(device: Arc<dyn Device>, config: WalConfig) -> Result<Wal> {
+        Wal::open_visiting(device, config, &mut |_| true)
+    }
+
+    /// [`Wal::open`], handing each record recovery keeps to `visit` as
+    /// [`crate::check_visiting`] does: a caller replaying the log reads it
+    /// once, not once for recovery and again for itself.
+    pub fn open_visiting(
+        device: Arc<dyn Device>,
+        config: WalConfig,
+        visit: &mut dyn FnMut(Visit<'_>) -> bool,
+    ) -> Result<Wal> {
         config.validate()?;
         let recovery = if is_blank(device.as_ref())? {
             let header = LogHeader::new(config.base_lsn, config.max_in_flight_bytes as u64);
@@ -62,7 +73,7 @@ impl Wal {
                 torn_tail: None,
             }
         } else {
-            recover(device.as_ref())?
+            recover_visiting(device.as_ref(), visit)?
         };
         let segment = Arc::new(Segment::new(device, recovery.header));
         let state = State::new(segment, recovery.next_lsn, recovery.end_offset);

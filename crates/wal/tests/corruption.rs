@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use common::{read_all, test_config, Medium, Sim, MEDIA};
 use ferrite_io::PmPolicy;
-use ferrite_wal::{check, Durability, Wal};
+use ferrite_wal::{check, check_visiting, Durability, Error, Visit, Wal};
 use proptest::prelude::*;
 
 const RECORDS: u32 = 24;
@@ -59,16 +59,65 @@ fn recover_damaged(medium: Medium, image: Vec<u8>) {
     }
     let sim = Sim::from_image(medium, image);
     let _ = check(sim.device.as_ref());
-    let Ok(wal) = Wal::open(sim.device.clone(), test_config(Durability::EveryCommit)) else {
+    let mut visited = Vec::new();
+    let opened = Wal::open_visiting(
+        sim.device.clone(),
+        test_config(Durability::EveryCommit),
+        &mut |v: Visit<'_>| {
+            visited.push((v.lsn, v.payload.to_vec()));
+            true
+        },
+    );
+    let Ok(wal) = opened else {
         return;
     };
     let records = read_all(sim.device.clone());
+    assert_eq!(
+        visited, records,
+        "recovery handed over exactly the records kept"
+    );
     for (index, (lsn, bytes)) in records.iter().enumerate() {
         assert_eq!(*lsn, index as u64 + 1);
         assert!(*lsn <= u64::from(RECORDS), "record {lsn} was never written");
         assert_eq!(bytes, &payload(*lsn as u32 - 1), "record {lsn} altered");
     }
     let _ = wal.append_commit(b"after damage");
+}
+
+#[test]
+fn a_visitor_sees_the_kept_records_in_order_and_can_stop_the_scan() {
+    for (index, &medium) in MEDIA.iter().enumerate() {
+        let (image, _) = base_image(index);
+        let sim = Sim::from_image(medium, image.clone());
+        let mut seen = Vec::new();
+        let recovery = check_visiting(sim.device.as_ref(), &mut |v| {
+            seen.push((v.lsn, v.payload.to_vec()));
+            true
+        })
+        .expect("an intact log");
+        assert_eq!(seen.len() as u64, recovery.records);
+        for (i, (lsn, bytes)) in seen.iter().enumerate() {
+            assert_eq!(*lsn, i as u64 + 1);
+            assert_eq!(bytes, &payload(i as u32));
+        }
+
+        let mut calls = 0;
+        let stopped = Wal::open_visiting(
+            sim.device.clone(),
+            test_config(Durability::EveryCommit),
+            &mut |v| {
+                calls += 1;
+                v.lsn < 5
+            },
+        );
+        match stopped {
+            Err(Error::Stopped { lsn: 5, .. }) => {}
+            other => panic!("expected a stop at record 5, got {other:?}"),
+        }
+        assert_eq!(calls, 5);
+        let after = check(sim.device.as_ref()).expect("still a log");
+        assert_eq!(after, recovery, "a stopped scan changes nothing");
+    }
 }
 
 proptest! {

@@ -24,6 +24,7 @@ mod check;
 mod committer;
 mod open;
 mod record;
+mod replay;
 mod wal_log;
 
 use std::fmt;

@@ -8,15 +8,13 @@ use std::time::Instant;
 
 use ferrite_io::{Device, FileDevice, PmPolicy, PmemDevice};
 use ferrite_pmem::MapMode;
-use ferrite_wal::{LogReader, Recovery, Wal};
+use ferrite_wal::Recovery;
 
-use super::record::{check_command, for_each_command};
+use super::replay::{open_and_replay, Replayer};
 use super::wal_log::{wal_config, WalLog};
 use super::{CommandLog, LogFiles, NullLog};
-use crate::commands::{execute, Ctx, Propagation, Session};
 use crate::config::{Config, LogDevice};
 use crate::error::{Error, Result};
-use crate::resp::{Parser, Protocol, ReplyBuf};
 use crate::state::{unix_ms, State};
 
 fn open_pm(path: &Path) -> Result<Arc<dyn Device>> {
@@ -117,7 +115,7 @@ pub fn open_log(state: &mut State, notify: Box<dyn Fn() + Send + Sync>) -> Resul
 
 /// The kv error for a wal error at start-up: damage names the file, the
 /// offset, the record and the command that repairs it.
-fn start_error(error: ferrite_wal::Error, dir: &str) -> Error {
+pub(super) fn start_error(error: ferrite_wal::Error, dir: &str) -> Error {
     match error {
         ferrite_wal::Error::Corrupt {
             path,
@@ -148,7 +146,7 @@ pub fn open_log_on(
         refuse_torn_tail(&*device, &dir)?;
     }
     let wal_config = wal_config(config.appendfsync, device.info().durable_on_write);
-    let wal = Wal::open(Arc::clone(&device), wal_config).map_err(|e| start_error(e, &dir))?;
+    let (wal, commands) = open_and_replay(state, &device, wal_config, &dir)?;
     let recovery = wal.recovery().clone();
     if let Some(tail) = &recovery.torn_tail {
         tracing::warn!(
@@ -159,7 +157,6 @@ pub fn open_log_on(
         );
         state.log.truncated_bytes = tail.bytes;
     }
-    let commands = replay(state, &device, &dir)?;
     state.log.loaded_commands = commands;
     state.log.load_ms = started.elapsed().as_millis() as u64;
     state.log.base_size = recovery.end_offset;
@@ -184,9 +181,9 @@ pub fn open_log_on(
 pub fn replay_old_log(state: &mut State, device: Arc<dyn Device>) -> Result<u64> {
     let dir = state.config.dir.display().to_string();
     let config = wal_config(state.config.appendfsync, device.info().durable_on_write);
-    let wal = Wal::open(Arc::clone(&device), config).map_err(|e| start_error(e, &dir))?;
+    let (wal, commands) = open_and_replay(state, &device, config, &dir)?;
     drop(wal);
-    replay(state, &device, &dir)
+    Ok(commands)
 }
 
 /// With `aof-load-truncated no`: an error if the log has a torn tail (looked
@@ -207,99 +204,6 @@ fn refuse_torn_tail(device: &dyn Device, dir: &str) -> Result<()> {
         Ok(_) | Err(ferrite_wal::Error::BadHeader { .. }) => Ok(()),
         Err(e) => Err(start_error(e, dir)),
     }
-}
-
-/// Replays every record of the log on `device` into `state`; returns the
-/// commands run.
-fn replay(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
-    state.keyspace.loading = true;
-    state.keyspace.now_ms = unix_ms();
-    let result = replay_records(state, device, dir);
-    state.keyspace.loading = false;
-    state.keyspace.expired.clear();
-    result
-}
-
-/// What replaying commands needs besides the state: a session that is
-/// authenticated and marked as replay, and scratch buffers for the replies
-/// and propagation that replay throws away.
-struct Replayer {
-    session: Session,
-    reply: ReplyBuf,
-    prop: Propagation,
-    parser: Parser,
-}
-
-impl Replayer {
-    fn new() -> Replayer {
-        Replayer {
-            session: Session {
-                authenticated: true,
-                is_replay: true,
-                ..Session::default()
-            },
-            reply: ReplyBuf::new(Protocol::Resp2),
-            prop: Propagation::default(),
-            parser: Parser::new(),
-        }
-    }
-
-    /// Runs every command in `bytes` against `state`; returns how many, or
-    /// why the bytes are not complete, known commands.
-    fn run(&mut self, state: &mut State, bytes: &[u8]) -> std::result::Result<u64, String> {
-        let Replayer {
-            session,
-            reply,
-            prop,
-            parser,
-        } = self;
-        for_each_command(bytes, parser, |args| {
-            check_command(args)?;
-            let mut ctx = Ctx {
-                state: &mut *state,
-                session: &mut *session,
-                reply: &mut *reply,
-                prop: &mut *prop,
-            };
-            execute(&mut ctx, args);
-            reply.buf.clear();
-            prop.clear();
-            Ok(())
-        })
-    }
-}
-
-fn replay_records(state: &mut State, device: &Arc<dyn Device>, dir: &str) -> Result<u64> {
-    let mut replayer = Replayer::new();
-    let mut commands = 0;
-    for record in LogReader::open(Arc::clone(device))? {
-        let record = record?;
-        // Every record names its database (see `record.rs`).
-        replayer.session.db = 0;
-        let run = replayer.run(state, &record.payload);
-        let bad = match run {
-            Ok(_) if replayer.session.multi.take().is_some() => {
-                Some("it ends inside MULTI".to_string())
-            }
-            Ok(n) => {
-                commands += n;
-                None
-            }
-            Err(reason) => Some(reason),
-        };
-        if let Some(reason) = bad {
-            // The checksum matched, so this is not damage on the medium
-            // but a record the server cannot run: refuse, as for damage.
-            return Err(Error::CorruptLog {
-                path: device.path().to_path_buf(),
-                offset: record.offset,
-                lsn: record.lsn,
-                reason: format!("the record is intact but its payload is not a command: {reason}"),
-                dir: dir.to_string(),
-            });
-        }
-    }
-    Ok(commands)
 }
 
 /// Replays a plain RESP append-only file (Redis's format: commands back to
