@@ -260,6 +260,29 @@ impl KeyMap {
         self.iter().map(|(k, _)| k)
     }
 
+    /// Starts loading each chunk's table header, the first of the two
+    /// dependent loads that lie between a chunk pointer and its entries.
+    /// Reads the chunk list itself. For a reader about to walk this map
+    /// after the one it is walking now and the next
+    /// ([`KeyMap::prefetch_entries`]).
+    pub fn prefetch_headers(&self) {
+        for chunk in self.chunks.iter().flatten() {
+            ferrite_pmem::hint::prefetch(Arc::as_ptr(chunk));
+        }
+    }
+
+    /// Starts loading the first entries of each chunk, once their headers
+    /// are in the cache ([`KeyMap::prefetch_headers`]): finding them reads
+    /// each table's first control bytes, misses that overlap one another
+    /// here rather than stalling the walk one chunk at a time.
+    pub fn prefetch_entries(&self) {
+        for chunk in self.chunks.iter().flatten() {
+            if let Some(entry) = chunk.iter().next() {
+                ferrite_pmem::hint::prefetch(entry as *const Entry);
+            }
+        }
+    }
+
     /// Every key and value, in the table's order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
         self.chunks

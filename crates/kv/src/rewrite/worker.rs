@@ -2,6 +2,7 @@
 //! share of the snapshot, releasing every segment as soon as it is
 //! serialised (which ends the copy-before-write for that segment).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,7 +45,19 @@ fn write_one(
     let mut out = dir.fs.create_streamed(&path).map_err(io("create"))?;
     out.pace(Arc::clone(pacer));
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
-    for (db, seg, segment) in std::mem::take(&mut snapshot.segments) {
+    let mut segments: VecDeque<_> = std::mem::take(&mut snapshot.segments).into();
+    while let Some((db, seg, segment)) = segments.pop_front() {
+        // A segment's entries lie behind a chain of dependent loads (its
+        // chunk list, each of its 64 chunks' table header, the table),
+        // each a likely cache and TLB miss in a large keyspace: walking
+        // them as the encoder reaches them stalled it on every chunk.
+        // So the headers are loaded two segments ahead and the tables one.
+        if let Some((_, _, later)) = segments.get(1) {
+            later.map.prefetch_headers();
+        }
+        if let Some((_, _, next)) = segments.front() {
+            next.map.prefetch_entries();
+        }
         writer
             .write_segment(db, seg, &segment)
             .map_err(io("write"))?;
