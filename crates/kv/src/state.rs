@@ -79,6 +79,15 @@ pub struct ClientInfo {
     pub db: usize,
     /// Protocol version.
     pub resp: i64,
+    /// Bytes received and not yet run (`qbuf`), as of the connection's
+    /// last read or write; the event loop refreshes these four.
+    pub qbuf: usize,
+    /// Spare capacity of the query buffer (`qbuf-free`).
+    pub qbuf_free: usize,
+    /// Reply bytes waiting to be sent (`obl`).
+    pub obl: usize,
+    /// Bytes allocated for replies (`omem`).
+    pub omem: usize,
 }
 
 /// Everything server-wide.

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::io::Write;
+
 use common::TestServer;
 
 #[test]
@@ -88,6 +90,59 @@ fn connection_commands() {
     c.check(b"GET nope\r\n", b"$-1\r\n");
     c.check(b"QUIT\r\n", b"+OK\r\n");
     assert!(c.is_closed());
+}
+
+/// The line of CLIENT LIST for client `id`, as `field=value` pairs.
+fn client_fields(list: &[u8], id: u64) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(list);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("id={id} ")))
+        .unwrap_or_else(|| panic!("no client {id} in {text}"));
+    line.split(' ')
+        .filter_map(|f| f.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn field(fields: &[(String, String)], name: &str) -> usize {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no numeric {name} in {fields:?}"))
+}
+
+/// CLIENT LIST shows each connection's query and reply buffers, as Redis
+/// does: a command half received sits in `qbuf` until its end arrives.
+#[test]
+fn client_list_shows_each_connections_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut a = server.raw();
+    a.check(b"CLIENT ID\r\n", b":1\r\n");
+    let mut b = server.raw();
+    let partial = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\nabc";
+    a.stream.write_all(partial).unwrap();
+    // The server reads A's bytes when it gets to them: ask until it has.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let seen = loop {
+        let fields = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+        if field(&fields, "qbuf") != 0 || std::time::Instant::now() > deadline {
+            break fields;
+        }
+    };
+    assert_eq!(field(&seen, "qbuf"), partial.len(), "{seen:?}");
+    assert!(field(&seen, "omem") > 0, "A got a reply before: {seen:?}");
+    assert_eq!(
+        field(&seen, "tot-mem"),
+        field(&seen, "qbuf") + field(&seen, "qbuf-free") + field(&seen, "omem")
+    );
+    a.check(b"defghij\r\n", b"+OK\r\n");
+    let after = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(field(&after, "qbuf"), 0, "{after:?}");
+    assert_eq!(field(&after, "obl"), 0, "{after:?}");
+    server.stop();
 }
 
 #[test]

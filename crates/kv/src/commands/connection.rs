@@ -189,12 +189,17 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=NULL user=default redir=-1 resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd=NULL user=default redir=-1 resp={}\n",
         info.addr,
         info.laddr,
         info.name,
         (now - info.created_ms).max(0) / 1000,
         info.db,
+        info.qbuf,
+        info.qbuf_free,
+        info.obl,
+        info.omem,
+        info.qbuf + info.qbuf_free + info.omem,
         info.resp
     )
 }

@@ -75,6 +75,16 @@ pub struct Server {
     last_tick: Instant,
 }
 
+/// Copies a connection's buffer sizes into what CLIENT LIST shows of it.
+fn note_buffers(state: &mut State, conn: &Conn) {
+    if let Some(info) = state.clients.get_mut(&conn.session.id) {
+        info.qbuf = conn.inbuf.len();
+        info.qbuf_free = conn.inbuf.capacity() - conn.inbuf.len();
+        info.obl = conn.reply.buf.len().saturating_sub(conn.out_sent);
+        info.omem = conn.reply.buf.capacity();
+    }
+}
+
 fn io_err(op: &'static str, what: String) -> impl FnOnce(io::Error) -> Error {
     move |source| Error::Io {
         op,
@@ -340,6 +350,7 @@ impl Server {
             ReadOutcome::More => self.reread.push(index),
         }
         self.run_commands(&mut conn);
+        note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
         if has_output {
@@ -481,6 +492,7 @@ impl Server {
         match conn.write_pending(&mut self.state.stats.net_output_bytes) {
             Ok(true) if conn.closing => self.close(conn, index),
             Ok(done) => {
+                note_buffers(&mut self.state, &conn);
                 if done == conn.want_write {
                     conn.want_write = !done;
                     let interest = if done {
