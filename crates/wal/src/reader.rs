@@ -136,6 +136,19 @@ pub(crate) fn parse_at(
     })
 }
 
+/// The payload of the intact record whose header `parse_at` read at
+/// `offset` (already in the cursor's buffer).
+pub(crate) fn payload_of<'c>(
+    cursor: &'c mut Cursor<'_>,
+    offset: u64,
+    record: &RecordHeader,
+) -> Result<&'c [u8]> {
+    let payload_at = offset + RECORD_HEADER_LEN as u64;
+    Ok(cursor
+        .bytes(payload_at, record.payload_len)?
+        .unwrap_or_default())
+}
+
 /// Reads and checks the log header of `device`.
 pub(crate) fn read_header(device: &dyn Device) -> Result<LogHeader> {
     let mut bytes = [0u8; LOG_HEADER_LEN];
@@ -214,11 +227,7 @@ impl LogReader {
         let Parsed::Record { header, end } = parsed else {
             return Ok(None);
         };
-        let payload_at = self.offset + RECORD_HEADER_LEN as u64;
-        let payload = cursor
-            .bytes(payload_at, header.payload_len)?
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default();
+        let payload = payload_of(cursor, self.offset, &header)?.to_vec();
         let record = Record {
             lsn: header.lsn,
             offset: self.offset,

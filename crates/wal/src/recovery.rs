@@ -18,8 +18,8 @@
 use ferrite_io::Device;
 
 use crate::error::{Error, Result};
-use crate::reader::{parse_at, read_header, Cursor, Parsed};
-use crate::record::{LogHeader, Lsn, RECORD_ALIGN, RECORD_HEADER_LEN, RECORD_MAGIC};
+use crate::reader::{parse_at, payload_of, read_header, Cursor, Parsed};
+use crate::record::{LogHeader, Lsn, RECORD_ALIGN, RECORD_MAGIC};
 
 /// What recovery found in a log file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,10 +89,7 @@ pub fn check_visiting(
                 header: record,
                 end,
             } => {
-                let payload_at = offset + RECORD_HEADER_LEN as u64;
-                let payload = cursor
-                    .bytes(payload_at, record.payload_len)?
-                    .unwrap_or_default();
+                let payload = payload_of(&mut cursor, offset, &record)?;
                 if !visit(Visit {
                     lsn,
                     offset,

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use ferrite_io::Device;
-use ferrite_wal::LogReader;
 
 use super::record::{check_command, for_each_command};
 use crate::error::{Error, Result};
@@ -57,29 +56,54 @@ pub struct CheckReport {
     pub end: LogEnd,
 }
 
-/// Checks the log on `device` without changing it.
+/// Checks the log on `device` without changing it: the wal's framing
+/// check, with every intact record's payload checked as the scan reads it
+/// (one pass over the log).
 pub fn check_device(device: &Arc<dyn Device>) -> Result<CheckReport> {
     let len = device.len();
-    let framing = match ferrite_wal::check(&**device) {
-        Ok(recovery) => Ok(recovery),
-        Err(ferrite_wal::Error::Corrupt {
-            offset,
-            lsn,
-            reason,
-            ..
-        }) => Err(LogEnd::Corrupt {
-            offset,
-            lsn,
-            reason,
-        }),
-        Err(e) => return Err(Error::Log(e)),
+    let mut payloads = PayloadScan {
+        records: 0,
+        commands: 0,
+        bad: None,
     };
-    // The reader stops at the first record that is not intact, so a bad
-    // payload it finds comes before any damage the framing check found.
-    let payloads = check_payloads(device)?;
+    let mut parser = Parser::new();
+    let framing = ferrite_wal::check_visiting(&**device, &mut |record| match for_each_command(
+        record.payload,
+        &mut parser,
+        check_command,
+    ) {
+        Ok(commands) => {
+            payloads.records += 1;
+            payloads.commands += commands;
+            true
+        }
+        Err(reason) => {
+            payloads.bad = Some(LogEnd::Corrupt {
+                offset: record.offset,
+                lsn: record.lsn,
+                reason: format!("the record is intact but its payload is not a command: {reason}"),
+            });
+            false
+        }
+    });
+    // A bad payload stops the scan, so it comes before any damage the
+    // framing check would have found further on.
     let end = match (payloads.bad, framing) {
         (Some(bad), _) => bad,
-        (None, Err(corrupt)) => corrupt,
+        (
+            None,
+            Err(ferrite_wal::Error::Corrupt {
+                offset,
+                lsn,
+                reason,
+                ..
+            }),
+        ) => LogEnd::Corrupt {
+            offset,
+            lsn,
+            reason,
+        },
+        (None, Err(e)) => return Err(Error::Log(e)),
         (None, Ok(recovery)) => match recovery.torn_tail {
             Some(tail) => LogEnd::Torn {
                 offset: tail.offset,
@@ -103,33 +127,4 @@ struct PayloadScan {
     commands: u64,
     /// The first record whose payload is not valid commands.
     bad: Option<LogEnd>,
-}
-
-fn check_payloads(device: &Arc<dyn Device>) -> Result<PayloadScan> {
-    let mut scan = PayloadScan {
-        records: 0,
-        commands: 0,
-        bad: None,
-    };
-    let mut parser = Parser::new();
-    for record in LogReader::open(Arc::clone(device))? {
-        let record = record?;
-        match for_each_command(&record.payload, &mut parser, check_command) {
-            Ok(commands) => {
-                scan.records += 1;
-                scan.commands += commands;
-            }
-            Err(reason) => {
-                scan.bad = Some(LogEnd::Corrupt {
-                    offset: record.offset,
-                    lsn: record.lsn,
-                    reason: format!(
-                        "the record is intact but its payload is not a command: {reason}"
-                    ),
-                });
-                break;
-            }
-        }
-    }
-    Ok(scan)
 }
