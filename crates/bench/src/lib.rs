@@ -88,6 +88,8 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(common) => kv::run(&common.resolved()),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
+            // As `ferrite serve` does (before any thread).
+            tracing::info!("{}", ferrite_kv::heap::tune().describe());
             let config = ferrite_kv::config::Config::load(None, &args)?;
             Ok(ferrite_kv::serve(config)?)
         }

@@ -194,6 +194,12 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    // Before any thread: the commands that hold a dataset re-execute once
+    // with Ferrite's malloc tunables (`ferrite_kv::heap`).
+    if matches!(cli.command, Command::Serve { .. } | Command::Export { .. }) {
+        let heap = ferrite_kv::heap::tune();
+        tracing::info!("{}", heap.describe());
+    }
     let result = match cli.command {
         Command::Bench { experiment } => ferrite_bench::run(experiment).map(|()| ExitCode::SUCCESS),
         Command::Serve { args } => serve(args),

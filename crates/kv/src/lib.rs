@@ -40,6 +40,7 @@ pub mod commands;
 pub mod config;
 pub mod cpus;
 mod error;
+pub mod heap;
 pub mod info;
 pub mod keyspace;
 pub mod resp;

@@ -99,14 +99,30 @@ pub fn free_port() -> u16 {
 /// given extra flags, and returns once it accepts connections (or panics
 /// after 30 s).
 pub fn start_server(dir: &Path, flags: &[&str]) -> (Child, u16) {
+    start_server_env(dir, flags, &[], None)
+}
+
+/// [`start_server`] with extra environment variables, and its log (at
+/// `info`) written to `log` if given.
+pub fn start_server_env(
+    dir: &Path,
+    flags: &[&str],
+    env: &[(&str, &str)],
+    log: Option<&Path>,
+) -> (Child, u16) {
     let port = free_port();
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
+        None => Stdio::null(),
+    };
     let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .args(["serve", "--port", &port.to_string(), "--dir"])
         .arg(dir)
         .args(flags)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("ferrite starts");
     let deadline = Instant::now() + Duration::from_secs(30);
