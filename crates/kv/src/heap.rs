@@ -86,6 +86,7 @@ pub fn tune() -> Heap {
     if std::env::var_os(MARKER).is_some() {
         // Not for this process's children (still one thread here).
         std::env::remove_var(MARKER);
+        name_after_executable();
         // Re-executed already: never again, even if the tunables were
         // dropped on the way (glibc filters them for set-user-ID programs).
         return match current {
@@ -112,6 +113,26 @@ fn reexec(tunables: &str) -> std::io::Error {
         .env("GLIBC_TUNABLES", tunables)
         .env(MARKER, "1")
         .exec()
+}
+
+/// Executing `/proc/self/exe` named the process `exe` (what `ps`, `top`
+/// and `pgrep` show): it gets its executable's name back.
+fn name_after_executable() {
+    let Ok(path) = std::env::current_exe() else {
+        return;
+    };
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    // The kernel keeps 15 bytes; a replaced executable reads "NAME (deleted)".
+    let name: String = name
+        .trim_end_matches(" (deleted)")
+        .chars()
+        .take(15)
+        .collect();
+    if let Ok(name) = std::ffi::CString::new(name) {
+        let _ = rustix::thread::set_name(&name);
+    }
 }
 
 /// The kernel's transparent huge page mode (`always`, `madvise`, `never`),
