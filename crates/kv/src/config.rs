@@ -150,6 +150,7 @@ impl Default for Config {
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
                 ("aof-rewrite-io-share", "20"),
+                ("aof-rewrite-cpu-share", "0"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -338,6 +339,16 @@ impl Config {
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
             ))
             }
+            "aof-rewrite-cpu-share" => {
+                value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n <= 10_000)
+                    .ok_or_else(|| {
+                        bad(name, value, "percent of one core, 0 (unlimited) to 10000")
+                    })?;
+                return self.set_passive(name, value);
+            }
             "aof-rewrite-io-share" => {
                 value
                     .parse::<u32>()
@@ -487,6 +498,22 @@ mod tests {
         assert_eq!(c.passive_value("aof-rewrite-io-share"), Some(&*default));
         c.set_at_runtime("aof-rewrite-io-share", "100").unwrap();
         assert_eq!(c.passive_value("aof-rewrite-io-share"), Some("100"));
+    }
+
+    #[test]
+    fn the_rewrite_cpu_share_is_a_share_of_one_core_changeable_at_run_time() {
+        let mut c = Config::default();
+        let default = crate::rewrite::pace::DEFAULT_CPU_SHARE_PERCENT.to_string();
+        assert_eq!(c.passive_value("aof-rewrite-cpu-share"), Some(&*default));
+        for bad in ["10001", "-1", "a tenth", ""] {
+            let err = c.set_at_runtime("aof-rewrite-cpu-share", bad).unwrap_err();
+            assert!(err.contains("aof-rewrite-cpu-share"), "{err}");
+        }
+        assert_eq!(c.passive_value("aof-rewrite-cpu-share"), Some(&*default));
+        for good in ["25", "0", "250"] {
+            c.set_at_runtime("aof-rewrite-cpu-share", good).unwrap();
+            assert_eq!(c.passive_value("aof-rewrite-cpu-share"), Some(good));
+        }
     }
 
     #[test]

@@ -10,8 +10,12 @@
 //! set their own: `aof_rewrite_cpulist`, or else the set the process
 //! started with ([`original`]). The log's threads start before the loop
 //! pins itself.
+//!
+//! [`Unstack`] moves an unpinned event loop off a core where it keeps
+//! waiting behind another thread.
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use rustix::thread::CpuSet;
 
@@ -84,9 +88,233 @@ pub fn place_current_thread(cpus: Option<&[usize]>, what: &str) {
     }
 }
 
+/// The calling thread's total time runnable but not running, from
+/// `/proc/thread-self/schedstat` (its second field, in nanoseconds);
+/// `None` where that file is unreadable.
+pub fn run_queue_wait() -> Option<Duration> {
+    thread_sched_times().map(|(_, waited)| waited)
+}
+
+/// The calling thread's total time on a core and time runnable but not
+/// running, from `/proc/thread-self/schedstat` (nanoseconds); `None` where
+/// that file is unreadable.
+pub fn thread_sched_times() -> Option<(Duration, Duration)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let ran = fields.next()??;
+    let waited = fields.next()??;
+    Some((Duration::from_nanos(ran), Duration::from_nanos(waited)))
+}
+
+/// How often [`Unstack`] looks at the event loop's run-queue wait.
+pub const UNSTACK_PERIOD: Duration = Duration::from_millis(10);
+
+/// The share of a period, in percent, the loop may spend runnable but not
+/// running before [`Unstack`] moves it to another core.
+pub const UNSTACK_WAIT_PERCENT: u32 = 10;
+
+/// The longest [`Unstack`] waits before trying again after moves that did
+/// not help (a machine with more busy threads than cores).
+pub const UNSTACK_MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Moves the calling thread (the event loop) to another of its allowed
+/// cores when it spent [`UNSTACK_WAIT_PERCENT`] of the last
+/// [`UNSTACK_PERIOD`] waiting for the one it is on.
+///
+/// Linux places a waking thread on an idle core, but on a small machine
+/// whose cores look busy on average it skips the search for one
+/// (`SIS_UTIL`): once the loop has been woken onto its client's core (say
+/// while its own briefly ran another normal thread), every later wake-up
+/// by that client finds the loop's previous core and the client's the
+/// same and queues the loop there. The two then take turns on one core
+/// for as long as the load lasts, while the other core idles or runs only
+/// `SCHED_IDLE` rewrite workers (`perf sched` on 2 cores: the loop stacked
+/// on the client's core both before rewrites and at their start, 21-23 ms
+/// of every 50 ms on a core and 10-19 ms queued, against 40-46 ms and
+/// none once on its own). Moving the loop once makes its previous core
+/// one the placement checks for idleness again.
+///
+/// A move that does not end the waiting (more busy threads than cores)
+/// doubles the time before the next, up to [`UNSTACK_MAX_BACKOFF`].
+#[derive(Debug)]
+pub struct Unstack {
+    last: Option<(Instant, Duration)>,
+    backoff: Duration,
+    next_move: Option<Instant>,
+    moved_last: bool,
+}
+
+impl Default for Unstack {
+    fn default() -> Unstack {
+        Unstack {
+            last: None,
+            backoff: UNSTACK_PERIOD,
+            next_move: None,
+            moved_last: false,
+        }
+    }
+}
+
+/// What [`Unstack::decide`] found in one period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not yet a whole period since the last look.
+    Early,
+    /// The loop did not wait much: nothing to do.
+    Fine,
+    /// It waited, but a move is not due yet (back-off).
+    Waiting,
+    /// It waited: move it now.
+    Move,
+}
+
+impl Unstack {
+    /// Looks at the loop's run-queue wait at most once per
+    /// [`UNSTACK_PERIOD`] and moves the thread if it kept waiting;
+    /// returns whether it moved it.
+    pub fn check(&mut self, now: Instant) -> bool {
+        if self
+            .last
+            .is_some_and(|(at, _)| now.saturating_duration_since(at) < UNSTACK_PERIOD)
+        {
+            return false;
+        }
+        let Some(waited) = run_queue_wait() else {
+            return false;
+        };
+        if self.decide(now, waited) != Verdict::Move {
+            return false;
+        }
+        move_to_another_core()
+    }
+
+    /// The decision for a reading of `waited` (the thread's total run-queue
+    /// wait) at `now`, and the bookkeeping for the next one, assuming a
+    /// [`Verdict::Move`] is carried out.
+    pub fn decide(&mut self, now: Instant, waited: Duration) -> Verdict {
+        let Some((at, before)) = self.last.replace((now, waited)) else {
+            return Verdict::Fine;
+        };
+        let period = now.saturating_duration_since(at);
+        if period < UNSTACK_PERIOD {
+            self.last = Some((at, before));
+            return Verdict::Early;
+        }
+        if !queued_too_long(period, waited.saturating_sub(before)) {
+            self.backoff = UNSTACK_PERIOD;
+            self.moved_last = false;
+            self.next_move = None;
+            return Verdict::Fine;
+        }
+        if self.next_move.is_some_and(|t| now < t) {
+            return Verdict::Waiting;
+        }
+        // Still waiting right after a move: it did not help; wait longer
+        // before the next one.
+        if self.moved_last {
+            self.backoff = (self.backoff * 2).min(UNSTACK_MAX_BACKOFF);
+        }
+        self.moved_last = true;
+        self.next_move = Some(now + self.backoff);
+        Verdict::Move
+    }
+}
+
+/// Whether `waited` out of `period` is [`UNSTACK_WAIT_PERCENT`] or more.
+fn queued_too_long(period: Duration, waited: Duration) -> bool {
+    !period.is_zero() && waited * 100 >= period * UNSTACK_WAIT_PERCENT
+}
+
+/// Takes the current core out of the calling thread's set, which makes
+/// the kernel move it at once, then gives the set back; false when the
+/// set has one core or either call fails.
+fn move_to_another_core() -> bool {
+    let Ok(allowed) = rustix::thread::sched_getaffinity(None) else {
+        return false;
+    };
+    let here = rustix::thread::sched_getcpu();
+    if allowed.count() < 2 || !allowed.is_set(here) {
+        return false;
+    }
+    let mut elsewhere = allowed;
+    elsewhere.unset(here);
+    let moved = set_current_thread(&elsewhere).is_ok();
+    if let Err(e) = set_current_thread(&allowed) {
+        tracing::warn!("cannot give the event loop its CPU set back: {e}");
+    }
+    moved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_loop_moves_when_it_waited_a_tenth_of_a_period_and_backs_off_when_that_did_not_help() {
+        let mut u = Unstack::default();
+        let t0 = Instant::now();
+        assert_eq!(u.decide(t0, Duration::ZERO), Verdict::Fine);
+        assert_eq!(u.decide(t0 + 5 * MS, 3 * MS), Verdict::Early);
+        // 0.9 ms of 10: fine.
+        assert_eq!(
+            u.decide(t0 + 10 * MS, Duration::from_micros(900)),
+            Verdict::Fine
+        );
+        // 1 ms more in the next 10: move.
+        let w = Duration::from_micros(1900);
+        assert_eq!(u.decide(t0 + 20 * MS, w), Verdict::Move);
+        // Still waiting 10 ms later: the move did not help, so the next is
+        // due 20 ms after this one, then 40, ...
+        assert_eq!(u.decide(t0 + 30 * MS, w + 5 * MS), Verdict::Move);
+        assert_eq!(u.decide(t0 + 40 * MS, w + 10 * MS), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 50 * MS, w + 15 * MS), Verdict::Move);
+        assert_eq!(u.decide(t0 + 60 * MS, w + 20 * MS), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 80 * MS, w + 30 * MS), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 90 * MS, w + 35 * MS), Verdict::Move);
+        // A quiet period resets the back-off.
+        assert_eq!(u.decide(t0 + 100 * MS, w + 35 * MS), Verdict::Fine);
+        assert_eq!(u.decide(t0 + 110 * MS, w + 40 * MS), Verdict::Move);
+    }
+
+    #[test]
+    fn the_back_off_is_bounded() {
+        let mut u = Unstack::default();
+        let mut t = Instant::now();
+        let mut waited = Duration::ZERO;
+        u.decide(t, waited);
+        let mut moves = Vec::new();
+        for _ in 0..2000 {
+            t += 10 * MS;
+            waited += 5 * MS;
+            if u.decide(t, waited) == Verdict::Move {
+                moves.push(t);
+            }
+        }
+        let gaps: Vec<Duration> = moves.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.iter().all(|g| *g <= UNSTACK_MAX_BACKOFF + 10 * MS),
+            "{gaps:?}"
+        );
+        assert!(
+            gaps.last().is_some_and(|g| *g >= UNSTACK_MAX_BACKOFF),
+            "{gaps:?}"
+        );
+    }
+
+    #[test]
+    fn a_thread_with_one_allowed_core_is_not_moved() {
+        let here = rustix::thread::sched_getcpu();
+        std::thread::spawn(move || {
+            pin_current_thread(&[here]).expect("pin");
+            assert!(!move_to_another_core());
+            let after = rustix::thread::sched_getaffinity(None).expect("affinity");
+            assert_eq!(after.count(), 1);
+        })
+        .join()
+        .expect("thread");
+    }
 
     #[test]
     fn redis_cpu_lists_parse() {

@@ -116,7 +116,7 @@ pub fn stats(state: &State, out: &mut String) {
     let ks = &state.keyspace;
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nferrite_event_loop_moves:{}\r\n",
         s.connections_received,
         s.commands_processed,
         s.net_input_bytes,
@@ -125,6 +125,7 @@ pub fn stats(state: &State, out: &mut String) {
         ks.expired_total,
         ks.hits,
         ks.misses,
+        s.event_loop_moves,
     );
 }
 

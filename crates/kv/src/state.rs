@@ -22,6 +22,9 @@ pub struct Stats {
     pub net_input_bytes: u64,
     /// Bytes written to clients.
     pub net_output_bytes: u64,
+    /// Times the event loop moved itself off a core it kept waiting for
+    /// (`cpus::Unstack`).
+    pub event_loop_moves: u64,
 }
 
 /// The log's figures for INFO persistence, refreshed by the server.

@@ -12,7 +12,7 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{run_queue_wait, Pacer, DEFAULT_SHARE_PERCENT};
+use super::pace::{run_queue_wait, Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
 use super::worker::{write_parts, Progress};
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
@@ -44,6 +44,16 @@ pub fn io_share(state: &State) -> u32 {
         .passive_value("aof-rewrite-io-share")
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(DEFAULT_SHARE_PERCENT)
+}
+
+/// `aof-rewrite-cpu-share`, in percent of one core, 0 = unlimited
+/// ([`super::pace`]).
+pub fn cpu_share(state: &State) -> u32 {
+    state
+        .config
+        .passive_value("aof-rewrite-cpu-share")
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(DEFAULT_CPU_SHARE_PERCENT)
 }
 
 #[derive(Debug)]
@@ -516,7 +526,7 @@ impl Rewriter {
         let created_ms = unix_ms();
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
-        let pacer = Pacer::new(io_share(state));
+        let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {

@@ -41,6 +41,8 @@
 //! the duration bound of 0.5).
 
 use std::sync::Mutex;
+
+pub(super) use crate::cpus::{run_queue_wait, thread_sched_times};
 use std::time::{Duration, Instant};
 
 /// The longest idle period whose share a writer may spend later in one
@@ -87,12 +89,33 @@ pub struct PaceTotals {
     pub rest: Duration,
 }
 
-/// The device-time budget shared by the workers of one rewrite.
+/// The device-time budget shared by the workers of one rewrite, and their
+/// CPU-time budget (`aof-rewrite-cpu-share`, [`Pacer::cpu_rest`]).
 #[derive(Debug)]
 pub struct Pacer {
     percent: u32,
     catch_up: Duration,
     state: Mutex<State>,
+    cpu: Mutex<CpuBudget>,
+}
+
+/// `aof-rewrite-cpu-share` when not configured: percent of one core, 0 =
+/// unlimited.
+pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 0;
+
+/// CPU time the workers may use before the CPU share binds: a rewrite of
+/// a few megabytes is not slowed.
+pub const CPU_CREDIT: Duration = Duration::from_millis(20);
+
+#[derive(Debug)]
+struct CpuBudget {
+    /// Percent of one core; 0 = unlimited.
+    percent: u32,
+    started: Instant,
+    /// CPU time charged by the workers so far.
+    used: Duration,
+    /// Time they rested to keep to the share.
+    rested: Duration,
 }
 
 impl Pacer {
@@ -113,7 +136,61 @@ impl Pacer {
                 next: None,
                 totals: PaceTotals::default(),
             }),
+            cpu: Mutex::new(CpuBudget {
+                percent: DEFAULT_CPU_SHARE_PERCENT,
+                started: Instant::now(),
+                used: Duration::ZERO,
+                rested: Duration::ZERO,
+            }),
         }
+    }
+
+    /// This pacer, its workers held to `percent` of one core together
+    /// (0 = unlimited), counted from now.
+    pub fn with_cpu_share(self, percent: u32) -> Pacer {
+        {
+            let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+            cpu.percent = percent;
+            cpu.started = Instant::now();
+        }
+        self
+    }
+
+    /// Charges `used` of a worker's CPU time to the rewrite and returns how
+    /// long that worker should now rest so the workers together keep to
+    /// the CPU share (after [`CPU_CREDIT`]).
+    fn cpu_charge_at(&self, now: Instant, used: Duration) -> Duration {
+        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        cpu.used += used;
+        if cpu.percent == 0 {
+            return Duration::ZERO;
+        }
+        let elapsed = now.saturating_duration_since(cpu.started);
+        let allowed = elapsed * cpu.percent / 100 + CPU_CREDIT;
+        let over = cpu.used.saturating_sub(allowed);
+        over * 100 / cpu.percent
+    }
+
+    /// For a worker between two pieces of work: charges the CPU time it
+    /// used since `since` (its run time from `/proc/thread-self/schedstat`,
+    /// updated) and sleeps as long as the CPU share requires.
+    pub fn cpu_rest(&self, since: &mut Option<Duration>) {
+        let Some((ran, _)) = thread_sched_times() else {
+            return;
+        };
+        let used = since.map_or(ran, |before| ran.saturating_sub(before));
+        *since = Some(ran);
+        let rest = self.cpu_charge_at(Instant::now(), used);
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
+            self.cpu.lock().unwrap_or_else(|p| p.into_inner()).rested += rest;
+        }
+    }
+
+    /// CPU time charged and time rested for the CPU share so far.
+    pub fn cpu_totals(&self) -> (Duration, Duration) {
+        let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        (cpu.used, cpu.rested)
     }
 
     /// A pacer that never waits.
@@ -207,24 +284,6 @@ impl Pacer {
     pub fn totals(&self) -> PaceTotals {
         self.lock().totals
     }
-}
-
-/// The calling thread's total time runnable but not running, from
-/// `/proc/thread-self/schedstat` (its second field, in nanoseconds);
-/// `None` where that file is unreadable.
-pub(super) fn run_queue_wait() -> Option<Duration> {
-    thread_sched_times().map(|(_, waited)| waited)
-}
-
-/// The calling thread's total time on a core and time runnable but not
-/// running, from `/proc/thread-self/schedstat` (nanoseconds); `None` where
-/// that file is unreadable.
-pub(super) fn thread_sched_times() -> Option<(Duration, Duration)> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
-    let ran = fields.next()??;
-    let waited = fields.next()??;
-    Some((Duration::from_nanos(ran), Duration::from_nanos(waited)))
 }
 
 #[cfg(test)]
@@ -360,5 +419,33 @@ mod tests {
     fn shares_are_clamped_to_a_percentage() {
         assert_eq!(Pacer::new(0).percent, 1);
         assert_eq!(Pacer::new(250).percent, 100);
+    }
+
+    #[test]
+    fn workers_rest_once_their_cpu_time_together_passes_the_share() {
+        let pacer = Pacer::new(100).with_cpu_share(25);
+        let t0 = pacer.cpu.lock().unwrap().started;
+        // Within the credit: no rest.
+        assert_eq!(pacer.cpu_charge_at(t0, CPU_CREDIT), Duration::ZERO);
+        // Two workers charge 10 ms each by 40 ms: 40 ms at 25% allows
+        // 10 ms plus the credit, so 10 ms over is 40 ms of rest.
+        assert_eq!(pacer.cpu_charge_at(t0 + 40 * MS, 10 * MS), Duration::ZERO);
+        assert_eq!(pacer.cpu_charge_at(t0 + 40 * MS, 10 * MS), 40 * MS);
+        // Time passing pays it back.
+        assert_eq!(
+            pacer.cpu_charge_at(t0 + 80 * MS, Duration::ZERO),
+            Duration::ZERO
+        );
+        assert_eq!(pacer.cpu_totals().0, 40 * MS);
+    }
+
+    #[test]
+    fn a_zero_cpu_share_never_rests() {
+        let pacer = Pacer::new(20);
+        let t0 = Instant::now();
+        assert_eq!(pacer.cpu_charge_at(t0, 10 * CPU_CREDIT), Duration::ZERO);
+        let mut mark = None;
+        pacer.cpu_rest(&mut mark);
+        assert_eq!(pacer.cpu_totals().1, Duration::ZERO);
     }
 }

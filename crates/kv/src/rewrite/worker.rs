@@ -46,6 +46,7 @@ fn write_one(
     out.pace(Arc::clone(pacer));
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     let mut segments: VecDeque<_> = std::mem::take(&mut snapshot.segments).into();
+    let mut cpu_mark = None;
     while let Some((db, seg, segment)) = segments.pop_front() {
         // A segment's entries lie behind a chain of dependent loads (its
         // chunk list, each of its 64 chunks' table header, the table),
@@ -66,6 +67,7 @@ fn write_one(
             .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
         snapshot.release(segment);
         promotion.check();
+        pacer.cpu_rest(&mut cpu_mark);
     }
     let (mut out, totals) = writer.finish().map_err(io("write"))?;
     out.sync().map_err(io("fsync"))?;
@@ -136,12 +138,13 @@ pub fn write_parts(
             .collect()
     });
     let paced = pacer.totals();
+    let (cpu_used, cpu_rested) = pacer.cpu_totals();
     let ms = |d: std::time::Duration| d.as_millis();
     let ns_ms = |a: &AtomicU64| a.load(Ordering::Relaxed) / 1_000_000;
     tracing::info!(
         "rewrite workers: {count} parts in {} ms; on a core {} ms, waiting for one {} ms; \
          {} device writes took {} ms (of which {} ms waiting for a core after the device), \
-         pacing rest {} ms",
+         pacing rest {} ms; CPU share rest {} ms (of {} ms charged)",
         ms(started.elapsed()),
         ns_ms(&progress.cpu_ns),
         ns_ms(&progress.queued_ns),
@@ -149,6 +152,8 @@ pub fn write_parts(
         ms(paced.writing),
         ms(paced.queued),
         ms(paced.rest),
+        ms(cpu_rested),
+        ms(cpu_used),
     );
     let parts: Result<Vec<BaseEntry>> = results.into_iter().collect();
     match parts {

@@ -73,6 +73,7 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
     last_tick: Instant,
+    unstack: crate::cpus::Unstack,
 }
 
 /// Copies a connection's buffer sizes into what CLIENT LIST shows of it.
@@ -155,6 +156,7 @@ impl Server {
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
             last_tick: Instant::now(),
+            unstack: crate::cpus::Unstack::default(),
         })
     }
 
@@ -225,6 +227,9 @@ impl Server {
                 self.timer();
             } else {
                 self.rewrite_step();
+            }
+            if self.unstack.check(Instant::now()) {
+                self.state.stats.event_loop_moves += 1;
             }
             self.before_sleep();
         }
