@@ -89,7 +89,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does (before any thread).
-            tracing::info!("{}", ferrite_kv::heap::tune().describe());
+            ferrite_kv::heap::tune().log();
             let config = ferrite_kv::config::Config::load(None, &args)?;
             Ok(ferrite_kv::serve(config)?)
         }

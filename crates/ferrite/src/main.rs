@@ -197,8 +197,7 @@ fn main() -> ExitCode {
     // Before any thread: the commands that hold a dataset re-execute once
     // with Ferrite's malloc tunables (`ferrite_kv::heap`).
     if matches!(cli.command, Command::Serve { .. } | Command::Export { .. }) {
-        let heap = ferrite_kv::heap::tune();
-        tracing::info!("{}", heap.describe());
+        ferrite_kv::heap::tune().log();
     }
     let result = match cli.command {
         Command::Bench { experiment } => ferrite_bench::run(experiment).map(|()| ExitCode::SUCCESS),

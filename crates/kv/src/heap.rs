@@ -39,6 +39,14 @@ pub enum Heap {
 }
 
 impl Heap {
+    /// Logs [`Heap::describe`]: a warning if the re-execution failed.
+    pub fn log(&self) {
+        match self {
+            Heap::Failed(_) => tracing::warn!("{}", self.describe()),
+            _ => tracing::info!("{}", self.describe()),
+        }
+    }
+
     /// One line for the start-up log.
     pub fn describe(&self) -> String {
         match self {

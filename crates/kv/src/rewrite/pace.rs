@@ -41,9 +41,9 @@
 //! the duration bound of 0.5).
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pub(super) use crate::cpus::{run_queue_wait, thread_sched_times};
-use std::time::{Duration, Instant};
 
 /// The longest idle period whose share a writer may spend later in one
 /// burst (and the credit a new pacer starts with): without a bound, time
@@ -175,6 +175,9 @@ impl Pacer {
     /// used since `since` (its run time from `/proc/thread-self/schedstat`,
     /// updated) and sleeps as long as the CPU share requires.
     pub fn cpu_rest(&self, since: &mut Option<Duration>) {
+        if self.cpu_share() == 0 {
+            return;
+        }
         let Some((ran, _)) = thread_sched_times() else {
             return;
         };
@@ -187,7 +190,13 @@ impl Pacer {
         }
     }
 
-    /// CPU time charged and time rested for the CPU share so far.
+    /// The CPU share, in percent of one core (0 = unlimited).
+    pub fn cpu_share(&self) -> u32 {
+        self.cpu.lock().unwrap_or_else(|p| p.into_inner()).percent
+    }
+
+    /// CPU time charged and time rested for the CPU share so far (nothing
+    /// is charged without a share).
     pub fn cpu_totals(&self) -> (Duration, Duration) {
         let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
         (cpu.used, cpu.rested)

@@ -138,13 +138,23 @@ pub fn write_parts(
             .collect()
     });
     let paced = pacer.totals();
-    let (cpu_used, cpu_rested) = pacer.cpu_totals();
+    let cpu = match pacer.cpu_share() {
+        0 => String::new(),
+        share => {
+            let (used, rested) = pacer.cpu_totals();
+            format!(
+                "; at {share}% of a core, rested {} ms for {} ms on a core",
+                rested.as_millis(),
+                used.as_millis()
+            )
+        }
+    };
     let ms = |d: std::time::Duration| d.as_millis();
     let ns_ms = |a: &AtomicU64| a.load(Ordering::Relaxed) / 1_000_000;
     tracing::info!(
         "rewrite workers: {count} parts in {} ms; on a core {} ms, waiting for one {} ms; \
          {} device writes took {} ms (of which {} ms waiting for a core after the device), \
-         pacing rest {} ms; CPU share rest {} ms (of {} ms charged)",
+         pacing rest {} ms{cpu}",
         ms(started.elapsed()),
         ns_ms(&progress.cpu_ns),
         ns_ms(&progress.queued_ns),
@@ -152,8 +162,6 @@ pub fn write_parts(
         ms(paced.writing),
         ms(paced.queued),
         ms(paced.rest),
-        ms(cpu_rested),
-        ms(cpu_used),
     );
     let parts: Result<Vec<BaseEntry>> = results.into_iter().collect();
     match parts {
