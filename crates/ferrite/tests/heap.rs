@@ -84,6 +84,17 @@ fn start(dir: &Path, tunables: &str, log: &Path) -> (Child, Client) {
     (child, client)
 }
 
+fn kill(server: &mut Child) {
+    server.kill().expect("SIGKILL");
+    let _ = server.wait();
+}
+
+/// Kills the server, then returns its log.
+fn kill_and_read_log(server: &mut Child, log: &Path) -> String {
+    kill(server);
+    std::fs::read_to_string(log).expect("log")
+}
+
 #[test]
 fn a_restart_that_replays_overwrites_does_not_hold_the_dataset_twice() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -98,8 +109,7 @@ fn a_restart_that_replays_overwrites_does_not_hold_the_dataset_twice() {
     rewrite_and_wait(&mut client);
     write_all(&mut client, b'b');
     let before_kib = status_kib(server.id(), "VmRSS:");
-    server.kill().expect("SIGKILL");
-    let _ = server.wait();
+    kill(&mut server);
 
     let (mut server, mut client) = start(&dir, "", &log);
     assert_eq!(
@@ -112,9 +122,7 @@ fn a_restart_that_replays_overwrites_does_not_hold_the_dataset_twice() {
         Reply::Bulk(Some(vec![b'b'; VALUE_BYTES]))
     );
     let after_kib = status_kib(server.id(), "VmRSS:");
-    let log_text = std::fs::read_to_string(&log).expect("log");
-    server.kill().expect("SIGKILL");
-    let _ = server.wait();
+    let log_text = kill_and_read_log(&mut server, &log);
     assert!(
         log_text.contains("heap: glibc malloc with one arena"),
         "the server says how its heap is set up:\n{log_text}"
@@ -139,9 +147,7 @@ fn an_operators_own_malloc_tunables_are_kept() {
         client.call(&[b"PING"]).expect("PING"),
         Reply::Simple("PONG".into())
     );
-    let log_text = std::fs::read_to_string(&log).expect("log");
-    server.kill().expect("SIGKILL");
-    let _ = server.wait();
+    let log_text = kill_and_read_log(&mut server, &log);
     assert!(
         log_text.contains("heap: GLIBC_TUNABLES=glibc.malloc.hugetlb=0 set by the environment"),
         "{log_text}"

@@ -140,8 +140,9 @@ pub const UNSTACK_MAX_BACKOFF: Duration = Duration::from_secs(1);
 pub struct Unstack {
     last: Option<(Instant, Duration)>,
     backoff: Duration,
+    /// When the next move may come; set by a move, cleared by a period
+    /// without waiting.
     next_move: Option<Instant>,
-    moved_last: bool,
 }
 
 impl Default for Unstack {
@@ -150,7 +151,6 @@ impl Default for Unstack {
             last: None,
             backoff: UNSTACK_PERIOD,
             next_move: None,
-            moved_last: false,
         }
     }
 }
@@ -202,19 +202,16 @@ impl Unstack {
         }
         if !queued_too_long(period, waited.saturating_sub(before)) {
             self.backoff = UNSTACK_PERIOD;
-            self.moved_last = false;
             self.next_move = None;
             return Verdict::Fine;
         }
-        if self.next_move.is_some_and(|t| now < t) {
-            return Verdict::Waiting;
+        match self.next_move {
+            Some(due) if now < due => return Verdict::Waiting,
+            // Still waiting since the last move: it did not help; wait
+            // longer before the next one.
+            Some(_) => self.backoff = (self.backoff * 2).min(UNSTACK_MAX_BACKOFF),
+            None => {}
         }
-        // Still waiting right after a move: it did not help; wait longer
-        // before the next one.
-        if self.moved_last {
-            self.backoff = (self.backoff * 2).min(UNSTACK_MAX_BACKOFF);
-        }
-        self.moved_last = true;
         self.next_move = Some(now + self.backoff);
         Verdict::Move
     }

@@ -12,12 +12,13 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{run_queue_wait, Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
+use super::pace::{Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
 use super::worker::{write_parts, Progress};
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
 };
 use crate::config::{parse_memory, Config, LogDevice};
+use crate::cpus::run_queue_wait;
 use crate::error::{Error, Result};
 use crate::state::{unix_ms, State};
 
@@ -37,23 +38,24 @@ pub fn rewrite_threads(state: &State) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// `aof-rewrite-io-share`, in percent of the time ([`super::pace`]).
-pub fn io_share(state: &State) -> u32 {
+/// A rewrite setting that is a percentage, `default` when unset.
+fn percent_setting(state: &State, name: &str, default: u32) -> u32 {
     state
         .config
-        .passive_value("aof-rewrite-io-share")
+        .passive_value(name)
         .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(DEFAULT_SHARE_PERCENT)
+        .unwrap_or(default)
+}
+
+/// `aof-rewrite-io-share`, in percent of the time ([`super::pace`]).
+pub fn io_share(state: &State) -> u32 {
+    percent_setting(state, "aof-rewrite-io-share", DEFAULT_SHARE_PERCENT)
 }
 
 /// `aof-rewrite-cpu-share`, in percent of one core, 0 = unlimited
 /// ([`super::pace`]).
 pub fn cpu_share(state: &State) -> u32 {
-    state
-        .config
-        .passive_value("aof-rewrite-cpu-share")
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(DEFAULT_CPU_SHARE_PERCENT)
+    percent_setting(state, "aof-rewrite-cpu-share", DEFAULT_CPU_SHARE_PERCENT)
 }
 
 #[derive(Debug)]

@@ -43,7 +43,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub(super) use crate::cpus::{run_queue_wait, thread_sched_times};
+use crate::cpus::{run_queue_wait, thread_sched_times};
 
 /// The longest idle period whose share a writer may spend later in one
 /// burst (and the credit a new pacer starts with): without a bound, time
@@ -94,6 +94,8 @@ pub struct PaceTotals {
 #[derive(Debug)]
 pub struct Pacer {
     percent: u32,
+    /// The CPU share, percent of one core; 0 = unlimited.
+    cpu_percent: u32,
     catch_up: Duration,
     state: Mutex<State>,
     cpu: Mutex<CpuBudget>,
@@ -109,8 +111,6 @@ pub const CPU_CREDIT: Duration = Duration::from_millis(20);
 
 #[derive(Debug)]
 struct CpuBudget {
-    /// Percent of one core; 0 = unlimited.
-    percent: u32,
     started: Instant,
     /// CPU time charged by the workers so far.
     used: Duration,
@@ -129,6 +129,7 @@ impl Pacer {
     fn with_catch_up(percent: u32, catch_up: Duration) -> Pacer {
         Pacer {
             percent: percent.clamp(1, 100),
+            cpu_percent: DEFAULT_CPU_SHARE_PERCENT,
             catch_up,
             state: Mutex::new(State {
                 in_flight: 0,
@@ -137,7 +138,6 @@ impl Pacer {
                 totals: PaceTotals::default(),
             }),
             cpu: Mutex::new(CpuBudget {
-                percent: DEFAULT_CPU_SHARE_PERCENT,
                 started: Instant::now(),
                 used: Duration::ZERO,
                 rested: Duration::ZERO,
@@ -147,12 +147,12 @@ impl Pacer {
 
     /// This pacer, its workers held to `percent` of one core together
     /// (0 = unlimited), counted from now.
-    pub fn with_cpu_share(self, percent: u32) -> Pacer {
-        {
-            let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-            cpu.percent = percent;
-            cpu.started = Instant::now();
-        }
+    pub fn with_cpu_share(mut self, percent: u32) -> Pacer {
+        self.cpu_percent = percent;
+        self.cpu
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .started = Instant::now();
         self
     }
 
@@ -162,13 +162,13 @@ impl Pacer {
     fn cpu_charge_at(&self, now: Instant, used: Duration) -> Duration {
         let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
         cpu.used += used;
-        if cpu.percent == 0 {
+        if self.cpu_percent == 0 {
             return Duration::ZERO;
         }
         let elapsed = now.saturating_duration_since(cpu.started);
-        let allowed = elapsed * cpu.percent / 100 + CPU_CREDIT;
+        let allowed = elapsed * self.cpu_percent / 100 + CPU_CREDIT;
         let over = cpu.used.saturating_sub(allowed);
-        over * 100 / cpu.percent
+        over * 100 / self.cpu_percent
     }
 
     /// For a worker between two pieces of work: charges the CPU time it
@@ -192,7 +192,7 @@ impl Pacer {
 
     /// The CPU share, in percent of one core (0 = unlimited).
     pub fn cpu_share(&self) -> u32 {
-        self.cpu.lock().unwrap_or_else(|p| p.into_inner()).percent
+        self.cpu_percent
     }
 
     /// CPU time charged and time rested for the CPU share so far (nothing

@@ -10,8 +10,9 @@ use std::time::Instant;
 use super::dir::AofDir;
 use super::driver::Promotion;
 use super::manifest::BaseEntry;
-use super::pace::{thread_sched_times, Pacer};
+use super::pace::Pacer;
 use super::part::{PartHeader, PartWriter};
+use crate::cpus::thread_sched_times;
 use crate::error::{Error, Result};
 use crate::keyspace::Snapshot;
 
