@@ -116,6 +116,12 @@ pub trait CommandLog: Send + fmt::Debug {
     /// only the records appended after it.
     fn prepare_switch(&mut self) -> SyncWait;
 
+    /// A wait for another thread: when called, it makes every record
+    /// appended by then durable (starting a sync where one is not due
+    /// yet) and returns once they are, or the sync failed. A rewrite that
+    /// left superseded keys out of its parts calls it before its manifest.
+    fn sync_wait(&self) -> SyncWait;
+
     /// Makes everything durable and stops background work (clean shutdown).
     fn close(&mut self) -> Result<()>;
 }
@@ -142,6 +148,9 @@ impl CommandLog for NullLog {
         into.enabled = false;
     }
     fn prepare_switch(&mut self) -> SyncWait {
+        Box::new(|| Ok(()))
+    }
+    fn sync_wait(&self) -> SyncWait {
         Box::new(|| Ok(()))
     }
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {

@@ -283,6 +283,15 @@ impl CommandLog for WalLog {
         })
     }
 
+    fn sync_wait(&self) -> SyncWait {
+        let wal = Arc::clone(&self.wal);
+        Box::new(move || {
+            wal.sync_soon();
+            wal.sync()?;
+            Ok(())
+        })
+    }
+
     fn close(&mut self) -> Result<()> {
         self.flush();
         self.committer.stop();

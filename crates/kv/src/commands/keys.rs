@@ -12,6 +12,7 @@ pub(super) fn del(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let mut removed = 0;
     for key in args.iter().skip(1) {
         if ctx.state.keyspace.remove(db, key).is_some() {
+            ctx.state.keyspace.supersede(db, key);
             removed += 1;
             ctx.prop.push(db, &[b"DEL", key]);
         }

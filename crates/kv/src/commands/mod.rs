@@ -256,8 +256,41 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
         return;
     }
     ctx.state.stats.commands_processed += 1;
+    if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
+        before_write_during_rewrite(ctx, spec, args);
+    }
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
+    }
+}
+
+/// Write commands whose log records set the whole state of the keys they
+/// name and read no other key (the handlers call `Keyspace::supersede`).
+const SUPERSEDING: [&str; 3] = ["del", "unlink", "mset"];
+
+/// While a rewrite may leave superseded keys out of its parts
+/// (`keyspace/supersede.rs`): a write naming several keys may read one
+/// into another's state when the log is replayed, so its keys are pinned;
+/// after SWAPDB a database index no longer names the snapshot's database.
+fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+    let (first, last, step) = spec.keys;
+    if spec.name == "swapdb" {
+        ctx.state.keyspace.stop_superseding();
+        return;
+    }
+    if first <= 0 || first == last || step <= 0 || SUPERSEDING.contains(&spec.name) {
+        return;
+    }
+    let end = if last < 0 {
+        args.len() as i64 + i64::from(last)
+    } else {
+        i64::from(last).min(args.len() as i64 - 1)
+    };
+    let db = ctx.session.db;
+    let mut at = i64::from(first);
+    while at <= end {
+        ctx.state.keyspace.pin(db, args.get(at as usize));
+        at += i64::from(step);
     }
 }
 

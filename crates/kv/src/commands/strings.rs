@@ -121,6 +121,10 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         Expiry::KeepTtl => ctx.propagate(&[b"SET", key, value, b"KEEPTTL"]),
         _ => ctx.propagate(&[b"SET", key, value]),
     }
+    // Logged as SET without KEEPTTL, the record alone decides the key.
+    if o.expiry != Expiry::KeepTtl {
+        ctx.state.keyspace.supersede(db, key);
+    }
     if o.get {
         ctx.reply.bulk_opt(old.as_deref());
     } else {
@@ -138,6 +142,7 @@ pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state
         .keyspace
         .set(db, key, Value::Str(args.get(2).into()), false);
+    ctx.state.keyspace.supersede(db, key);
     ctx.propagate(&[b"SET", key, args.get(2)]);
     ctx.reply.int(1);
     Ok(())
@@ -151,6 +156,7 @@ fn set_with_expiry(ctx: &mut Ctx<'_>, args: &Args<'_>, unit: &[u8], name: &str) 
         .keyspace
         .set(db, key, Value::Str(value.into()), false);
     ctx.state.keyspace.set_expire(db, key, at);
+    ctx.state.keyspace.supersede(db, key);
     let at = at.to_string();
     ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
     ctx.reply.ok();
@@ -171,6 +177,7 @@ pub(super) fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state
         .keyspace
         .set(db, key, Value::Str(value.into()), false);
+    ctx.state.keyspace.supersede(db, key);
     ctx.propagate(&[b"SET", key, value]);
     ctx.reply.bulk_opt(old.as_deref());
     Ok(())
@@ -181,6 +188,7 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let old = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec);
     if old.is_some() {
         ctx.state.keyspace.remove(db, key);
+        ctx.state.keyspace.supersede(db, key);
         ctx.propagate(&[b"DEL", key]);
     }
     ctx.reply.bulk_opt(old.as_deref());
@@ -249,6 +257,7 @@ pub(super) fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     for pair in (1..args.len()).step_by(2) {
         let value = Value::Str(args.get(pair + 1).into());
         ctx.state.keyspace.set(db, args.get(pair), value, false);
+        ctx.state.keyspace.supersede(db, args.get(pair));
     }
     ctx.propagate_args(args);
     ctx.reply.ok();

@@ -53,7 +53,7 @@ const CHUNK_SHIFT: u32 = 40;
 /// A key: inline when short (the common case: Redis keys are mostly a few
 /// dozen bytes at most), boxed otherwise.
 #[derive(Clone, Debug)]
-enum Key {
+pub(crate) enum Key {
     Inline {
         len: u8,
         bytes: [u8; KEY_INLINE_MAX],
@@ -62,7 +62,7 @@ enum Key {
 }
 
 impl Key {
-    fn new(key: &[u8]) -> Key {
+    pub(crate) fn new(key: &[u8]) -> Key {
         if key.len() <= KEY_INLINE_MAX {
             let mut bytes = [0u8; KEY_INLINE_MAX];
             bytes[..key.len()].copy_from_slice(key);
@@ -75,7 +75,7 @@ impl Key {
         }
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
             Key::Boxed(b) => b,
@@ -183,8 +183,9 @@ impl KeyMap {
     }
 
     /// Makes the chunk `key` belongs to this map's own (copying it if a
-    /// clone shares it); returns how many entries were copied, if any.
-    pub fn unshare(&mut self, key: &[u8]) -> Option<usize> {
+    /// clone shares it); if it copied, returns the chunk's index and how
+    /// many entries it copied.
+    pub fn unshare(&mut self, key: &[u8]) -> Option<(usize, usize)> {
         let index = chunk_of(self.hash(key));
         let chunk = self.chunks.get_mut(index)?.as_mut()?;
         if Arc::get_mut(chunk).is_some() {
@@ -196,7 +197,30 @@ impl KeyMap {
         for entry in chunk.iter() {
             entry.value.prefetch_count();
         }
-        Some(Arc::make_mut(chunk).len())
+        Some((index, Arc::make_mut(chunk).len()))
+    }
+
+    /// The index of the chunk `key` belongs to (present or not).
+    pub fn chunk_index(&self, key: &[u8]) -> usize {
+        chunk_of(self.hash(key))
+    }
+
+    /// Takes chunk `index` out of this map, as a map of its own, if no
+    /// clone shares it: for a rewrite worker writing a chunk the live map
+    /// copied ahead of its segment (`keyspace/supersede.rs`).
+    pub fn take_chunk(&mut self, index: usize) -> Option<KeyMap> {
+        let slot = self.chunks.get_mut(index)?;
+        Arc::get_mut(slot.as_mut()?)?;
+        let chunk = slot.take()?;
+        let len = chunk.len();
+        self.len -= len;
+        let mut chunks = vec![None; CHUNKS];
+        chunks[index] = Some(chunk);
+        Some(KeyMap {
+            chunks,
+            hasher: self.hasher.clone(),
+            len,
+        })
     }
 
     fn chunk_mut(&mut self, hash: u64) -> &mut Chunk {
@@ -253,6 +277,26 @@ impl KeyMap {
         let value = slot.remove().0.value;
         self.len -= 1;
         Some(value)
+    }
+
+    /// Removes `key` if its chunk is this map's alone (no clone shares
+    /// it, so nothing is copied); returns whether it did. For a rewrite
+    /// worker leaving a superseded key out of its snapshot
+    /// (`keyspace/supersede.rs`).
+    pub fn remove_unshared(&mut self, key: &[u8]) -> bool {
+        let hash = self.hash(key);
+        let Some(Some(chunk)) = self.chunks.get_mut(chunk_of(hash)) else {
+            return false;
+        };
+        let Some(chunk) = Arc::get_mut(chunk) else {
+            return false;
+        };
+        let Ok(slot) = chunk.find_entry(hash, |e| e.key.as_bytes() == key) else {
+            return false;
+        };
+        slot.remove();
+        self.len -= 1;
+        true
     }
 
     /// Every key, in the table's order.
@@ -351,13 +395,56 @@ mod tests {
             map.insert(format!("key:{i}").as_bytes(), string(b"v"));
         }
         let snapshot = map.clone();
-        let copied = map.unshare(b"key:7").expect("shared with the clone");
+        let (_, copied) = map.unshare(b"key:7").expect("shared with the clone");
         assert!(copied > 0 && copied < 1000);
         assert_eq!(map.unshare(b"key:7"), None);
         map.insert(b"key:7", string(b"w"));
         assert_eq!(snapshot.get(b"key:7"), Some(&string(b"v")));
         assert_eq!(snapshot.release(), copied);
         assert_eq!(map.len(), 1000);
+    }
+
+    #[test]
+    fn remove_unshared_leaves_shared_chunks_alone() {
+        let mut map = KeyMap::default();
+        for i in 0..1000u32 {
+            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
+        }
+        let mut snapshot = map.clone();
+        assert!(!snapshot.remove_unshared(b"key:7"), "chunk still shared");
+        assert_eq!(snapshot.len(), 1000);
+        map.unshare(b"key:7").expect("shared with the clone");
+        assert!(snapshot.remove_unshared(b"key:7"));
+        assert!(!snapshot.remove_unshared(b"key:7"), "already gone");
+        assert_eq!(snapshot.len(), 999);
+        assert_eq!(snapshot.get(b"key:7"), None);
+        assert_eq!(
+            map.get(b"key:7"),
+            Some(&string(b"v")),
+            "the live map keeps it"
+        );
+    }
+
+    #[test]
+    fn take_chunk_moves_a_copied_chunk_out_whole() {
+        let mut map = KeyMap::default();
+        for i in 0..1000u32 {
+            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
+        }
+        let mut snapshot = map.clone();
+        let index = chunk_of(map.hash(b"key:7"));
+        assert!(snapshot.take_chunk(index).is_none(), "chunk still shared");
+        let (copied_index, copied) = map.unshare(b"key:7").expect("shared");
+        assert_eq!(copied_index, index);
+        let piece = snapshot.take_chunk(index).expect("the snapshot's own now");
+        assert_eq!(piece.len(), copied);
+        assert_eq!(piece.get(b"key:7"), Some(&string(b"v")));
+        assert_eq!(snapshot.len() + piece.len(), 1000);
+        assert_eq!(snapshot.get(b"key:7"), None);
+        assert!(piece
+            .keys()
+            .all(|k| snapshot.get(k).is_none() && map.get(k).is_some()));
+        assert!(snapshot.take_chunk(index).is_none(), "taken already");
     }
 
     #[test]

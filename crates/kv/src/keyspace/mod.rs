@@ -17,12 +17,14 @@
 pub mod glob;
 pub mod map;
 mod snapshot;
+mod supersede;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use map::KeyMap;
 pub use snapshot::{CowStats, SegmentRange, Snapshot};
+pub use supersede::{LoopNotes, SegmentQueue};
 
 use crate::types::{Bytes, Value};
 
@@ -121,6 +123,8 @@ pub struct Keyspace {
     active_cursor: usize,
     /// Copy-before-write accounting for the rewrite in progress.
     pub cow: CowStats,
+    /// Keys a running rewrite's parts may leave out (`supersede.rs`).
+    supersede: supersede::Supersede,
 }
 
 impl Keyspace {
@@ -137,6 +141,7 @@ impl Keyspace {
             misses: 0,
             active_cursor: 0,
             cow: CowStats::default(),
+            supersede: supersede::Supersede::default(),
         }
     }
 
@@ -210,8 +215,9 @@ impl Keyspace {
         if !std::ptr::eq(before, segment) {
             self.cow.copied_segment(segment);
         }
-        if let Some(entries) = key.and_then(|k| segment.map.unshare(k)) {
+        if let Some((chunk, entries)) = key.and_then(|k| segment.map.unshare(k)) {
             self.cow.copied_entries(entries);
+            self.supersede.copied(db * SEGMENTS_PER_DB + seg, chunk);
         }
         segment
     }

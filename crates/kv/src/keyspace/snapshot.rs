@@ -19,11 +19,15 @@
 //! estimate when the event loop copies and the worker subtracts the same
 //! estimate when it frees the old version.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use super::map::KeyMap;
 use super::map::ENTRY_BYTES_ESTIMATE;
+use super::supersede::{LoopNotes, SegmentQueue};
 use super::{Keyspace, Segment, SEGMENTS_PER_DB};
+use crate::types::Bytes;
 
 /// Estimated bytes of a segment copied before a write, not counting the
 /// map's chunks (shared until written, counted by `copied_entries`): the
@@ -42,7 +46,7 @@ pub struct CowStats {
     /// Largest [`CowStats::current_bytes`] seen during the rewrite.
     pub peak_bytes: u64,
     /// Bytes held by copies whose snapshot version is not freed yet.
-    current: Arc<AtomicI64>,
+    pub(super) current: Arc<AtomicI64>,
 }
 
 impl CowStats {
@@ -94,10 +98,26 @@ pub struct Snapshot {
     pub segments: Vec<(u16, u16, Arc<Segment>)>,
     /// Keys in `segments`.
     pub keys: u64,
+    /// What the event loop notes for this part's worker during the
+    /// rewrite: keys the clients superseded, which the part may leave
+    /// out, and chunks the live keyspace copied, which the worker writes
+    /// ahead (`keyspace/supersede.rs`).
+    pub notes: Arc<LoopNotes>,
     released: Arc<AtomicI64>,
 }
 
 impl Snapshot {
+    /// Acts on the event loop's notes since the last call
+    /// ([`LoopNotes::apply`]) on `segments`, this snapshot's segments
+    /// still to serialise.
+    pub fn apply_notes(
+        &self,
+        segments: &mut SegmentQueue,
+        write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.notes.apply(segments, &self.released, write_piece)
+    }
+
     /// Drops the snapshot's reference to a serialised segment. If the live
     /// keyspace had copied it meanwhile, this frees the old version and
     /// takes its estimate off the copy-before-write total.
@@ -144,6 +164,11 @@ impl Keyspace {
         while out.len() < parts {
             out.push(self.empty_snapshot(total_segments));
         }
+        self.supersede.start(
+            out.iter()
+                .map(|p| (p.range.end, Arc::clone(&p.notes)))
+                .collect(),
+        );
         out
     }
 
@@ -152,6 +177,7 @@ impl Keyspace {
             range: SegmentRange { start, end: start },
             segments: Vec::new(),
             keys: 0,
+            notes: Arc::default(),
             released: Arc::clone(&self.cow.current),
         }
     }

@@ -13,14 +13,14 @@ use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::pace::{Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
-use super::worker::{write_parts, Progress};
+use super::worker::rewrite_and_finish;
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
 };
 use crate::config::{parse_memory, Config, LogDevice};
 use crate::cpus::run_queue_wait;
 use crate::error::{Error, Result};
-use crate::state::{unix_ms, State};
+use crate::state::State;
 
 /// The longest wait before retrying an automatic rewrite after failures.
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -525,34 +525,17 @@ impl Rewriter {
         );
         let (send, done) = mpsc::channel();
         let dir = self.dir.clone();
-        let created_ms = unix_ms();
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
                 // The workers inherit this thread's set and class.
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
                 lower_cpu_priority();
-                let progress = Arc::new(Progress::default());
-                let result = write_parts(
-                    &dir,
-                    started.generation,
-                    snapshots,
-                    created_ms,
-                    &progress,
-                    pacer,
-                )
-                .and_then(|parts| {
-                    let finishing = Instant::now();
-                    let finished = dir.finish(&started, parts);
-                    tracing::info!(
-                        "rewrite finish (manifest) took {} ms",
-                        finishing.elapsed().as_millis()
-                    );
-                    finished
-                });
+                let result = rewrite_and_finish(&dir, &started, snapshots, pacer, log_durable);
                 let done = result.as_ref().ok().cloned();
                 let _ = send.send(result);
                 wake.wake();

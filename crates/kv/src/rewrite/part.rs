@@ -8,17 +8,28 @@
 //! damaged part is detected at the block where the damage is. The trailer
 //! counts blocks and keys; a part without one is incomplete and never
 //! loaded.
+//!
+//! Segments come in global order, except *pieces* (since version 2): one
+//! chunk of a segment the event loop copied during the rewrite, written
+//! ahead of the segment's turn so that the snapshot's copy of the chunk is
+//! freed at once (`keyspace/supersede.rs`). A piece precedes its segment's
+//! other blocks; the reader gathers a segment's pieces until its turn
+//! comes (or the part ends).
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 
 use super::FormatError;
-use crate::keyspace::{Segment, SegmentRange, SEGMENTS_PER_DB};
+use crate::keyspace::{KeyMap, Segment, SegmentRange, SEGMENTS_PER_DB};
 use crate::types::{Bytes, HashValue, ListValue, SetValue, Shared, Value, ZSet};
 
 /// First bytes of every base part.
 pub const PART_MAGIC: [u8; 8] = *b"FERBASE\0";
-/// The format version this code writes and reads.
-pub const PART_VERSION: u16 = 1;
+/// The format version this code writes; it reads this one and version 1
+/// (no pieces).
+pub const PART_VERSION: u16 = 2;
+/// Block flag: a piece, one chunk of its segment written ahead.
+pub const BLOCK_PIECE: u32 = 1;
 /// Bytes in the part header.
 pub const PART_HEADER_LEN: usize = 48;
 /// Magic of a block header ("SEGB" little-endian).
@@ -82,9 +93,9 @@ impl PartHeader {
             return bad("not a Ferrite base part (bad magic)".into());
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != PART_VERSION {
+        if version != PART_VERSION && version != 1 {
             return bad(format!(
-                "base part format version {version}, this build reads {PART_VERSION}"
+                "base part format version {version}, this build reads 1 and {PART_VERSION}"
             ));
         }
         if u32_at(h, 44) != crc32c::crc32c(&h[..44]) {
@@ -137,6 +148,7 @@ pub struct PartWriter<W: Write> {
     out: W,
     block: Vec<u8>,
     block_at: Option<(u16, u16)>,
+    block_flags: u32,
     block_entries: u32,
     totals: PartTotals,
 }
@@ -149,6 +161,7 @@ impl<W: Write> PartWriter<W> {
             out,
             block: Vec::with_capacity(BLOCK_PAYLOAD_TARGET + 4096),
             block_at: None,
+            block_flags: 0,
             block_entries: 0,
             totals: PartTotals {
                 bytes: PART_HEADER_LEN as u64,
@@ -159,28 +172,56 @@ impl<W: Write> PartWriter<W> {
 
     /// Appends every key of one segment.
     pub fn write_segment(&mut self, db: u16, seg: u16, segment: &Segment) -> std::io::Result<()> {
-        if self.block_at != Some((db, seg)) {
+        if self.block_at != Some((db, seg)) || self.block_flags != 0 {
             self.end_block()?;
             self.block_at = Some((db, seg));
+            self.block_flags = 0;
         }
+        self.write_entries(&segment.map, &segment.expires)
+    }
+
+    /// Appends a piece of segment `seg` of `db`: `chunk`, one chunk of its
+    /// map (`KeyMap::take_chunk`), with expiry times from `expires`, ahead
+    /// of the segment's other blocks.
+    pub fn write_piece(
+        &mut self,
+        db: u16,
+        seg: u16,
+        chunk: &KeyMap,
+        expires: &HashMap<Bytes, i64>,
+    ) -> std::io::Result<()> {
+        self.end_block()?;
+        self.block_at = Some((db, seg));
+        self.block_flags = BLOCK_PIECE;
+        self.write_entries(chunk, expires)?;
+        self.end_block()?;
+        self.block_at = None;
+        Ok(())
+    }
+
+    fn write_entries(
+        &mut self,
+        map: &KeyMap,
+        expires: &HashMap<Bytes, i64>,
+    ) -> std::io::Result<()> {
         // Each value is its own allocation somewhere in the heap: reading
         // them in table order misses the cache and the TLB on nearly every
         // one (95% of the encoder's time at 1M keys). Prefetching
         // `PREFETCH_AHEAD` entries ahead keeps that many misses in flight.
-        let mut ahead = segment.map.iter();
+        let mut ahead = map.iter();
         for (_, value) in ahead.by_ref().take(PREFETCH_AHEAD) {
             value.prefetch();
         }
-        for (key, value) in segment.map.iter() {
+        for (key, value) in map.iter() {
             if let Some((_, next)) = ahead.next() {
                 next.prefetch();
             }
-            encode_entry(
-                &mut self.block,
-                key,
-                value,
-                segment.expires.get(key).copied(),
-            );
+            let at = if expires.is_empty() {
+                None
+            } else {
+                expires.get(key).copied()
+            };
+            encode_entry(&mut self.block, key, value, at);
             self.block_entries += 1;
             self.totals.keys += 1;
             if self.block.len() >= BLOCK_PAYLOAD_TARGET {
@@ -202,7 +243,7 @@ impl<W: Write> PartWriter<W> {
         h[4..6].copy_from_slice(&db.to_le_bytes());
         h[6..8].copy_from_slice(&seg.to_le_bytes());
         h[8..12].copy_from_slice(&self.block_entries.to_le_bytes());
-        // 12..16: reserved, zero.
+        h[12..16].copy_from_slice(&self.block_flags.to_le_bytes());
         h[16..24].copy_from_slice(&(self.block.len() as u64).to_le_bytes());
         let crc = crc32c::crc32c_append(crc32c::crc32c(&h[..24]), &self.block);
         h[24..28].copy_from_slice(&crc.to_le_bytes());
@@ -444,15 +485,20 @@ fn decode_block(
 pub struct PartReader<R: Read> {
     input: R,
     header: PartHeader,
+    version: u16,
     offset: u64,
+    /// Global index of the last block that was not a piece.
     last: Option<u32>,
     totals: PartTotals,
     done: bool,
     pending: Option<Block>,
+    /// Segments of which only pieces were read so far, by global index.
+    pieces: BTreeMap<u32, LoadedSegment>,
 }
 
-/// A block read ahead: db, segment, payload, entries, payload offset.
-type Block = (u16, u16, Vec<u8>, u32, u64);
+/// A block read ahead: db, segment, payload, entries, payload offset,
+/// whether it is a piece.
+type Block = (u16, u16, Vec<u8>, u32, u64, bool);
 
 /// One segment's keys as read from a part.
 #[derive(Debug)]
@@ -474,11 +520,13 @@ impl<R: Read> PartReader<R> {
         Ok(PartReader {
             input,
             header,
+            version: u16::from_le_bytes([h[8], h[9]]),
             offset: PART_HEADER_LEN as u64,
             last: None,
             totals: PartTotals::default(),
             done: false,
             pending: None,
+            pieces: BTreeMap::new(),
         })
     }
 
@@ -522,7 +570,15 @@ impl<R: Read> PartReader<R> {
                 "block for db {db} segment {seg} outside the part's range"
             )));
         }
-        if self.last.is_some_and(|l| l > global) || entries == 0 || u32_at(&h, 12) != 0 {
+        let flags = u32_at(&h, 12);
+        let piece = flags == BLOCK_PIECE && self.version >= 2;
+        // A piece comes before every other block of its segment.
+        let behind = if piece {
+            self.last.is_some_and(|l| l >= global)
+        } else {
+            self.last.is_some_and(|l| l > global)
+        };
+        if behind || entries == 0 || (flags != 0 && !piece) {
             return Err(self.err("block out of order, empty, or with unknown flags"));
         }
         let mut payload = Vec::new();
@@ -539,10 +595,12 @@ impl<R: Read> PartReader<R> {
         }
         let base = self.offset + BLOCK_HEADER_LEN as u64;
         self.offset = base + len;
-        self.last = Some(global);
+        if !piece {
+            self.last = Some(global);
+        }
         self.totals.blocks += 1;
         self.totals.keys += u64::from(entries);
-        Ok(Some((db, seg, payload, entries, base)))
+        Ok(Some((db, seg, payload, entries, base, piece)))
     }
 
     fn read_trailer(&mut self, magic: [u8; 4]) -> Result<(), FormatError> {
@@ -574,31 +632,45 @@ impl<R: Read> PartReader<R> {
 
     /// The next whole segment, or `None` once the trailer was read and
     /// checked. A segment larger than one block spans consecutive blocks;
-    /// they are merged here, with one block of look-ahead.
+    /// they are merged here, with one block of look-ahead. Pieces are
+    /// kept until their segment's other blocks come, or until a later
+    /// segment's do (the segment had nothing else), or the part ends.
     pub fn next_segment(&mut self) -> Result<Option<LoadedSegment>, FormatError> {
-        let first = match self.pending.take() {
-            Some(block) => block,
-            None if self.done => return Ok(None),
-            None => match self.next_block()? {
-                Some(block) => block,
-                None => return Ok(None),
-            },
-        };
-        let (db, seg) = (first.0, first.1);
-        let mut loaded = LoadedSegment {
-            db,
-            seg,
-            segment: Segment::default(),
-        };
-        decode_block(&first.2, first.3, first.4, &mut loaded.segment)?;
-        while let Some(block) = self.next_block()? {
-            if (block.0, block.1) != (db, seg) {
-                self.pending = Some(block);
-                break;
+        loop {
+            if let Some(entry) = self.pieces.first_entry() {
+                if self.done || self.last.is_some_and(|l| l > *entry.key()) {
+                    return Ok(Some(entry.remove()));
+                }
             }
+            let block = match self.pending.take() {
+                Some(block) => block,
+                None if self.done => return Ok(None),
+                None => match self.next_block()? {
+                    Some(block) => block,
+                    None => continue,
+                },
+            };
+            let (db, seg) = (block.0, block.1);
+            let global = u32::from(db) * SEGMENTS_PER_DB as u32 + u32::from(seg);
+            let mut loaded = self.pieces.remove(&global).unwrap_or(LoadedSegment {
+                db,
+                seg,
+                segment: Segment::default(),
+            });
             decode_block(&block.2, block.3, block.4, &mut loaded.segment)?;
+            if block.5 {
+                self.pieces.insert(global, loaded);
+                continue;
+            }
+            while let Some(next) = self.next_block()? {
+                if (next.0, next.1) != (db, seg) || next.5 {
+                    self.pending = Some(next);
+                    break;
+                }
+                decode_block(&next.2, next.3, next.4, &mut loaded.segment)?;
+            }
+            return Ok(Some(loaded));
         }
-        Ok(Some(loaded))
     }
 
     /// Totals read so far (complete once `next_segment` returned `None`).

@@ -9,9 +9,10 @@ use std::time::Instant;
 
 use super::dir::AofDir;
 use super::driver::Promotion;
-use super::manifest::BaseEntry;
+use super::manifest::{BaseEntry, Manifest};
 use super::pace::Pacer;
 use super::part::{PartHeader, PartWriter};
+use crate::aof::SyncWait;
 use crate::cpus::thread_sched_times;
 use crate::error::{Error, Result};
 use crate::keyspace::Snapshot;
@@ -27,6 +28,13 @@ pub struct Progress {
     pub cpu_ns: AtomicU64,
     /// Nanoseconds they spent runnable, waiting for a core.
     pub queued_ns: AtomicU64,
+    /// Keys left out of the parts because the clients superseded them
+    /// (`keyspace/supersede.rs`): the log must be durable through their
+    /// records before a manifest names the parts.
+    pub superseded: AtomicU64,
+    /// Chunks the live keyspace copied that were written ahead of their
+    /// segments, freeing the snapshot's copies early.
+    pub pieces: AtomicU64,
 }
 
 fn write_one(
@@ -48,7 +56,20 @@ fn write_one(
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     let mut segments: VecDeque<_> = std::mem::take(&mut snapshot.segments).into();
     let mut cpu_mark = None;
-    while let Some((db, seg, segment)) = segments.pop_front() {
+    loop {
+        // Superseded keys out, chunks the event loop copied written ahead
+        // (their snapshot copies freed), before the next segment.
+        snapshot
+            .apply_notes(&mut segments, |db, seg, chunk, expires| {
+                progress
+                    .keys
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                writer.write_piece(db, seg, chunk, expires)
+            })
+            .map_err(io("write"))?;
+        let Some((db, seg, segment)) = segments.pop_front() else {
+            break;
+        };
         // A segment's entries lie behind a chain of dependent loads (its
         // chunk list, each of its 64 chunks' table header, the table),
         // each a likely cache and TLB miss in a large keyspace: walking
@@ -73,6 +94,12 @@ fn write_one(
     let (mut out, totals) = writer.finish().map_err(io("write"))?;
     out.sync().map_err(io("fsync"))?;
     progress.bytes.fetch_add(totals.bytes, Ordering::Relaxed);
+    progress
+        .superseded
+        .fetch_add(snapshot.notes.dropped(), Ordering::Relaxed);
+    progress
+        .pieces
+        .fetch_add(snapshot.notes.pieces(), Ordering::Relaxed);
     // The thread was started for this part: its totals are the part's.
     if let Some((ran, queued)) = thread_sched_times() {
         let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
@@ -155,7 +182,7 @@ pub fn write_parts(
     tracing::info!(
         "rewrite workers: {count} parts in {} ms; on a core {} ms, waiting for one {} ms; \
          {} device writes took {} ms (of which {} ms waiting for a core after the device), \
-         pacing rest {} ms{cpu}",
+         pacing rest {} ms{cpu}; {} superseded keys left out, {} copied chunks written ahead",
         ms(started.elapsed()),
         ns_ms(&progress.cpu_ns),
         ns_ms(&progress.queued_ns),
@@ -163,6 +190,8 @@ pub fn write_parts(
         ms(paced.writing),
         ms(paced.queued),
         ms(paced.rest),
+        progress.superseded.load(Ordering::Relaxed),
+        progress.pieces.load(Ordering::Relaxed),
     );
     let parts: Result<Vec<BaseEntry>> = results.into_iter().collect();
     match parts {
@@ -179,4 +208,42 @@ pub fn write_parts(
             Err(e)
         }
     }
+}
+
+/// Steps 2 to 4 of a rewrite started with manifest `started`: the parts
+/// ([`write_parts`]), then, if the workers left superseded keys out, the
+/// log made durable through every record appended so far with
+/// `log_durable` (the records that superseded those keys among them: a
+/// manifest naming the parts must never outlive them), then the new
+/// manifest. Returns it.
+pub fn rewrite_and_finish(
+    dir: &AofDir,
+    started: &Manifest,
+    snapshots: Vec<Snapshot>,
+    pacer: Pacer,
+    log_durable: SyncWait,
+) -> Result<Manifest> {
+    let progress = Arc::new(Progress::default());
+    let created_ms = crate::state::unix_ms();
+    let parts = write_parts(
+        dir,
+        started.generation,
+        snapshots,
+        created_ms,
+        &progress,
+        pacer,
+    )?;
+    let finishing = Instant::now();
+    if progress.superseded.load(Ordering::Relaxed) > 0 {
+        if let Err(e) = log_durable() {
+            dir.abandon(started.generation, parts.len());
+            return Err(e);
+        }
+    }
+    let finished = dir.finish(started, parts);
+    tracing::info!(
+        "rewrite finish (log sync and manifest) took {} ms",
+        finishing.elapsed().as_millis()
+    );
+    finished
 }

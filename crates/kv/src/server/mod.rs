@@ -459,6 +459,9 @@ impl Server {
     /// Writes this iteration's records, then sends every reply the log has
     /// acknowledged.
     fn before_sleep(&mut self) {
+        // Every command of this iteration is appended to the log by now,
+        // so a rewrite's workers may leave out the keys they superseded.
+        self.state.keyspace.publish_superseded();
         self.log.flush();
         if self.state.log_failure.is_none() {
             if let Some(why) = self.log.failure() {
