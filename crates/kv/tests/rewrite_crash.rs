@@ -49,25 +49,9 @@ fn resp(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// Runs one command; returns what it logged.
+/// Runs one command in database 0; returns what it logged.
 fn run(state: &mut State, args: &[&[u8]]) -> Vec<u8> {
-    let input = resp(args);
-    let mut parser = Parser::new();
-    let n = parser.parse(&input, &Limits::DEFAULT).expect("valid");
-    assert!(n.is_some());
-    let mut session = Session {
-        authenticated: true,
-        ..Session::default()
-    };
-    let (mut reply, mut prop) = (ReplyBuf::default(), Propagation::default());
-    let mut ctx = Ctx {
-        state,
-        session: &mut session,
-        reply: &mut reply,
-        prop: &mut prop,
-    };
-    execute(&mut ctx, &parser.args(&input));
-    prop.buf
+    run_in(state, 0, args)
 }
 
 /// The i-th command of the workload: non-idempotent ones included.
@@ -390,10 +374,11 @@ fn every_fault_point(sync_each: bool) {
 }
 
 /// Runs one command in database `db`; returns what it logged.
-fn run_in(state: &mut State, db: usize, args: &[&str]) -> Vec<u8> {
-    let input = resp(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+fn run_in(state: &mut State, db: usize, args: &[&[u8]]) -> Vec<u8> {
+    let input = resp(args);
     let mut parser = Parser::new();
-    parser.parse(&input, &Limits::DEFAULT).expect("valid");
+    let n = parser.parse(&input, &Limits::DEFAULT).expect("valid");
+    assert!(n.is_some());
     let mut session = Session {
         authenticated: true,
         db,
@@ -426,20 +411,25 @@ fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State,
         bases: vec![],
         incrs: vec![entry],
     };
+    let words = |command: &str| -> Vec<Vec<u8>> {
+        command.split(' ').map(|w| w.as_bytes().to_vec()).collect()
+    };
+    let run_words = |state: &mut State, db: usize, words: &[Vec<u8>]| {
+        run_in(
+            state,
+            db,
+            &words.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        )
+    };
     let mut live = fresh_state();
     for (db, command) in before {
-        run_in(&mut live, *db, &command.split(' ').collect::<Vec<_>>());
+        run_words(&mut live, *db, &words(command));
     }
     let started = dir.start(&current, IncrKind::File).expect("start");
     let snapshots = live.keyspace.snapshot(2);
     let logged: Vec<(usize, Vec<u8>)> = during
         .iter()
-        .map(|(db, c)| {
-            (
-                *db,
-                run_in(&mut live, *db, &c.split(' ').collect::<Vec<_>>()),
-            )
-        })
+        .map(|(db, c)| (*db, run_words(&mut live, *db, &words(c))))
         .collect();
     live.keyspace.publish_superseded();
     let progress = Arc::new(Progress::default());
@@ -464,16 +454,12 @@ fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State,
         let mut at = 0;
         let mut parser = Parser::new();
         while let Ok(Some(n)) = parser.parse(&record[at..], &Limits::DEFAULT) {
-            let args = parser.args(&record[at..]);
-            let words: Vec<String> = args
+            let args: Vec<Vec<u8>> = parser
+                .args(&record[at..])
                 .iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .map(<[u8]>::to_vec)
                 .collect();
-            run_in(
-                &mut loaded,
-                db,
-                &words.iter().map(String::as_str).collect::<Vec<_>>(),
-            );
+            run_words(&mut loaded, db, &args);
             at += n;
         }
     }
