@@ -91,6 +91,10 @@ pub struct ClientInfo {
     pub obl: usize,
     /// Bytes allocated for replies (`omem`).
     pub omem: usize,
+    /// Unix ms of the connection's last read or write (`idle`).
+    pub last_ms: i64,
+    /// The last command it ran (`cmd`), as of that read or write.
+    pub cmd: Option<std::borrow::Cow<'static, str>>,
 }
 
 /// Everything server-wide.

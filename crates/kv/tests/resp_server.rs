@@ -145,6 +145,48 @@ fn client_list_shows_each_connections_buffers() {
     server.stop();
 }
 
+fn text_field(fields: &[(String, String)], name: &str) -> String {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no {name} in {fields:?}"))
+}
+
+/// CLIENT LIST's `cmd` is each connection's last command (a container
+/// command with its subcommand) and `idle` the seconds since it last
+/// talked to the server.
+#[test]
+fn client_list_shows_the_last_command_and_idle_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut a = server.raw();
+    let mut b = server.raw();
+    let fresh = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(text_field(&fresh, "cmd"), "NULL", "{fresh:?}");
+    let own = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 2);
+    assert_eq!(text_field(&own, "cmd"), "client|list", "{own:?}");
+    assert_eq!(field(&own, "idle"), 0);
+    a.check(b"SET k v\r\n", b"+OK\r\n");
+    let after_set = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(text_field(&after_set, "cmd"), "set", "{after_set:?}");
+    // Idle time counts whole seconds: ask until one has passed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let idle = loop {
+        let fields = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+        if field(&fields, "idle") >= 1 || std::time::Instant::now() > deadline {
+            break fields;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(field(&idle, "idle") >= 1, "{idle:?}");
+    a.check(b"GET k\r\n", b"$1\r\nv\r\n");
+    let active = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(text_field(&active, "cmd"), "get", "{active:?}");
+    assert_eq!(field(&active, "idle"), 0, "{active:?}");
+    server.stop();
+}
+
 #[test]
 fn authentication() {
     let dir = tempfile::tempdir().unwrap();

@@ -184,12 +184,21 @@ fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     Ok(())
 }
 
-/// One CLIENT LIST line.
+/// One CLIENT LIST line. `idle` and `cmd` are as of the connection's last
+/// read or write (the caller's own: now, and this command). `argv-mem` is
+/// 0: a command's arguments are parsed in place once it is complete,
+/// never extracted ahead; `oll` is 0: replies go to one growable buffer,
+/// not a list of blocks.
 fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
+    let (idle, cmd) = if id == ctx.session.id {
+        (0, ctx.session.last_cmd.as_deref())
+    } else {
+        ((now - info.last_ms).max(0) / 1000, info.cmd.as_deref())
+    };
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd=NULL user=default redir=-1 resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
         info.addr,
         info.laddr,
         info.name,
@@ -200,6 +209,7 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         info.obl,
         info.omem,
         info.qbuf + info.qbuf_free + info.omem,
+        cmd.unwrap_or("NULL"),
         info.resp
     )
 }

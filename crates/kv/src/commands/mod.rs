@@ -164,6 +164,9 @@ pub struct Session {
     pub close_after_reply: bool,
     /// Replaying the log: no auth, no refusals, nothing logged.
     pub is_replay: bool,
+    /// The last command run, as CLIENT LIST's `cmd` names it (`set`,
+    /// `client|list`); `None` before the first.
+    pub last_cmd: Option<Cow<'static, str>>,
 }
 
 /// Everything a command can touch.
@@ -256,11 +259,27 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
         return;
     }
     ctx.state.stats.commands_processed += 1;
+    ctx.session.last_cmd = Some(command_label(spec, args));
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
+    }
+}
+
+/// Commands whose first argument is a subcommand, which CLIENT LIST's
+/// `cmd` names too (`client|list`).
+const CONTAINERS: [&str; 3] = ["client", "config", "command"];
+
+/// How CLIENT LIST names a command: its name, and for a container command
+/// its subcommand in lower case (allocating only then).
+fn command_label(spec: &CommandSpec, args: &Args<'_>) -> Cow<'static, str> {
+    if args.len() > 1 && CONTAINERS.contains(&spec.name) {
+        let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        Cow::Owned(format!("{}|{sub}", spec.name))
+    } else {
+        Cow::Borrowed(spec.name)
     }
 }
 

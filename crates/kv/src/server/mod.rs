@@ -76,9 +76,15 @@ pub struct Server {
     unstack: crate::cpus::Unstack,
 }
 
-/// Copies a connection's buffer sizes into what CLIENT LIST shows of it.
+/// Copies a connection's buffer sizes, the time and its last command
+/// into what CLIENT LIST shows of it.
 fn note_buffers(state: &mut State, conn: &Conn) {
+    let now = state.keyspace.now_ms;
     if let Some(info) = state.clients.get_mut(&conn.session.id) {
+        info.last_ms = now;
+        if info.cmd != conn.session.last_cmd {
+            info.cmd.clone_from(&conn.session.last_cmd);
+        }
         info.qbuf = conn.inbuf.len();
         info.qbuf_free = conn.inbuf.capacity() - conn.inbuf.len();
         info.obl = conn.reply.buf.len().saturating_sub(conn.out_sent);
@@ -307,6 +313,7 @@ impl Server {
                 addr: peer.to_string(),
                 laddr,
                 created_ms: unix_ms(),
+                last_ms: unix_ms(),
                 resp: 2,
                 ..ClientInfo::default()
             },
