@@ -95,6 +95,9 @@ pub struct ClientInfo {
     pub last_ms: i64,
     /// The last command it ran (`cmd`), as of that read or write.
     pub cmd: Option<std::borrow::Cow<'static, str>>,
+    /// Commands queued in MULTI (`multi`; `None` outside a transaction),
+    /// as of that read or write.
+    pub multi: Option<usize>,
 }
 
 /// Everything server-wide.

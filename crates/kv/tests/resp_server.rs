@@ -184,6 +184,20 @@ fn client_list_shows_the_last_command_and_idle_time() {
     let active = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
     assert_eq!(text_field(&active, "cmd"), "get", "{active:?}");
     assert_eq!(field(&active, "idle"), 0, "{active:?}");
+    assert_eq!(text_field(&active, "multi"), "-1", "{active:?}");
+    assert_eq!(text_field(&active, "flags"), "N", "{active:?}");
+    a.check(
+        b"MULTI\r\nSET k w\r\nINCR n\r\n",
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n",
+    );
+    let queued = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(field(&queued, "multi"), 2, "{queued:?}");
+    assert_eq!(text_field(&queued, "cmd"), "incr", "{queued:?}");
+    assert_eq!(text_field(&queued, "flags"), "x", "{queued:?}");
+    a.check(b"EXEC\r\n", b"*2\r\n+OK\r\n:1\r\n");
+    let done = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);
+    assert_eq!(text_field(&done, "multi"), "-1", "{done:?}");
+    assert_eq!(text_field(&done, "cmd"), "exec", "{done:?}");
     server.stop();
 }
 

@@ -192,13 +192,20 @@ fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
-    let (idle, cmd) = if id == ctx.session.id {
-        (0, ctx.session.last_cmd.as_deref())
+    let (idle, cmd, multi) = if id == ctx.session.id {
+        let multi = ctx.session.multi.as_ref().map(Vec::len);
+        (0, ctx.session.last_cmd.as_deref(), multi)
     } else {
-        ((now - info.last_ms).max(0) / 1000, info.cmd.as_deref())
+        let idle = (now - info.last_ms).max(0) / 1000;
+        (idle, info.cmd.as_deref(), info.multi)
+    };
+    // Redis's flags: `x` in MULTI, `N` for a plain client.
+    let (flags, multi) = match multi {
+        Some(queued) => ("x", queued as i64),
+        None => ("N", -1),
     };
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
         info.addr,
         info.laddr,
         info.name,

@@ -242,6 +242,9 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ));
         return;
     }
+    // As Redis: the command the client sent last, queued or run (after
+    // EXEC, `exec`, not the last command it ran).
+    ctx.session.last_cmd = Some(command_label(spec, args));
     if ctx.session.multi.is_some() && spec.flags & flags::NOQUEUE == 0 {
         if let Some(queue) = ctx.session.multi.as_mut() {
             queue.push(args.to_vec());
@@ -259,7 +262,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
         return;
     }
     ctx.state.stats.commands_processed += 1;
-    ctx.session.last_cmd = Some(command_label(spec, args));
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }

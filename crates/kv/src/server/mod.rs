@@ -82,6 +82,7 @@ fn note_buffers(state: &mut State, conn: &Conn) {
     let now = state.keyspace.now_ms;
     if let Some(info) = state.clients.get_mut(&conn.session.id) {
         info.last_ms = now;
+        info.multi = conn.session.multi.as_ref().map(Vec::len);
         if info.cmd != conn.session.last_cmd {
             info.cmd.clone_from(&conn.session.last_cmd);
         }
