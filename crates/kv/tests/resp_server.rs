@@ -106,11 +106,17 @@ fn client_fields(list: &[u8], id: u64) -> Vec<(String, String)> {
 }
 
 fn field(fields: &[(String, String)], name: &str) -> usize {
+    text_field(fields, name)
+        .parse()
+        .unwrap_or_else(|_| panic!("no numeric {name} in {fields:?}"))
+}
+
+fn text_field(fields: &[(String, String)], name: &str) -> String {
     fields
         .iter()
         .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or_else(|| panic!("no numeric {name} in {fields:?}"))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no {name} in {fields:?}"))
 }
 
 /// CLIENT LIST shows each connection's query and reply buffers, as Redis
@@ -143,14 +149,6 @@ fn client_list_shows_each_connections_buffers() {
     assert_eq!(field(&after, "qbuf"), 0, "{after:?}");
     assert_eq!(field(&after, "obl"), 0, "{after:?}");
     server.stop();
-}
-
-fn text_field(fields: &[(String, String)], name: &str) -> String {
-    fields
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| panic!("no {name} in {fields:?}"))
 }
 
 /// CLIENT LIST's `cmd` is each connection's last command (a container
