@@ -100,12 +100,14 @@ pub fn persistence(state: &State, out: &mut String) {
     let rewrite = &state.rewrite;
     let _ = write!(
         out,
-        "ferrite_rewrite_threads:{}\r\nferrite_rewrite_parts:{}\r\nferrite_rewrite_last_ms:{}\r\nferrite_rewrite_cow_peak_bytes:{}\r\nferrite_rewrite_cow_segments:{}\r\nferrite_load_to_serve_ms:{}\r\n",
+        "ferrite_rewrite_threads:{}\r\nferrite_rewrite_parts:{}\r\nferrite_rewrite_last_ms:{}\r\nferrite_rewrite_cow_peak_bytes:{}\r\nferrite_rewrite_cow_segments:{}\r\nferrite_rewrite_superseded_keys:{}\r\nferrite_rewrite_pieces:{}\r\nferrite_load_to_serve_ms:{}\r\n",
         rewrite.threads,
         rewrite.parts,
         rewrite.last_duration_ms,
         rewrite.cow_peak_bytes,
         rewrite.cow_copies,
+        rewrite.superseded_keys,
+        rewrite.pieces,
         rewrite.load_to_serve_ms,
     );
 }

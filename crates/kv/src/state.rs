@@ -159,6 +159,11 @@ pub struct RewriteInfo {
     pub cow_peak_bytes: u64,
     /// Segments copied before a write during the last rewrite.
     pub cow_copies: u64,
+    /// Keys the last rewrite's parts left out because the clients
+    /// superseded them (`keyspace/supersede.rs`).
+    pub superseded_keys: u64,
+    /// Chunks the last rewrite wrote ahead of their segments.
+    pub pieces: u64,
     /// Milliseconds from start-up to serving (loading included).
     pub load_to_serve_ms: u64,
 }

@@ -187,6 +187,9 @@ pub struct Supersede {
     pinned: HashSet<(usize, Box<[u8]>)>,
     /// Set by SWAPDB: nothing is superseded for the rest of the rewrite.
     off: bool,
+    /// Keys left out and chunks written ahead by the workers of the last
+    /// rewrite, once they are done.
+    finished: (u64, u64),
 }
 
 impl Supersede {
@@ -202,6 +205,17 @@ impl Supersede {
         !self.queues.is_empty() && !self.off
     }
 
+    /// Keys left out and chunks written ahead so far by this rewrite's
+    /// workers, or by the last one's.
+    fn totals(&self) -> (u64, u64) {
+        if self.queues.is_empty() {
+            return self.finished;
+        }
+        self.queues.iter().fold((0, 0), |(keys, pieces), (_, q)| {
+            (keys + q.dropped(), pieces + q.pieces())
+        })
+    }
+
     /// The live keyspace copied chunk `chunk` of global segment `global`
     /// from a snapshot that holds it.
     pub(super) fn copied(&mut self, global: usize, chunk: usize) {
@@ -215,6 +229,12 @@ impl Keyspace {
     /// Whether a rewrite's workers may still leave superseded keys out.
     pub fn superseding(&self) -> bool {
         self.supersede.active()
+    }
+
+    /// Keys the running (else the last) rewrite's parts left out as
+    /// superseded, and chunks its workers wrote ahead, for INFO.
+    pub fn rewrite_notes(&self) -> (u64, u64) {
+        self.supersede.totals()
     }
 
     /// A command whose log record sets `key`'s whole state, whatever it
@@ -253,7 +273,10 @@ impl Keyspace {
         // A worker that finished dropped its snapshot, and with it its
         // notes: only the keyspace's reference is left.
         if s.queues.iter().all(|(_, q)| Arc::strong_count(q) == 1) {
-            *s = Supersede::default();
+            *s = Supersede {
+                finished: s.totals(),
+                ..Supersede::default()
+            };
             return;
         }
         if s.pending.is_empty() && s.copied.is_empty() {
@@ -363,6 +386,11 @@ mod tests {
             .map(|(_, _, s)| s.map.len())
             .sum();
         assert_eq!(in_segments + written.len(), 2999);
+        assert_eq!(ks.rewrite_notes(), (1, pieces));
+        drop(parts);
+        ks.publish_superseded();
+        assert!(!ks.superseding(), "every worker is done");
+        assert_eq!(ks.rewrite_notes(), (1, pieces), "INFO's figures stay");
     }
 
     #[test]
@@ -428,10 +456,12 @@ mod tests {
         apply_all(&ks, &mut parts, &mut written);
         assert_eq!(in_parts(&parts, &written, b"k5"), Some(&value("old")));
         assert!(written.is_empty());
+        let during = ks.rewrite_notes();
         drop(parts);
         ks.supersede(0, b"k6");
         ks.publish_superseded();
         assert!(!ks.superseding(), "every worker is done");
+        assert_eq!(ks.rewrite_notes(), during, "the totals outlive the workers");
         ks.supersede(0, b"k6");
         assert!(ks.supersede.pending.is_empty());
     }

@@ -25,6 +25,14 @@ use crate::state::State;
 /// The longest wait before retrying an automatic rewrite after failures.
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
+/// Copies what the keyspace counted of the rewrite into INFO's figures.
+fn note_keyspace_figures(state: &mut State) {
+    let rewrite = &mut state.rewrite;
+    rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
+    rewrite.cow_copies = state.keyspace.cow.copies;
+    (rewrite.superseded_keys, rewrite.pieces) = state.keyspace.rewrite_notes();
+}
+
 /// `aof-rewrite-threads` (0 or absent: the number of cores).
 pub fn rewrite_threads(state: &State) -> usize {
     let configured = state
@@ -404,8 +412,7 @@ impl Rewriter {
         self.poll(state);
         self.poll_prepared(state, log);
         if self.running.is_some() || self.preparing.is_some() {
-            state.rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
-            state.rewrite.cow_copies = state.keyspace.cow.copies;
+            note_keyspace_figures(state);
             return;
         }
         let wanted = state.rewrite.scheduled || self.auto_due(state);
@@ -584,12 +591,11 @@ impl Rewriter {
         };
         let elapsed = running.started.elapsed();
         self.running = None;
+        note_keyspace_figures(state);
         let rewrite = &mut state.rewrite;
         rewrite.running_since = None;
         rewrite.last_duration_ms = elapsed.as_millis() as u64;
         rewrite.last_duration_s = elapsed.as_secs() as i64;
-        rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
-        rewrite.cow_copies = state.keyspace.cow.copies;
         match result {
             Ok(done) => {
                 rewrite.base_bytes = done.bases.iter().map(|b| b.bytes).sum();
