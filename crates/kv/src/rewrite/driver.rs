@@ -603,7 +603,12 @@ impl Rewriter {
                 rewrite.completed += 1;
                 rewrite.last_ok = true;
                 rewrite.failures_in_row = 0;
-                self.size_ref = rewrite.base_bytes.max(1);
+                // As Redis's aof_rewrite_base_size: the whole size once the
+                // rewrite is done, new log included. The base alone (what
+                // this was) let a rewrite under load that wrote a large log
+                // meanwhile, or left many superseded keys out of a small
+                // base, start the next one at once.
+                self.size_ref = (rewrite.base_bytes + state.log.current_size).max(1);
                 tracing::info!(
                     "log rewrite {} done in {} ms: {} parts, {} bytes",
                     done.generation,
