@@ -14,18 +14,19 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ferrite_kv::commands::{execute, Ctx, Propagation, Session};
 use ferrite_kv::config::Config;
+use ferrite_kv::keyspace::Snapshot;
 use ferrite_kv::resp::{Limits, Parser, ReplyBuf};
 use ferrite_kv::rewrite::dir::{AofDir, Layout};
 use ferrite_kv::rewrite::fs::{FsWriter, RewriteFs, SimFs};
 use ferrite_kv::rewrite::load::load_bases;
-use ferrite_kv::rewrite::manifest::{IncrKind, Manifest};
+use ferrite_kv::rewrite::manifest::{BaseEntry, IncrKind, Manifest};
 use ferrite_kv::rewrite::pace::{Pacer, DEFAULT_SHARE_PERCENT};
-use ferrite_kv::rewrite::worker::{write_parts, Progress};
+use ferrite_kv::rewrite::worker::{rewrite_and_finish, write_parts, Progress};
 use ferrite_kv::state::State;
 use ferrite_kv::types::Value;
 use ferrite_pmem::SplitMix64;
@@ -239,14 +240,7 @@ fn scenario(fs: &SimFs, state: &mut State, log: &mut Log, first: u64) -> anyhow:
     // their records are appended (the SETs among them).
     state.keyspace.publish_superseded();
     let progress = Arc::new(Progress::default());
-    let parts = write_parts(
-        &dir,
-        started.generation,
-        snapshots,
-        0,
-        &progress,
-        Pacer::new(DEFAULT_SHARE_PERCENT),
-    )?;
+    let parts = parts(&dir, started.generation, snapshots, &progress)?;
     for i in first + 40..first + 60 {
         log.submit(state, i)?;
     }
@@ -266,6 +260,17 @@ fn scenario(fs: &SimFs, state: &mut State, log: &mut Log, first: u64) -> anyhow:
         log.submit(state, i)?;
     }
     Ok(())
+}
+
+/// The workers' step of a rewrite, at the default pace.
+fn parts(
+    dir: &AofDir,
+    generation: u64,
+    snapshots: Vec<Snapshot>,
+    progress: &Arc<Progress>,
+) -> ferrite_kv::Result<Vec<BaseEntry>> {
+    let pacer = Pacer::new(DEFAULT_SHARE_PERCENT);
+    write_parts(dir, generation, snapshots, 0, progress, pacer)
 }
 
 /// The expected state after commands `0..n`.
@@ -395,11 +400,9 @@ fn run_in(state: &mut State, db: usize, args: &[&[u8]]) -> Vec<u8> {
     prop.buf
 }
 
-/// Runs `before`, snapshots, runs `during` (each `(db, command)`), writes
-/// the parts, then loads them and replays what `during` logged, as a
-/// restart after the rewrite would. Returns the live and the loaded state
-/// and how many keys the parts left out.
-fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State, State, u64) {
+/// A simulated directory holding a one-command legacy log, and the
+/// manifest its first rewrite starts from.
+fn legacy_dir() -> (SimFs, AofDir, Manifest) {
     let fs = SimFs::new();
     fs.put(NAME, &resp(&[b"PING"]));
     let dir = AofDir::new(Arc::new(fs.clone()), Path::new("/sim"), NAME);
@@ -411,6 +414,15 @@ fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State,
         bases: vec![],
         incrs: vec![entry],
     };
+    (fs, dir, current)
+}
+
+/// Runs `before`, snapshots, runs `during` (each `(db, command)`), writes
+/// the parts, then loads them and replays what `during` logged, as a
+/// restart after the rewrite would. Returns the live and the loaded state
+/// and how many keys the parts left out.
+fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State, State, u64) {
+    let (_, dir, current) = legacy_dir();
     let words = |command: &str| -> Vec<Vec<u8>> {
         command.split(' ').map(|w| w.as_bytes().to_vec()).collect()
     };
@@ -433,15 +445,7 @@ fn rewrite_around(before: &[(usize, &str)], during: &[(usize, &str)]) -> (State,
         .collect();
     live.keyspace.publish_superseded();
     let progress = Arc::new(Progress::default());
-    let bases = write_parts(
-        &dir,
-        started.generation,
-        snapshots,
-        0,
-        &progress,
-        Pacer::new(DEFAULT_SHARE_PERCENT),
-    )
-    .expect("parts");
+    let bases = parts(&dir, started.generation, snapshots, &progress).expect("parts");
     let mut loaded = fresh_state();
     let parts = Manifest {
         generation: started.generation,
@@ -498,4 +502,60 @@ fn keys_read_into_others_or_swapped_stay_in_the_parts() {
         &[(0, "SWAPDB 0 1"), (0, "SET a 2"), (1, "APPEND a y")],
     );
     assert_eq!(dump(&swap.1), dump(&swap.0), "SWAPDB, then SET");
+}
+
+/// `rewrite_and_finish`: parts that left superseded keys out are named by
+/// a manifest only once the log is durable (its sync runs while the
+/// previous manifest is still current); a failed sync fails the rewrite,
+/// that manifest stays current and the parts are removed; without a key
+/// left out there is nothing to wait for.
+#[test]
+fn the_log_is_synced_before_a_manifest_naming_parts_that_left_keys_out() {
+    for (command, sync_ok, syncs) in [("SET", true, 1), ("SET", false, 1), ("APPEND", true, 0)] {
+        let (fs, dir, current) = legacy_dir();
+        let mut live = fresh_state();
+        for i in 0..2000 {
+            run(&mut live, &[b"SET", format!("k{i}").as_bytes(), b"old"]);
+        }
+        let started = dir.start(&current, IncrKind::File).expect("start");
+        let snapshots = live.keyspace.snapshot(2);
+        run(&mut live, &[command.as_bytes(), b"k1", b"new"]);
+        live.keyspace.publish_superseded();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (seen, during) = (Arc::clone(&calls), started.clone());
+        let view = AofDir::new(Arc::new(fs.clone()), Path::new("/sim"), NAME);
+        let log_durable: ferrite_kv::aof::SyncWait = Box::new(move || {
+            seen.fetch_add(1, Ordering::Relaxed);
+            let Layout::Manifest(m) = view.layout().expect("layout") else {
+                panic!("a manifest is current");
+            };
+            assert_eq!(m, during, "the sync runs before the new manifest");
+            if sync_ok {
+                Ok(())
+            } else {
+                Err(ferrite_kv::Error::Rewrite {
+                    reason: "injected sync failure".into(),
+                })
+            }
+        });
+        let pacer = Pacer::new(DEFAULT_SHARE_PERCENT);
+        let result = rewrite_and_finish(&dir, &started, snapshots, pacer, log_durable);
+        assert_eq!(calls.load(Ordering::Relaxed), syncs, "{command}");
+        let Layout::Manifest(now) = dir.layout().expect("layout") else {
+            panic!("a manifest is current");
+        };
+        match result {
+            Ok(done) => {
+                assert!(sync_ok);
+                assert_eq!(now, done);
+                assert_eq!(done.bases.len(), 2);
+            }
+            Err(_) => {
+                assert!(!sync_ok);
+                assert_eq!(now, started, "the previous manifest stays current");
+                let part = dir.base_name(started.generation, 0);
+                assert!(fs.get(&part).is_none(), "{part} removed");
+            }
+        }
+    }
 }

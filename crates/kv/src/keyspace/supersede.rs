@@ -183,8 +183,9 @@ pub struct Supersede {
     pending: Vec<(u32, Key)>,
     /// Chunks copied since the notes were last handed over.
     copied: Vec<(u32, u8)>,
-    /// Keys read into another key's state since the snapshot.
-    pinned: HashSet<(usize, Box<[u8]>)>,
+    /// Keys read into another key's state since the snapshot, by
+    /// database (looked up by `&[u8]`, without a copy of the key).
+    pinned: HashMap<usize, HashSet<Box<[u8]>>>,
     /// Set by SWAPDB: nothing is superseded for the rest of the rewrite.
     off: bool,
     /// Keys left out and chunks written ahead by the workers of the last
@@ -241,7 +242,7 @@ impl Keyspace {
     /// was, has just run (see the module's documentation for which).
     pub fn supersede(&mut self, db: usize, key: &[u8]) {
         let s = &mut self.supersede;
-        if !s.active() || (!s.pinned.is_empty() && s.pinned.contains(&(db, key.into()))) {
+        if !s.active() || s.pinned.get(&db).is_some_and(|keys| keys.contains(key)) {
             return;
         }
         let global = (db * SEGMENTS_PER_DB + segment_of(key)) as u32;
@@ -252,7 +253,11 @@ impl Keyspace {
     /// `key` is never superseded for the rest of the rewrite.
     pub fn pin(&mut self, db: usize, key: &[u8]) {
         if self.supersede.active() {
-            self.supersede.pinned.insert((db, key.into()));
+            self.supersede
+                .pinned
+                .entry(db)
+                .or_default()
+                .insert(key.into());
         }
     }
 
