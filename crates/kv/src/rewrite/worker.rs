@@ -35,6 +35,9 @@ pub struct Progress {
     /// Chunks the live keyspace copied that were written ahead of their
     /// segments, freeing the snapshot's copies early.
     pub pieces: AtomicU64,
+    /// Superseded keys kept in the parts all the same: noted while their
+    /// worker's queue was full.
+    pub unqueued: AtomicU64,
 }
 
 fn write_one(
@@ -100,6 +103,9 @@ fn write_one(
     progress
         .pieces
         .fetch_add(snapshot.notes.pieces(), Ordering::Relaxed);
+    progress
+        .unqueued
+        .fetch_add(snapshot.notes.unqueued(), Ordering::Relaxed);
     // The thread was started for this part: its totals are the part's.
     if let Some((ran, queued)) = thread_sched_times() {
         let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
@@ -177,12 +183,17 @@ pub fn write_parts(
             )
         }
     };
+    let unqueued = match progress.unqueued.load(Ordering::Relaxed) {
+        0 => String::new(),
+        n => format!(" ({n} more kept: noted while their worker's queue was full)"),
+    };
     let ms = |d: std::time::Duration| d.as_millis();
     let ns_ms = |a: &AtomicU64| a.load(Ordering::Relaxed) / 1_000_000;
     tracing::info!(
         "rewrite workers: {count} parts in {} ms; on a core {} ms, waiting for one {} ms; \
          {} device writes took {} ms (of which {} ms waiting for a core after the device), \
-         pacing rest {} ms{cpu}; {} superseded keys left out, {} copied chunks written ahead",
+         pacing rest {} ms{cpu}; {} superseded keys left out{unqueued}, \
+         {} copied chunks written ahead",
         ms(started.elapsed()),
         ns_ms(&progress.cpu_ns),
         ns_ms(&progress.queued_ns),
