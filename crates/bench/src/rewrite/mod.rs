@@ -64,6 +64,10 @@ pub struct RewriteArgs {
     /// their rewrites to cores 0-1 (`aof_rewrite_cpulist`).
     #[arg(long)]
     pub pin_loops: bool,
+    /// Extra directives for Ferrite's servers, as `name value` pairs
+    /// (`--ferrite-config aof_rewrite_cpulist,1`), for experiments.
+    #[arg(long, value_delimiter = ',')]
+    pub ferrite_config: Vec<String>,
     /// Seconds of load measured as the steady state before the rewrite
     /// (default 3; 1 with --quick).
     #[arg(long)]
@@ -105,6 +109,7 @@ const FERRITE: &str = "ferrite_t2";
 #[derive(Clone, Debug)]
 struct Plan {
     pin_loops: bool,
+    ferrite_config: Vec<String>,
     /// Where each server's output is appended, one file per dataset and
     /// configuration (`v<bytes>-<config>.log`).
     logs: PathBuf,
@@ -187,6 +192,9 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
                 .args(common)
                 .args(["--log-device", "file", "--aof-rewrite-threads"])
                 .arg(threads.to_string());
+            for pair in plan.ferrite_config.chunks(2) {
+                cmd.arg(format!("--{}", pair[0])).args(&pair[1..]);
+            }
         }
         System::Redis { preamble } => {
             cmd.args(["redis-server", "--port", &port_text, "--save", "", "--dir"])
@@ -713,6 +721,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     for (index, value_bytes) in values.iter().enumerate() {
         let plan = Plan {
             pin_loops: args.pin_loops,
+            ferrite_config: args.ferrite_config.clone(),
             logs: logs.clone(),
             keys,
             value_bytes: *value_bytes,
