@@ -61,13 +61,16 @@ fn write_one(
     let mut cpu_mark = None;
     loop {
         // Superseded keys out, chunks the event loop copied written ahead
-        // (their snapshot copies freed), before the next segment.
-        snapshot
-            .apply_notes(&mut segments, |db, seg, chunk, expires| {
-                progress
-                    .keys
-                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                writer.write_piece(db, seg, chunk, expires)
+        // (their snapshot copies freed), before the next segment; outside
+        // the CPU share, since the clients' writes set their amount.
+        pacer
+            .uncharged(&mut cpu_mark, || {
+                snapshot.apply_notes(&mut segments, |db, seg, chunk, expires| {
+                    progress
+                        .keys
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    writer.write_piece(db, seg, chunk, expires)
+                })
             })
             .map_err(io("write"))?;
         let Some((db, seg, segment)) = segments.pop_front() else {
