@@ -107,15 +107,22 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Acts on the event loop's notes since the last call
-    /// ([`LoopNotes::apply`]) on `segments`, this snapshot's segments
+    /// Leaves out the keys the clients superseded since the last call
+    /// ([`LoopNotes::leave_out`]) of `segments`, this snapshot's segments
     /// still to serialise.
-    pub fn apply_notes(
+    pub fn leave_out_superseded(&self, segments: &mut SegmentQueue) {
+        self.notes.leave_out(segments, &self.released)
+    }
+
+    /// Writes chunks the live keyspace copied ahead of their segments
+    /// ([`LoopNotes::write_ahead`]).
+    pub fn write_ahead(
         &self,
         segments: &mut SegmentQueue,
         write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        self.notes.apply(segments, &self.released, write_piece)
+        self.notes
+            .write_ahead(segments, &self.released, write_piece)
     }
 
     /// Drops the snapshot's reference to a serialised segment. If the live

@@ -137,27 +137,31 @@ impl LoopNotes {
     }
 
     /// Acts on the notes since the last call, on `segments`, the worker's
-    /// segments still to serialise: leaves each superseded key out, then
-    /// hands copied chunks to `write_piece` (db, segment, the chunk as a
-    /// map, the segment's expiry times), about [`PIECE_ENTRIES_PER_CALL`]
-    /// entries' worth, oldest first, and frees the snapshot's copy of each.
-    /// The rest wait for the next call: under a load that copies every
-    /// chunk within seconds, writing them all at once kept superseded keys
-    /// waiting behind seconds of paced writes (at 5 KiB the peak rose from
-    /// 1.07 to 1.17 of steady memory). A segment the live keyspace has not
-    /// copied is still shared with it and is left alone, as is a chunk
-    /// still shared. Entries freed take their estimate off the
-    /// copy-before-write total `released`.
+    /// segments still to serialise: [`LoopNotes::leave_out`], then
+    /// [`LoopNotes::write_ahead`].
     pub fn apply(
         &self,
         segments: &mut SegmentQueue,
         released: &AtomicI64,
-        mut write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
+        write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
+        self.leave_out(segments, released);
+        self.write_ahead(segments, released, write_piece)
+    }
+
+    /// Takes the notes since the last call: leaves each superseded key out
+    /// of `segments`, the worker's segments still to serialise, and queues
+    /// the copied chunks for [`LoopNotes::write_ahead`]. A segment the live
+    /// keyspace has not copied is still shared with it and is left alone,
+    /// as is a chunk still shared. Entries freed take their estimate off
+    /// the copy-before-write total `released`.
+    pub fn leave_out(&self, segments: &mut SegmentQueue, released: &AtomicI64) {
         let notes = std::mem::take(&mut *self.notes.lock().unwrap_or_else(PoisonError::into_inner));
-        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-        waiting.extend(notes.chunks);
-        let (mut dropped, mut freed) = (0, 0);
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(notes.chunks);
+        let mut dropped = 0;
         for (global, key) in notes.keys {
             let Some((_, _, segment)) = own(segments, global) else {
                 continue;
@@ -168,10 +172,33 @@ impl LoopNotes {
                 dropped += 1;
             }
         }
-        let (mut pieces, mut written) = (0, 0);
-        while written < PIECE_ENTRIES_PER_CALL {
+        self.dropped.fetch_add(dropped, Ordering::Relaxed);
+        released.fetch_sub(dropped as i64 * ENTRY_BYTES_ESTIMATE, Ordering::Relaxed);
+    }
+
+    /// Hands copied chunks queued by [`LoopNotes::leave_out`] to
+    /// `write_piece` (db, segment, the chunk as a map, the segment's
+    /// expiry times), about [`PIECE_ENTRIES_PER_CALL`] entries' worth,
+    /// oldest first, and frees the snapshot's copy of each. The rest wait
+    /// for the next call: under a load that copies every chunk within
+    /// seconds, writing them all at once kept superseded keys waiting
+    /// behind seconds of paced writes (at 5 KiB the peak rose from 1.07 to
+    /// 1.17 of steady memory). Chunks of segments or chunks still shared
+    /// are skipped, as in `leave_out`.
+    pub fn write_ahead(
+        &self,
+        segments: &mut SegmentQueue,
+        released: &AtomicI64,
+        mut write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut pieces, mut written, mut freed) = (0, 0, 0);
+        let result = loop {
+            if written >= PIECE_ENTRIES_PER_CALL {
+                break Ok(());
+            }
             let Some((global, chunk)) = waiting.pop_front() else {
-                break;
+                break Ok(());
             };
             let Some((db, seg, segment)) = own(segments, global) else {
                 continue;
@@ -180,19 +207,17 @@ impl LoopNotes {
                 continue;
             };
             if !piece.is_empty() {
-                write_piece(db, seg, &piece, &segment.expires)?;
+                if let Err(e) = write_piece(db, seg, &piece, &segment.expires) {
+                    break Err(e);
+                }
                 pieces += 1;
                 written += piece.len();
             }
             freed += piece.release() as i64;
-        }
-        self.dropped.fetch_add(dropped, Ordering::Relaxed);
+        };
         self.pieces.fetch_add(pieces, Ordering::Relaxed);
-        released.fetch_sub(
-            (dropped as i64 + freed) * ENTRY_BYTES_ESTIMATE,
-            Ordering::Relaxed,
-        );
-        Ok(())
+        released.fetch_sub(freed * ENTRY_BYTES_ESTIMATE, Ordering::Relaxed);
+        result
     }
 }
 

@@ -191,10 +191,10 @@ impl Pacer {
     }
 
     /// Runs `work` without charging its CPU time to the share: moves the
-    /// worker's mark ([`Pacer::cpu_rest`]) on by what `work` used. For the
-    /// superseded keys and copied chunks the event loop notes: their work
-    /// follows the clients' writes, and charged it could take a small
-    /// share whole (at 1% of a core, 90k SET/s at 1M x 100 B kept a
+    /// worker's mark ([`Pacer::cpu_rest`]) on by what `work` used. For
+    /// leaving out the keys the clients superseded: how many there are
+    /// follows the clients' writes, and charged that work could take a
+    /// small share whole (at 1% of a core, 90k SET/s at 1M x 100 B kept a
     /// rewrite from ever reaching its segments).
     pub fn uncharged<T>(&self, since: &mut Option<Duration>, work: impl FnOnce() -> T) -> T {
         if self.cpu_share() == 0 {

@@ -60,17 +60,19 @@ fn write_one(
     let mut segments: VecDeque<_> = std::mem::take(&mut snapshot.segments).into();
     let mut cpu_mark = None;
     loop {
-        // Superseded keys out, chunks the event loop copied written ahead
-        // (their snapshot copies freed), before the next segment; outside
-        // the CPU share, since the clients' writes set their amount.
-        pacer
-            .uncharged(&mut cpu_mark, || {
-                snapshot.apply_notes(&mut segments, |db, seg, chunk, expires| {
-                    progress
-                        .keys
-                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                    writer.write_piece(db, seg, chunk, expires)
-                })
+        // Superseded keys out, outside the CPU share: the clients' writes
+        // set how many there are, and charged they could take a small
+        // share whole. Then chunks the event loop copied, written ahead
+        // (their snapshot copies freed), before the next segment.
+        pacer.uncharged(&mut cpu_mark, || {
+            snapshot.leave_out_superseded(&mut segments);
+        });
+        snapshot
+            .write_ahead(&mut segments, |db, seg, chunk, expires| {
+                progress
+                    .keys
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                writer.write_piece(db, seg, chunk, expires)
             })
             .map_err(io("write"))?;
         let Some((db, seg, segment)) = segments.pop_front() else {
