@@ -192,8 +192,8 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
                 .args(common)
                 .args(["--log-device", "file", "--aof-rewrite-threads"])
                 .arg(threads.to_string());
-            for pair in plan.ferrite_config.chunks(2) {
-                cmd.arg(format!("--{}", pair[0])).args(&pair[1..]);
+            for pair in plan.ferrite_config.chunks_exact(2) {
+                cmd.arg(format!("--{}", pair[0])).arg(&pair[1]);
             }
         }
         System::Redis { preamble } => {
@@ -684,6 +684,11 @@ fn record_timelines(
 /// Runs the experiment.
 pub fn run(args: &RewriteArgs) -> Result<()> {
     let common = args.common.clone().resolved();
+    anyhow::ensure!(
+        args.ferrite_config.len().is_multiple_of(2),
+        "--ferrite-config takes name,value pairs, got {:?}",
+        args.ferrite_config
+    );
     ensure_redis()?;
     pin_self();
     let keys = args
