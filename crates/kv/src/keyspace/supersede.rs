@@ -183,8 +183,8 @@ impl LoopNotes {
     /// for the next call: under a load that copies every chunk within
     /// seconds, writing them all at once kept superseded keys waiting
     /// behind seconds of paced writes (at 5 KiB the peak rose from 1.07 to
-    /// 1.17 of steady memory). Chunks of segments or chunks still shared
-    /// are skipped, as in `leave_out`.
+    /// 1.17 of steady memory). A chunk whose segment or table the live
+    /// keyspace still shares is skipped, as in `leave_out`.
     pub fn write_ahead(
         &self,
         segments: &mut SegmentQueue,
