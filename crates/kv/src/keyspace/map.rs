@@ -357,6 +357,15 @@ mod tests {
         Value::Str(v.into())
     }
 
+    /// `key:0` to `key:999`, each holding `v`.
+    fn thousand_keys() -> KeyMap {
+        let mut map = KeyMap::default();
+        for i in 0..1000u32 {
+            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
+        }
+        map
+    }
+
     #[test]
     fn behaves_like_a_hash_map() {
         // Keys on both sides of the inline limit, replaced and removed.
@@ -390,10 +399,7 @@ mod tests {
 
     #[test]
     fn a_clone_copies_only_the_chunk_written() {
-        let mut map = KeyMap::default();
-        for i in 0..1000u32 {
-            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
-        }
+        let mut map = thousand_keys();
         let snapshot = map.clone();
         let (_, copied) = map.unshare(b"key:7").expect("shared with the clone");
         assert!(copied > 0 && copied < 1000);
@@ -406,10 +412,7 @@ mod tests {
 
     #[test]
     fn remove_unshared_leaves_shared_chunks_alone() {
-        let mut map = KeyMap::default();
-        for i in 0..1000u32 {
-            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
-        }
+        let mut map = thousand_keys();
         let mut snapshot = map.clone();
         assert!(!snapshot.remove_unshared(b"key:7"), "chunk still shared");
         assert_eq!(snapshot.len(), 1000);
@@ -427,10 +430,7 @@ mod tests {
 
     #[test]
     fn take_chunk_moves_a_copied_chunk_out_whole() {
-        let mut map = KeyMap::default();
-        for i in 0..1000u32 {
-            map.insert(format!("key:{i}").as_bytes(), string(b"v"));
-        }
+        let mut map = thousand_keys();
         let mut snapshot = map.clone();
         let index = chunk_of(map.hash(b"key:7"));
         assert!(snapshot.take_chunk(index).is_none(), "chunk still shared");

@@ -136,19 +136,6 @@ impl LoopNotes {
         self.pieces.load(Ordering::Relaxed)
     }
 
-    /// Acts on the notes since the last call, on `segments`, the worker's
-    /// segments still to serialise: [`LoopNotes::leave_out`], then
-    /// [`LoopNotes::write_ahead`].
-    pub fn apply(
-        &self,
-        segments: &mut SegmentQueue,
-        released: &AtomicI64,
-        write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        self.leave_out(segments, released);
-        self.write_ahead(segments, released, write_piece)
-    }
-
     /// Takes the notes since the last call: leaves each superseded key out
     /// of `segments`, the worker's segments still to serialise, and queues
     /// the copied chunks for [`LoopNotes::write_ahead`]. A segment the live
@@ -396,10 +383,20 @@ mod tests {
             .collect()
     }
 
+    /// A keyspace of `keys` keys, its snapshot in two parts, and nothing
+    /// written ahead yet.
+    fn started(keys: usize) -> (Keyspace, Vec<Part>, Written) {
+        let mut ks = keyspace(keys);
+        let parts = take_parts(&mut ks);
+        (ks, parts, Written::new())
+    }
+
+    /// What a worker does between two segments, for every worker.
     fn apply_all(ks: &Keyspace, parts: &mut [Part], written: &mut Written) {
         for (notes, segments) in parts.iter_mut() {
+            notes.leave_out(segments, &ks.cow.current);
             notes
-                .apply(segments, &ks.cow.current, |db, _, chunk, _| {
+                .write_ahead(segments, &ks.cow.current, |db, _, chunk, _| {
                     for (k, v) in chunk.iter() {
                         let fresh = written.insert((db, k.to_vec()), v.clone()).is_none();
                         assert!(fresh, "a key written twice");
@@ -412,9 +409,7 @@ mod tests {
 
     #[test]
     fn a_superseded_key_leaves_the_parts_once_published() {
-        let mut ks = keyspace(3000);
-        let mut parts = take_parts(&mut ks);
-        let mut written = Written::new();
+        let (mut ks, mut parts, mut written) = started(3000);
         ks.set(0, b"k1", value("new"), false);
         ks.supersede(0, b"k1");
         ks.set(0, b"k2", value("new"), false);
@@ -448,9 +443,7 @@ mod tests {
 
     #[test]
     fn copied_chunks_are_written_ahead_a_bounded_batch_at_a_time() {
-        let mut ks = keyspace(50_000);
-        let mut parts = take_parts(&mut ks);
-        let mut written = Written::new();
+        let (mut ks, mut parts, mut written) = started(50_000);
         for i in (0..50_000).step_by(17) {
             ks.set(0, format!("k{i}").as_bytes(), value("new"), false);
         }
@@ -481,9 +474,7 @@ mod tests {
 
     #[test]
     fn keys_noted_while_a_queue_is_full_stay_in_the_parts() {
-        let mut ks = keyspace(3000);
-        let mut parts = take_parts(&mut ks);
-        let mut written = Written::new();
+        let (mut ks, mut parts, mut written) = started(3000);
         // Fill each queue to ten keys short of the bound (keys of a
         // segment no worker holds, which a worker skips).
         for (q, _) in &parts {
@@ -524,9 +515,7 @@ mod tests {
 
     #[test]
     fn pinned_keys_and_keys_after_swapdb_stay_in_the_parts() {
-        let mut ks = keyspace(3000);
-        let mut parts = take_parts(&mut ks);
-        let mut written = Written::new();
+        let (mut ks, mut parts, mut written) = started(3000);
         ks.pin(0, b"k1");
         ks.set(0, b"k1", value("new"), false);
         ks.supersede(0, b"k1");
@@ -542,9 +531,7 @@ mod tests {
 
     #[test]
     fn notes_end_with_the_workers_and_a_segment_not_copied_is_kept() {
-        let mut ks = keyspace(100);
-        let mut parts = take_parts(&mut ks);
-        let mut written = Written::new();
+        let (mut ks, mut parts, mut written) = started(100);
         // Superseded without a write (no copy-before-write): the snapshot
         // still shares the segment with the live keyspace.
         ks.supersede(0, b"k5");
