@@ -66,12 +66,19 @@ fn segments(entries: &Entries, db: u16) -> Vec<(u16, u16, Segment)> {
     out
 }
 
+/// Capture positions for `range`: runs of a hundred segments each.
+fn captures_for(range: SegmentRange) -> Vec<u64> {
+    (range.start..range.end)
+        .map(|g| u64::from(g / 100))
+        .collect()
+}
+
 fn write_part(segs: &[(u16, u16, Segment)], range: SegmentRange) -> Vec<u8> {
     let mut w = PartWriter::new(Vec::new(), &header(range)).expect("vec write");
     for (db, s, seg) in segs {
         w.write_segment(*db, *s, seg).expect("vec write");
     }
-    let (out, totals) = w.finish().expect("vec write");
+    let (out, totals) = w.finish(&captures_for(range)).expect("vec write");
     assert_eq!(totals.bytes, out.len() as u64);
     out
 }
@@ -118,7 +125,8 @@ fn write_with_pieces(mut segs: Vec<(u16, u16, Segment)>, plan: &PiecePlan) -> (V
         let (db, s, seg) = &segs[position];
         w.write_segment(*db, *s, seg).expect("vec write");
     }
-    (w.finish().expect("vec write").0, pieces)
+    let captures = captures_for(full_range());
+    (w.finish(&captures).expect("vec write").0, pieces)
 }
 
 fn full_range() -> SegmentRange {
@@ -242,16 +250,65 @@ fn a_piece_after_its_segment_is_refused_and_version_1_parts_still_load() {
         .expect("a chunk with keys");
     w.write_piece(0, 9, &chunk, &seg.expires)
         .expect("vec write");
-    let late = w.finish().expect("vec write").0;
+    let late = w.finish(&captures_for(full_range())).expect("vec write").0;
     let err = read_all(&late).expect_err("a piece after its segment");
     assert!(err.reason.contains("out of order"), "{err}");
-    // A part without pieces, as version 1 wrote it.
-    let mut old = write_part(&[(0, 9, seg.clone())], full_range());
-    old[8..10].copy_from_slice(&1u16.to_le_bytes());
-    let crc = crc32c::crc32c(&old[..44]);
-    old[44..48].copy_from_slice(&crc.to_le_bytes());
-    let back = read_all(&old).expect("version 1 reads");
-    assert_eq!(back[0].2.map, seg.map);
+    // A part without pieces nor capture table, as versions 1 and 2 wrote
+    // it; a version 3 part without its table is refused.
+    let part = write_part(&[(0, 9, seg.clone())], full_range());
+    for version in [1u16, 2] {
+        let old = as_older(&part, version);
+        let mut r = PartReader::new(old.as_slice()).expect("header");
+        let back = r.next_segment().expect("reads").expect("a segment");
+        assert_eq!(back.segment.map, seg.map);
+        assert!(r.next_segment().expect("trailer").is_none());
+        assert_eq!(r.captures(), None, "version {version} has no table");
+    }
+    let mut no_table = as_older(&part, 2);
+    set_version(&mut no_table, 3);
+    let err = read_all(&no_table).expect_err("version 3 without a table");
+    assert!(err.reason.contains("capture table"), "{err}");
+}
+
+fn set_version(part: &mut [u8], version: u16) {
+    part[8..10].copy_from_slice(&version.to_le_bytes());
+    let crc = crc32c::crc32c(&part[..44]);
+    part[44..48].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// `part` (version 3) as version `version` wrote it: without the capture
+/// table before the trailer.
+fn as_older(part: &[u8], version: u16) -> Vec<u8> {
+    let trailer = part.len() - 28;
+    let find = u32::from_le_bytes(*b"CAPT").to_le_bytes();
+    let table = (0..trailer)
+        .rev()
+        .find(|&at| part[at..at + 4] == find)
+        .expect("a capture table");
+    let mut old = part[..table].to_vec();
+    let mut t = part[trailer..].to_vec();
+    t[16..24].copy_from_slice(&(table as u64).to_le_bytes());
+    let crc = crc32c::crc32c(&t[..24]);
+    t[24..28].copy_from_slice(&crc.to_le_bytes());
+    old.extend_from_slice(&t);
+    set_version(&mut old, version);
+    old
+}
+
+#[test]
+fn the_capture_table_reads_back_in_runs_and_must_cover_the_range() {
+    let range = SegmentRange {
+        start: 1000,
+        end: 1350,
+    };
+    let part = write_part(&[], range);
+    let mut r = PartReader::new(part.as_slice()).expect("header");
+    assert!(r.next_segment().expect("reads").is_none());
+    let runs = r.captures().expect("a table").to_vec();
+    assert_eq!(runs, vec![(100, 10), (100, 11), (100, 12), (50, 13)]);
+    // A writer given positions for another range refuses to write.
+    let w = PartWriter::new(Vec::new(), &header(range)).expect("vec write");
+    assert!(w.finish(&[1, 2, 3]).is_err());
 }
 
 #[test]

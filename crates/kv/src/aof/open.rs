@@ -214,7 +214,9 @@ pub fn replay_resp(state: &mut State, bytes: &[u8], path: &Path) -> Result<u64> 
     state.keyspace.loading = true;
     state.keyspace.now_ms = unix_ms();
     let mut replayer = Replayer::new();
-    let result = replayer.run(state, bytes);
+    // A RESP file has no LSNs and no base parts come before it: every
+    // command applies.
+    let result = replayer.run(state, bytes, u64::MAX);
     state.keyspace.loading = false;
     state.keyspace.expired.clear();
     let bad = match result {

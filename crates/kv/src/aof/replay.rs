@@ -22,9 +22,9 @@ use ferrite_wal::{Lsn, Visit, Wal, WalConfig};
 
 use super::open::start_error;
 use super::record::{check_command, for_each_command};
-use crate::commands::{execute, Ctx, Propagation, Session};
+use crate::commands::{execute, lookup, touched_segments, Ctx, Propagation, Session};
 use crate::error::{Error, Result};
-use crate::resp::{Parser, Protocol, ReplyBuf};
+use crate::resp::{Args, Parser, Protocol, ReplyBuf};
 use crate::state::{unix_ms, State};
 
 /// Payload bytes per batch handed from the scan to the replay.
@@ -128,7 +128,7 @@ fn replay_batches(
             start = end;
             // Every record names its database (see `record.rs`).
             replayer.session.db = 0;
-            let bad = match replayer.run(state, payload) {
+            let bad = match replayer.run(state, payload, lsn) {
                 Ok(_) if replayer.session.multi.take().is_some() => {
                     Some("it ends inside MULTI".to_string())
                 }
@@ -156,6 +156,35 @@ fn replay_batches(
     Ok(commands)
 }
 
+/// Whether the replay runs `args`, a command of the record with LSN `lsn`
+/// in database `db` (which a SELECT changes, inside MULTI too, as it will
+/// have changed by the time EXEC runs the commands after it).
+fn replay_applies(
+    state: &State,
+    args: &Args<'_>,
+    db: &mut usize,
+    lsn: Lsn,
+    segments: &mut Vec<u32>,
+) -> std::result::Result<bool, String> {
+    let Some(spec) = lookup(args.get(0)) else {
+        return Ok(true);
+    };
+    let databases = state.keyspace.databases();
+    if spec.name == "select" {
+        if let Some(d) = std::str::from_utf8(args.get(1))
+            .ok()
+            .and_then(|t| t.parse::<usize>().ok())
+            .filter(|&d| d < databases)
+        {
+            *db = d;
+        }
+        return Ok(true);
+    }
+    segments.clear();
+    touched_segments(spec, args, *db, databases, segments);
+    state.keyspace.replay_decision(segments, lsn)
+}
+
 /// What replaying commands needs besides the state: a session that is
 /// authenticated and marked as replay, and scratch buffers for the replies
 /// and propagation that replay throws away.
@@ -180,12 +209,16 @@ impl Replayer {
         }
     }
 
-    /// Runs every command in `bytes` against `state`; returns how many, or
-    /// why the bytes are not complete, known commands.
+    /// Runs every command in `bytes`, the record with LSN `lsn`, against
+    /// `state` (skipping those the base parts already hold, see
+    /// [`crate::keyspace::Keyspace::replay_decision`]); returns how many
+    /// commands there were, or why the bytes are not complete, known
+    /// commands.
     pub(super) fn run(
         &mut self,
         state: &mut State,
         bytes: &[u8],
+        lsn: Lsn,
     ) -> std::result::Result<u64, String> {
         let Replayer {
             session,
@@ -193,8 +226,14 @@ impl Replayer {
             prop,
             parser,
         } = self;
+        let decide = state.keyspace.replay_needs_decision(lsn);
+        let mut db = session.db;
+        let mut segments = Vec::new();
         for_each_command(bytes, parser, |args| {
             check_command(args)?;
+            if decide && !replay_applies(state, args, &mut db, lsn, &mut segments)? {
+                return Ok(());
+            }
             let mut ctx = Ctx {
                 state: &mut *state,
                 session: &mut *session,

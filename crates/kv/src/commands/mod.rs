@@ -21,7 +21,7 @@ use std::borrow::Cow;
 
 use ferrite_pmem::SplitMix64;
 
-use crate::keyspace::Keyspace;
+use crate::keyspace::{segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
 use crate::types::Bytes;
@@ -262,11 +262,83 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
         return;
     }
     ctx.state.stats.commands_processed += 1;
+    if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.capturing() && spans_segments(spec) {
+        // Rule C1 (`keyspace/capture.rs`); single-key commands never need it.
+        let mut segments = Vec::new();
+        touched_segments(
+            spec,
+            args,
+            ctx.session.db,
+            ctx.state.keyspace.databases(),
+            &mut segments,
+        );
+        ctx.state.keyspace.capture_before(&segments);
+    }
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
+    }
+}
+
+/// Whether a command may touch more than one segment: it names several
+/// keys, or whole databases (FLUSHDB, FLUSHALL, SWAPDB).
+fn spans_segments(spec: &CommandSpec) -> bool {
+    let (first, last, _) = spec.keys;
+    first != last || WHOLE_DATABASES.contains(&spec.name)
+}
+
+/// Write commands that touch whole databases rather than named keys.
+const WHOLE_DATABASES: [&str; 3] = ["flushdb", "flushall", "swapdb"];
+
+/// Appends to `out` the global segments (`db * SEGMENTS_PER_DB +
+/// segment`) that command `args` may read or write when it runs in
+/// database `db` of `databases`: those of its keys (`CommandSpec::keys`),
+/// every segment of the database for FLUSHDB, of both for SWAPDB, of all
+/// for FLUSHALL. Nothing for a command without keys, and nothing beyond
+/// `databases` (a SWAPDB naming no valid database touches nothing).
+pub fn touched_segments(
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    db: usize,
+    databases: usize,
+    out: &mut Vec<u32>,
+) {
+    let whole = |db: usize, out: &mut Vec<u32>| {
+        let first = (db * SEGMENTS_PER_DB) as u32;
+        out.extend(first..first + SEGMENTS_PER_DB as u32);
+    };
+    match spec.name {
+        "flushall" => (0..databases).for_each(|d| whole(d, out)),
+        "flushdb" => whole(db, out),
+        "swapdb" => {
+            for at in [1, 2] {
+                let index = std::str::from_utf8(args.get(at))
+                    .ok()
+                    .and_then(|t| t.parse::<usize>().ok());
+                if let Some(d) = index.filter(|&d| d < databases) {
+                    whole(d, out);
+                }
+            }
+        }
+        _ => {
+            let (first, last, step) = spec.keys;
+            if first <= 0 || step <= 0 {
+                return;
+            }
+            let end = if last < 0 {
+                args.len() as i64 + i64::from(last)
+            } else {
+                i64::from(last).min(args.len() as i64 - 1)
+            };
+            let base = db * SEGMENTS_PER_DB;
+            let mut at = i64::from(first);
+            while at <= end {
+                out.push((base + segment_of(args.get(at as usize))) as u32);
+                at += i64::from(step);
+            }
+        }
     }
 }
 

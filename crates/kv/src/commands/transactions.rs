@@ -6,7 +6,8 @@
 
 use std::borrow::Cow;
 
-use super::{lookup, run, CmdResult, Ctx, Session};
+use super::flags::WRITE;
+use super::{lookup, run, touched_segments, CmdResult, Ctx, QueuedCommand, Session};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 
@@ -67,6 +68,9 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         ctx.reply.null_array();
         return Ok(());
     }
+    if ctx.state.keyspace.capturing() {
+        capture_before_exec(ctx, &queue);
+    }
     ctx.reply.array(queue.len());
     for command in &queue {
         let (buf, ranges) = flatten(command);
@@ -77,6 +81,36 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// Rule C1 for a transaction (`keyspace/capture.rs`): the segments of all
+/// its write commands are captured together before the first runs, so a
+/// capture never falls inside the transaction's record.
+fn capture_before_exec(ctx: &mut Ctx<'_>, queue: &[QueuedCommand]) {
+    let databases = ctx.state.keyspace.databases();
+    let mut db = ctx.session.db;
+    let mut segments = Vec::new();
+    for command in queue {
+        let (buf, ranges) = flatten(command);
+        let args = Args::new(&buf, &ranges);
+        let Some(spec) = lookup(args.get(0)) else {
+            continue;
+        };
+        if spec.name == "select" {
+            if let Some(d) = std::str::from_utf8(args.get(1))
+                .ok()
+                .and_then(|t| t.parse::<usize>().ok())
+                .filter(|&d| d < databases)
+            {
+                db = d;
+            }
+        } else if spec.flags & WRITE != 0 {
+            touched_segments(spec, &args, db, databases, &mut segments);
+        }
+    }
+    segments.sort_unstable();
+    segments.dedup();
+    ctx.state.keyspace.capture_before(&segments);
 }
 
 pub(super) fn watch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {

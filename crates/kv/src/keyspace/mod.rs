@@ -14,6 +14,7 @@
 //! Expiry is kept per segment in a separate map holding only keys with a
 //! TTL, so keys without one pay nothing for it.
 
+mod capture;
 pub mod glob;
 pub mod map;
 mod snapshot;
@@ -22,6 +23,7 @@ mod supersede;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use capture::{Feed, WakeLoop, NOT_CAPTURED};
 pub use map::KeyMap;
 pub use snapshot::{CowStats, SegmentRange, Snapshot};
 pub use supersede::{LoopNotes, SegmentQueue};
@@ -125,6 +127,8 @@ pub struct Keyspace {
     pub cow: CowStats,
     /// Keys a running rewrite's parts may leave out (`supersede.rs`).
     supersede: supersede::Supersede,
+    /// Segments captured for a running rewrite's workers (`capture.rs`).
+    capture: capture::Capture,
 }
 
 impl Keyspace {
@@ -142,6 +146,7 @@ impl Keyspace {
             active_cursor: 0,
             cow: CowStats::default(),
             supersede: supersede::Supersede::default(),
+            capture: capture::Capture::default(),
         }
     }
 

@@ -1,28 +1,29 @@
-//! Point-in-time snapshots of the keyspace without fork, for the parallel
-//! log rewrite (issue #5).
+//! What a rewrite's workers hold of the keyspace (issue #5), and the
+//! copy-before-write that keeps it unchanged without fork.
 //!
-//! Taking a snapshot clones the `Arc` of every non-empty segment: a few
-//! microseconds per thousand segments, no key or value copied. From then on
-//! the live keyspace and the snapshot share each segment until one of two
-//! things happens first:
+//! The event loop captures segments for the workers a few at a time
+//! (`capture.rs`): a capture clones the segment's `Arc`, no key or value
+//! copied. From then on the live keyspace and the worker share the
+//! segment until one of two things happens first:
 //!
-//! - a rewrite worker serialises the segment and drops its `Arc`: the live
+//! - the worker serialises the segment and drops its `Arc`: the live
 //!   keyspace owns the segment alone again and writes to it copy nothing;
 //! - the event loop writes to the segment: `Arc::make_mut` sees the
-//!   snapshot's reference and gives the live keyspace a copy of the map
+//!   worker's reference and gives the live keyspace a copy of the map
 //!   first (copy-before-write). Keys and values are reference counted, so
-//!   the copy is the map's table, not the data; the snapshot's version is
-//!   freed as soon as its worker has serialised it.
+//!   the copy is the map's table, not the data; the worker's version is
+//!   freed as soon as it has serialised it.
 //!
-//! Extra memory is therefore bounded by the segments written during the
-//! rewrite and not yet serialised, and it is measured: [`CowStats`] adds an
-//! estimate when the event loop copies and the worker subtracts the same
-//! estimate when it frees the old version.
+//! Extra memory is therefore bounded by the segments written while
+//! captured and not yet serialised, and it is measured: [`CowStats`] adds
+//! an estimate when the event loop copies and the worker subtracts the
+//! same estimate when it frees the old version.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use super::capture::{Feed, WakeLoop};
 use super::map::KeyMap;
 use super::map::ENTRY_BYTES_ESTIMATE;
 use super::supersede::{LoopNotes, SegmentQueue};
@@ -89,14 +90,17 @@ pub struct SegmentRange {
     pub end: u32,
 }
 
-/// One worker's share of a snapshot: the non-empty segments of a range.
+/// One worker's share of a rewrite: a range of global segments, captured
+/// for it one by one by the event loop (`keyspace/capture.rs`).
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The global segment indexes this snapshot covers.
+    /// The global segment indexes this share covers.
     pub range: SegmentRange,
-    /// `(db, segment, contents)`, in global index order.
-    pub segments: Vec<(u16, u16, Arc<Segment>)>,
-    /// Keys in `segments`.
+    /// The segments captured for the worker, as the event loop captures
+    /// them.
+    pub feed: Arc<Feed>,
+    /// Keys in the range when the rewrite started (an estimate of the
+    /// worker's work).
     pub keys: u64,
     /// What the event loop notes for this part's worker during the
     /// rewrite: keys the clients superseded, which the part may leave
@@ -139,38 +143,64 @@ impl Snapshot {
 }
 
 impl Keyspace {
-    /// A point-in-time snapshot split into `parts` contiguous ranges of
-    /// global segments holding about the same number of keys each (never
-    /// fewer than one part; empty parts are possible for tiny datasets).
-    pub fn snapshot(&mut self, parts: usize) -> Vec<Snapshot> {
+    /// Starts a rewrite whose log switch happened after record `lsn`:
+    /// `parts` contiguous ranges of global segments holding about the same
+    /// number of keys each (never fewer than one part; empty parts are
+    /// possible for tiny datasets), none captured yet. The event loop then
+    /// captures them as the workers go ([`Keyspace::capture_step`]), and
+    /// `wake` wakes it when a worker wants more.
+    pub fn begin_rewrite(
+        &mut self,
+        parts: usize,
+        lsn: u64,
+        wake: Option<WakeLoop>,
+    ) -> Vec<Snapshot> {
         self.cow.reset();
         let parts = parts.max(1);
         let total_segments = (self.dbs.len() * SEGMENTS_PER_DB) as u32;
         let total_keys: usize = self.dbs.iter().map(|d| d.len).sum();
         let per_part = total_keys.div_ceil(parts).max(1);
-        let mut out: Vec<Snapshot> = Vec::with_capacity(parts);
-        let mut current = self.empty_snapshot(0);
+        let mut ranges: Vec<(SegmentRange, u64)> = Vec::with_capacity(parts);
+        let mut current = (SegmentRange { start: 0, end: 0 }, 0u64);
         for (db_index, db) in self.dbs.iter().enumerate() {
             for (seg_index, segment) in db.segments.iter().enumerate() {
                 let global = (db_index * SEGMENTS_PER_DB + seg_index) as u32;
-                if current.keys as usize >= per_part && out.len() + 1 < parts {
-                    current.range.end = global;
-                    out.push(std::mem::replace(&mut current, self.empty_snapshot(global)));
+                if current.1 as usize >= per_part && ranges.len() + 1 < parts {
+                    current.0.end = global;
+                    let next = (
+                        SegmentRange {
+                            start: global,
+                            end: global,
+                        },
+                        0,
+                    );
+                    ranges.push(std::mem::replace(&mut current, next));
                 }
-                if segment.map.is_empty() {
-                    continue;
-                }
-                current.keys += segment.map.len() as u64;
-                current
-                    .segments
-                    .push((db_index as u16, seg_index as u16, Arc::clone(segment)));
+                current.1 += segment.map.len() as u64;
             }
         }
-        current.range.end = total_segments;
-        out.push(current);
-        while out.len() < parts {
-            out.push(self.empty_snapshot(total_segments));
+        current.0.end = total_segments;
+        ranges.push(current);
+        while ranges.len() < parts {
+            let empty = SegmentRange {
+                start: total_segments,
+                end: total_segments,
+            };
+            ranges.push((empty, 0));
         }
+        let just_ranges: Vec<SegmentRange> = ranges.iter().map(|r| r.0).collect();
+        let feeds = self.start_capture(&just_ranges, lsn, wake);
+        let out: Vec<Snapshot> = ranges
+            .into_iter()
+            .zip(feeds)
+            .map(|((range, keys), feed)| Snapshot {
+                range,
+                feed,
+                keys,
+                notes: Arc::default(),
+                released: Arc::clone(&self.cow.current),
+            })
+            .collect();
         self.supersede.start(
             out.iter()
                 .map(|p| (p.range.end, Arc::clone(&p.notes)))
@@ -179,14 +209,14 @@ impl Keyspace {
         out
     }
 
-    fn empty_snapshot(&self, start: u32) -> Snapshot {
-        Snapshot {
-            range: SegmentRange { start, end: start },
-            segments: Vec::new(),
-            keys: 0,
-            notes: Arc::default(),
-            released: Arc::clone(&self.cow.current),
-        }
+    /// A point-in-time snapshot in `parts` parts: [`Keyspace::begin_rewrite`]
+    /// with every segment captured at once, after the last record logged
+    /// (importing a file, tests).
+    pub fn snapshot(&mut self, parts: usize) -> Vec<Snapshot> {
+        let lsn = self.capture_lsn();
+        let out = self.begin_rewrite(parts, lsn, None);
+        self.capture_step(true);
+        out
     }
 
     /// Replaces segment `seg` of `db` with `segment` (loading base parts).
@@ -223,14 +253,22 @@ mod tests {
         ks.set(0, b"k2", value("new"), false);
         assert!(ks.cow.copies >= 1 && ks.cow.copies <= 2);
         assert!(ks.cow.current_bytes() > 0);
-        let seen: Vec<&Value> = parts
+        let taken: Vec<SegmentQueue> = parts
             .iter()
-            .flat_map(|p| p.segments.iter())
+            .map(|p| {
+                let mut q = SegmentQueue::new();
+                assert!(!p.feed.take(&mut q), "all captured");
+                q
+            })
+            .collect();
+        let seen: Vec<&Value> = taken
+            .iter()
+            .flat_map(|q| q.iter())
             .filter_map(|(db, _, s)| (*db == 0).then(|| s.map.get(&b"k0"[..])).flatten())
             .collect();
         assert_eq!(seen, vec![&value("old")]);
-        for mut part in parts {
-            for (_, _, s) in std::mem::take(&mut part.segments) {
+        for (part, queue) in parts.iter().zip(taken) {
+            for (_, _, s) in queue {
                 part.release(s);
             }
         }

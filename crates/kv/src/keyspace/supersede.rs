@@ -15,8 +15,10 @@
 //! 1M x 5 KiB under a steady write load that was 0.8 GB at the rewrite's
 //! peak (about a quarter of the values written during it).
 //!
-//! Yet a base part needs a key's state at the log switch only if replaying
-//! the new incremental log after it depends on that state. When the log
+//! Yet a base part needs a key's state at its segment's capture only if
+//! replaying the new incremental log after it depends on that state (a
+//! key is noted only once its segment is captured: before, the capture
+//! holds the command's effect and the replay skips its record there). When the log
 //! holds, after the switch, a record that sets the key's whole state
 //! whatever it was before (`SET k v` and `SET k v PXAT t` as SET, SETEX,
 //! GETSET and SETNX are logged, `MSET`, `DEL`), everything the replay
@@ -281,7 +283,11 @@ impl Keyspace {
             return;
         }
         let global = (db * SEGMENTS_PER_DB + segment_of(key)) as u32;
-        s.pending.push((global, Key::new(key)));
+        // A segment captured later holds this command's effect already:
+        // the replay skips its record there, so the key must stay.
+        if self.capture.is_captured(global) {
+            s.pending.push((global, Key::new(key)));
+        }
     }
 
     /// A command about to run may read `key` into another key's state:
@@ -376,8 +382,9 @@ mod tests {
     fn take_parts(ks: &mut Keyspace) -> Vec<Part> {
         ks.snapshot(2)
             .into_iter()
-            .map(|mut p| {
-                let segments = std::mem::take(&mut p.segments).into();
+            .map(|p| {
+                let mut segments = SegmentQueue::new();
+                p.feed.take(&mut segments);
                 (Arc::clone(&p.notes), segments)
             })
             .collect()

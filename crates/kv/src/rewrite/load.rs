@@ -8,7 +8,7 @@ use super::manifest::{BaseEntry, Manifest};
 use super::part::{LoadedSegment, PartReader};
 use super::FormatError;
 use crate::error::{Error, Result};
-use crate::keyspace::{Keyspace, SEGMENTS_PER_DB};
+use crate::keyspace::{Keyspace, SegmentRange, SEGMENTS_PER_DB};
 
 /// Segments a loader may have decoded ahead of installation.
 const LOADED_QUEUE_MAX: usize = 256;
@@ -34,15 +34,25 @@ fn corrupt(dir: &AofDir, entry: &BaseEntry, e: FormatError) -> Error {
     }
 }
 
+/// What [`read_part`] found besides the segments.
+#[derive(Debug)]
+pub struct PartRead {
+    /// Bytes of the part.
+    pub bytes: u64,
+    /// The part's range, and its capture table as runs of `(segments,
+    /// c(s))` (`None` for a part of version 1 or 2).
+    pub captures: Option<(SegmentRange, Vec<(u32, u64)>)>,
+}
+
 /// Reads one part, handing each segment to `sink` (which returns `false`
-/// to stop early); checks the part against the manifest. Returns its
-/// bytes. `ferrite check` runs it with a sink that drops the segments.
+/// to stop early); checks the part against the manifest. `ferrite check`
+/// runs it with a sink that drops the segments.
 pub fn read_part(
     dir: &AofDir,
     entry: &BaseEntry,
     generation: Option<u64>,
     mut sink: impl FnMut(LoadedSegment) -> bool,
-) -> Result<u64> {
+) -> Result<PartRead> {
     let path = dir.path(&entry.file);
     let input = dir.fs.open(&path).map_err(|source| Error::Io {
         op: "open",
@@ -79,7 +89,30 @@ pub fn read_part(
             },
         ));
     }
-    Ok(totals.bytes)
+    let range = reader.header().range;
+    Ok(PartRead {
+        bytes: totals.bytes,
+        captures: reader.captures().map(|runs| (range, runs.to_vec())),
+    })
+}
+
+/// The capture positions of every global segment of `databases`
+/// databases, from the parts' tables (0 where a part has none: it was
+/// taken whole at the log switch, and every logged record after it
+/// applies).
+fn capture_table(databases: usize, parts: &[PartRead]) -> Vec<u64> {
+    let mut table = vec![0; databases * SEGMENTS_PER_DB];
+    for (range, runs) in parts.iter().filter_map(|p| p.captures.as_ref()) {
+        let mut at = range.start as usize;
+        for &(len, lsn) in runs {
+            let end = (at + len as usize).min(table.len());
+            if at < end {
+                table[at..end].fill(lsn);
+            }
+            at += len as usize;
+        }
+    }
+    table
 }
 
 /// Loads `manifest`'s base parts into `keyspace` with up to `threads`
@@ -100,21 +133,21 @@ pub fn load_bases(
         threads,
         ..BaseLoad::default()
     };
-    let results: Vec<Result<u64>> = std::thread::scope(|scope| {
+    let results: Vec<Result<Vec<PartRead>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let send = send.clone();
-                scope.spawn(move || -> Result<u64> {
-                    let mut bytes = 0;
+                scope.spawn(move || -> Result<Vec<PartRead>> {
+                    let mut read = Vec::new();
                     for entry in manifest.bases.iter().skip(t).step_by(threads) {
-                        bytes += read_part(dir, entry, generation, |s| send.send(s).is_ok())?;
+                        read.push(read_part(dir, entry, generation, |s| send.send(s).is_ok())?);
                     }
-                    Ok(bytes)
+                    Ok(read)
                 })
             })
             .collect();
         drop(send);
-        let mut installed: Result<u64> = Ok(0);
+        let mut installed: Result<Vec<PartRead>> = Ok(Vec::new());
         for loaded in receive.iter() {
             let global = usize::from(loaded.db) * SEGMENTS_PER_DB + usize::from(loaded.seg);
             if installed.is_err() {
@@ -137,7 +170,7 @@ pub fn load_bases(
                 loaded.segment,
             );
         }
-        let mut all: Vec<Result<u64>> = handles
+        let mut all: Vec<Result<Vec<PartRead>>> = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
@@ -150,9 +183,12 @@ pub fn load_bases(
         all.push(installed);
         all
     });
+    let mut parts = Vec::new();
     for r in results {
-        load.bytes += r?;
+        parts.extend(r?);
     }
+    load.bytes = parts.iter().map(|p| p.bytes).sum();
+    keyspace.set_replay_captures(capture_table(databases, &parts));
     Ok(load)
 }
 

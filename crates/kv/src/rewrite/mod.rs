@@ -26,6 +26,7 @@ pub mod load;
 pub mod manifest;
 pub mod pace;
 pub mod part;
+mod priority;
 pub mod worker;
 
 use std::fmt;

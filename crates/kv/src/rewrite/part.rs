@@ -9,6 +9,12 @@
 //! counts blocks and keys; a part without one is incomplete and never
 //! loaded.
 //!
+//! Since version 3 a *capture table* precedes the trailer: the position in
+//! the log (LSN) at which each segment of the part's range was captured
+//! (`keyspace/capture.rs`); replay applies a logged command to a segment
+//! only if it follows that position. Parts of versions 1 and 2 were taken
+//! whole at the log switch: every logged command after them applies.
+//!
 //! Segments come in global order, except *pieces* (since version 2): one
 //! chunk of a segment the event loop copied during the rewrite, written
 //! ahead of the segment's turn so that the snapshot's copy of the chunk is
@@ -25,9 +31,11 @@ use crate::types::{Bytes, HashValue, ListValue, SetValue, Shared, Value, ZSet};
 
 /// First bytes of every base part.
 pub const PART_MAGIC: [u8; 8] = *b"FERBASE\0";
-/// The format version this code writes; it reads this one and version 1
-/// (no pieces).
-pub const PART_VERSION: u16 = 2;
+/// The format version this code writes; it reads this one, version 2 (no
+/// capture table) and version 1 (no pieces either).
+pub const PART_VERSION: u16 = 3;
+/// Magic of the capture table ("CAPT" little-endian).
+pub const CAPTURE_MAGIC: u32 = u32::from_le_bytes(*b"CAPT");
 /// Block flag: a piece, one chunk of its segment written ahead.
 pub const BLOCK_PIECE: u32 = 1;
 /// Bytes in the part header.
@@ -93,9 +101,9 @@ impl PartHeader {
             return bad("not a Ferrite base part (bad magic)".into());
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != PART_VERSION && version != 1 {
+        if !(1..=PART_VERSION).contains(&version) {
             return bad(format!(
-                "base part format version {version}, this build reads 1 and {PART_VERSION}"
+                "base part format version {version}, this build reads 1 to {PART_VERSION}"
             ));
         }
         if u32_at(h, 44) != crc32c::crc32c(&h[..44]) {
@@ -146,6 +154,7 @@ pub struct PartTotals {
 #[derive(Debug)]
 pub struct PartWriter<W: Write> {
     out: W,
+    range: SegmentRange,
     block: Vec<u8>,
     block_at: Option<(u16, u16)>,
     block_flags: u32,
@@ -159,6 +168,7 @@ impl<W: Write> PartWriter<W> {
         out.write_all(&header.encode())?;
         Ok(PartWriter {
             out,
+            range: header.range,
             block: Vec::with_capacity(BLOCK_PAYLOAD_TARGET + 4096),
             block_at: None,
             block_flags: 0,
@@ -256,10 +266,41 @@ impl<W: Write> PartWriter<W> {
         Ok(())
     }
 
-    /// Writes the trailer; returns the output and what was written. The
-    /// caller still has to make the output durable.
-    pub fn finish(mut self) -> std::io::Result<(W, PartTotals)> {
+    /// Writes the capture table (`captures`: `c(s)` of every segment of
+    /// the range, in order) and the trailer; returns the output and what
+    /// was written. The caller still has to make the output durable.
+    pub fn finish(mut self, captures: &[u64]) -> std::io::Result<(W, PartTotals)> {
         self.end_block()?;
+        if captures.len() as u64 != u64::from(self.range.end - self.range.start) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} capture positions for a range of {} segments",
+                    captures.len(),
+                    self.range.end - self.range.start
+                ),
+            ));
+        }
+        // Runs of equal positions: segments captured together (all of an
+        // idle server's at once) take one run.
+        let mut runs: Vec<(u32, u64)> = Vec::new();
+        for &c in captures {
+            match runs.last_mut() {
+                Some((len, at)) if *at == c => *len += 1,
+                _ => runs.push((1, c)),
+            }
+        }
+        let mut table = Vec::with_capacity(12 + runs.len() * 12);
+        table.extend_from_slice(&CAPTURE_MAGIC.to_le_bytes());
+        table.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+        for (len, at) in runs {
+            table.extend_from_slice(&len.to_le_bytes());
+            table.extend_from_slice(&at.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&table);
+        table.extend_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&table)?;
+        self.totals.bytes += table.len() as u64;
         let mut t = [0u8; TRAILER_LEN];
         t[0..4].copy_from_slice(&TRAILER_MAGIC.to_le_bytes());
         t[4..8].copy_from_slice(&self.totals.blocks.to_le_bytes());
@@ -494,6 +535,8 @@ pub struct PartReader<R: Read> {
     pending: Option<Block>,
     /// Segments of which only pieces were read so far, by global index.
     pieces: BTreeMap<u32, LoadedSegment>,
+    /// The capture table's runs, once read (version 3).
+    captures: Option<Vec<(u32, u64)>>,
 }
 
 /// A block read ahead: db, segment, payload, entries, payload offset,
@@ -527,6 +570,7 @@ impl<R: Read> PartReader<R> {
             done: false,
             pending: None,
             pieces: BTreeMap::new(),
+            captures: None,
         })
     }
 
@@ -547,7 +591,20 @@ impl<R: Read> PartReader<R> {
     fn next_block(&mut self) -> Result<Option<Block>, FormatError> {
         let mut magic = [0u8; 4];
         read_exact(&mut self.input, &mut magic, self.offset, "block header")?;
+        if u32::from_le_bytes(magic) == CAPTURE_MAGIC && self.version >= 3 {
+            if self.captures.is_some() {
+                return Err(self.err("a second capture table"));
+            }
+            self.read_captures(magic)?;
+            read_exact(&mut self.input, &mut magic, self.offset, "trailer")?;
+            if u32::from_le_bytes(magic) != TRAILER_MAGIC {
+                return Err(self.err("expected the trailer after the capture table"));
+            }
+        }
         if u32::from_le_bytes(magic) == TRAILER_MAGIC {
+            if self.version >= 3 && self.captures.is_none() {
+                return Err(self.err("a version 3 part without its capture table"));
+            }
             self.read_trailer(magic)?;
             return Ok(None);
         }
@@ -601,6 +658,51 @@ impl<R: Read> PartReader<R> {
         self.totals.blocks += 1;
         self.totals.keys += u64::from(entries);
         Ok(Some((db, seg, payload, entries, base, piece)))
+    }
+
+    fn read_captures(&mut self, magic: [u8; 4]) -> Result<(), FormatError> {
+        let mut count = [0u8; 4];
+        read_exact(&mut self.input, &mut count, self.offset, "capture table")?;
+        let runs = u32::from_le_bytes(count);
+        // Read as it comes: a damaged count is never a large allocation.
+        let want = u64::from(runs) * 12 + 4;
+        let mut table = Vec::new();
+        let got = (&mut self.input)
+            .take(want)
+            .read_to_end(&mut table)
+            .map_err(|e| self.err(format!("read error: {e}")))?;
+        if got as u64 != want {
+            return Err(self.err("part ends inside its capture table (incomplete part)"));
+        }
+        let (body, crc) = table.split_at(table.len() - 4);
+        let mut sum = crc32c::crc32c(&magic);
+        sum = crc32c::crc32c_append(sum, &count);
+        sum = crc32c::crc32c_append(sum, body);
+        if sum != u32_at(crc, 0) {
+            return Err(self.err("capture table checksum mismatch"));
+        }
+        let runs: Vec<(u32, u64)> = body
+            .chunks_exact(12)
+            .map(|r| (u32_at(r, 0), u64::from_le_bytes(array8(&r[4..]))))
+            .collect();
+        let covered: u64 = runs.iter().map(|(len, _)| u64::from(*len)).sum();
+        let range = self.header.range;
+        if covered != u64::from(range.end - range.start) || runs.iter().any(|(len, _)| *len == 0) {
+            return Err(self.err(format!(
+                "capture table covers {covered} segments, the part's range {}",
+                range.end - range.start
+            )));
+        }
+        self.captures = Some(runs);
+        self.offset += 8 + want;
+        Ok(())
+    }
+
+    /// The capture table, once the whole part was read: runs of
+    /// `(segments, c(s))` covering the header's range in order; `None`
+    /// for a part of version 1 or 2 (taken whole at the log switch).
+    pub fn captures(&self) -> Option<&[(u32, u64)]> {
+        self.captures.as_deref()
     }
 
     fn read_trailer(&mut self, magic: [u8; 4]) -> Result<(), FormatError> {

@@ -2,20 +2,19 @@
 //! share of the snapshot, releasing every segment as soon as it is
 //! serialised (which ends the copy-before-write for that segment).
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::dir::AofDir;
-use super::driver::Promotion;
 use super::manifest::{BaseEntry, Manifest};
 use super::pace::Pacer;
 use super::part::{PartHeader, PartWriter};
+use super::priority::Promotion;
 use crate::aof::SyncWait;
 use crate::cpus::thread_sched_times;
 use crate::error::{Error, Result};
-use crate::keyspace::Snapshot;
+use crate::keyspace::{SegmentQueue, Snapshot};
 
 /// Progress shared with INFO while workers run.
 #[derive(Debug, Default)]
@@ -43,7 +42,7 @@ pub struct Progress {
 fn write_one(
     dir: &AofDir,
     header: PartHeader,
-    mut snapshot: Snapshot,
+    snapshot: Snapshot,
     progress: &Progress,
     pacer: &Arc<Pacer>,
     mut promotion: Promotion,
@@ -57,9 +56,15 @@ fn write_one(
     let mut out = dir.fs.create_streamed(&path).map_err(io("create"))?;
     out.pace(Arc::clone(pacer));
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
-    let mut segments: VecDeque<_> = std::mem::take(&mut snapshot.segments).into();
+    let mut segments = SegmentQueue::new();
+    let mut more = true;
     let mut cpu_mark = None;
     loop {
+        // With none left here, the segments the event loop captured for
+        // this worker since it last looked (waiting for them if need be).
+        if more && segments.is_empty() {
+            more = snapshot.feed.take(&mut segments);
+        }
         // Superseded keys out, outside the CPU share: the clients' writes
         // set how many there are, and charged they could take a small
         // share whole. Then chunks the event loop copied, written ahead
@@ -76,6 +81,9 @@ fn write_one(
             })
             .map_err(io("write"))?;
         let Some((db, seg, segment)) = segments.pop_front() else {
+            if more {
+                continue;
+            }
             break;
         };
         // A segment's entries lie behind a chain of dependent loads (its
@@ -99,7 +107,8 @@ fn write_one(
         promotion.check();
         pacer.cpu_rest(&mut cpu_mark);
     }
-    let (mut out, totals) = writer.finish().map_err(io("write"))?;
+    let captures = snapshot.feed.captures();
+    let (mut out, totals) = writer.finish(&captures).map_err(io("write"))?;
     out.sync().map_err(io("fsync"))?;
     progress.bytes.fetch_add(totals.bytes, Ordering::Relaxed);
     progress
@@ -227,11 +236,11 @@ pub fn write_parts(
 }
 
 /// Steps 2 to 4 of a rewrite started with manifest `started`: the parts
-/// ([`write_parts`]), then, if the workers left superseded keys out, the
-/// log made durable through every record appended so far with
-/// `log_durable` (the records that superseded those keys among them: a
-/// manifest naming the parts must never outlive them), then the new
-/// manifest. Returns it.
+/// ([`write_parts`]), then the log made durable through every record
+/// appended so far with `log_durable` (the parts hold the effects of
+/// records up to their last capture, and of those that superseded the
+/// keys they left out: a manifest naming the parts must never outlive
+/// those records), then the new manifest. Returns it.
 pub fn rewrite_and_finish(
     dir: &AofDir,
     started: &Manifest,
@@ -250,11 +259,9 @@ pub fn rewrite_and_finish(
         pacer,
     )?;
     let finishing = Instant::now();
-    if progress.superseded.load(Ordering::Relaxed) > 0 {
-        if let Err(e) = log_durable() {
-            dir.abandon(started.generation, parts.len());
-            return Err(e);
-        }
+    if let Err(e) = log_durable() {
+        dir.abandon(started.generation, parts.len());
+        return Err(e);
     }
     let finished = dir.finish(started, parts);
     tracing::info!(

@@ -418,6 +418,10 @@ impl Server {
             ticket = Some(self.log.append(&self.prop));
             self.prop.clear();
         }
+        if let Some(lsn) = ticket {
+            // A capture after this covers these records.
+            self.state.keyspace.logged(lsn);
+        }
         ticket
     }
 
@@ -468,8 +472,10 @@ impl Server {
     /// acknowledged.
     fn before_sleep(&mut self) {
         // Every command of this iteration is appended to the log by now,
-        // so a rewrite's workers may leave out the keys they superseded.
+        // so a rewrite's workers may leave out the keys they superseded,
+        // and get the next segments, captured between commands.
         self.state.keyspace.publish_superseded();
+        self.state.keyspace.capture_step(false);
         self.log.flush();
         if self.state.log_failure.is_none() {
             if let Some(why) = self.log.failure() {

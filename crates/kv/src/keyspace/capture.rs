@@ -1,0 +1,532 @@
+//! Capturing segments one at a time for a rewrite's workers (issue #5;
+//! the design and its correctness argument are in `docs/capture.md`).
+//!
+//! A rewrite does not take the whole keyspace at the log switch. The event
+//! loop hands each worker the next few segments of its range shortly
+//! before the worker serialises them, and notes for each segment `s` its
+//! *capture position* `c(s)`: the LSN of the last record appended to the
+//! log when it was captured. The part stores those positions; replaying
+//! the logs after the parts, a command is applied to segment `s` only if
+//! its record's LSN is above `c(s)` ([`Keyspace::replay_decision`]).
+//!
+//! The point: copy-before-write now only touches the few segments captured
+//! and not yet serialised, where a snapshot of everything at the switch
+//! made the event loop copy a chunk on three writes in four in the first
+//! half second of a rewrite of 1M keys.
+//!
+//! Rule C1 keeps every command on one side of the captures: before a
+//! write command runs, if the segments it may read or write are partly
+//! captured, the rest are captured first ([`Keyspace::capture_before`];
+//! a transaction does it for all its commands at once, before EXEC runs
+//! any). Captures happen only between commands, never inside one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::supersede::SegmentQueue;
+use super::{Db, Keyspace, SegmentRange, SEGMENTS_PER_DB};
+
+/// `c(s)` of a segment not captured yet.
+pub const NOT_CAPTURED: u64 = u64::MAX;
+
+/// A worker is kept at least this many non-empty captured segments ahead.
+const READY_SEGMENTS: usize = 2;
+
+/// ... and at least this many keys ahead (about four segments at 1M keys:
+/// a millisecond of a worker's time at 100 B, longer than a busy event-loop
+/// iteration).
+const READY_KEYS: usize = 4096;
+
+/// How long a worker waits for the event loop before asking again (the
+/// loop is woken on every ask; this only bounds a lost wake-up).
+const WAIT_AGAIN: Duration = Duration::from_millis(50);
+
+/// A function that wakes the event loop.
+pub type WakeLoop = Arc<dyn Fn() + Send + Sync>;
+
+/// What the event loop captured for one worker and the worker has not
+/// taken yet.
+#[derive(Debug)]
+struct FeedState {
+    /// Captured non-empty segments, by global index.
+    queue: BTreeMap<u32, (u16, u16, Arc<super::Segment>)>,
+    /// Every segment of the range below it is captured.
+    cursor: u32,
+    /// `c(s)` of each segment of the range, [`NOT_CAPTURED`] until it is.
+    captures: Vec<u64>,
+    /// The worker waits for the loop.
+    waiting: bool,
+}
+
+/// One worker's share of a rewrite: its range of global segments, filled
+/// by the event loop as it captures them.
+pub struct Feed {
+    range: SegmentRange,
+    state: Mutex<FeedState>,
+    ready: Condvar,
+    wake: Option<WakeLoop>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed").field("range", &self.range).finish()
+    }
+}
+
+impl Feed {
+    fn new(range: SegmentRange, wake: Option<WakeLoop>) -> Feed {
+        Feed {
+            range,
+            state: Mutex::new(FeedState {
+                queue: BTreeMap::new(),
+                cursor: range.start,
+                captures: vec![NOT_CAPTURED; (range.end - range.start) as usize],
+                waiting: false,
+            }),
+            ready: Condvar::new(),
+            wake,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake_loop(&self) {
+        if let Some(wake) = &self.wake {
+            wake();
+        }
+    }
+
+    /// Moves the segments ready for the worker (captured, and below the
+    /// loop's cursor, so they come in global order) to the back of `into`,
+    /// waiting until there is one or the range is done; returns whether
+    /// more may come. Call it when `into` is empty: the loop refills the
+    /// feed while the worker serialises what it took, so it is woken once
+    /// per batch, not per segment.
+    pub fn take(&self, into: &mut SegmentQueue) -> bool {
+        let mut state = self.lock();
+        loop {
+            let cursor = state.cursor;
+            while let Some(entry) = state.queue.first_entry() {
+                if *entry.key() >= cursor {
+                    break;
+                }
+                into.push_back(entry.remove());
+            }
+            let more = cursor < self.range.end || !state.queue.is_empty();
+            if more {
+                // The loop tops the feed up between its iterations; an idle
+                // loop sleeps until it is woken.
+                self.wake_loop();
+            }
+            if !more || !into.is_empty() {
+                state.waiting = false;
+                return more;
+            }
+            state.waiting = true;
+            state = self
+                .ready
+                .wait_timeout(state, WAIT_AGAIN)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// `c(s)` of every segment of the range, once the worker has taken
+    /// them all.
+    pub fn captures(&self) -> Vec<u64> {
+        self.lock().captures.clone()
+    }
+
+    /// The global segments this feed covers.
+    pub fn range(&self) -> SegmentRange {
+        self.range
+    }
+}
+
+/// How far [`Keyspace::top_up`] captures.
+#[derive(Clone, Copy)]
+enum Budget {
+    All,
+    Ready,
+    Segments(u32),
+}
+
+/// The event loop's side of the captures.
+#[derive(Debug, Default)]
+pub(super) struct Capture {
+    /// LSN of the last record appended to the log.
+    last_lsn: u64,
+    /// `c(s)` by global segment while a rewrite captures; empty otherwise.
+    at: Vec<u64>,
+    /// The workers' feeds, in range order.
+    feeds: Vec<Arc<Feed>>,
+    /// Segments captured so far by rule C1 ahead of their turn.
+    pub(super) early: u64,
+    /// Whether the captures are still going on (some feed is not done).
+    active: bool,
+    /// At start-up, `c(s)` by global segment of the base parts loaded,
+    /// while the logs after them are replayed; empty otherwise.
+    replay: Vec<u64>,
+    /// The largest of `replay`: a record after it applies everywhere.
+    replay_max: u64,
+}
+
+impl Capture {
+    fn feed_of(&self, global: u32) -> Option<&Arc<Feed>> {
+        let index = self.feeds.partition_point(|f| f.range.end <= global);
+        self.feeds.get(index).filter(|f| f.range.start <= global)
+    }
+
+    /// Whether `global` is captured (always, when no rewrite captures).
+    pub(super) fn is_captured(&self, global: u32) -> bool {
+        self.at
+            .get(global as usize)
+            .is_none_or(|&at| at != NOT_CAPTURED)
+    }
+}
+
+/// Captures segment `global` into `state` (its feed's, locked): notes its
+/// position and queues it if it holds keys.
+fn capture_into(
+    state: &mut FeedState,
+    range: SegmentRange,
+    at: &mut [u64],
+    dbs: &[Db],
+    global: u32,
+    lsn: u64,
+) -> usize {
+    at[global as usize] = lsn;
+    state.captures[(global - range.start) as usize] = lsn;
+    let (db, seg) = (
+        global as usize / SEGMENTS_PER_DB,
+        global as usize % SEGMENTS_PER_DB,
+    );
+    let segment = &dbs[db].segments[seg];
+    let keys = segment.map.len();
+    if keys > 0 {
+        state
+            .queue
+            .insert(global, (db as u16, seg as u16, Arc::clone(segment)));
+    }
+    keys
+}
+
+impl Keyspace {
+    /// The log took a record with this LSN (the server calls it after
+    /// every append, so a capture knows which records it covers).
+    pub fn logged(&mut self, lsn: u64) {
+        if lsn != u64::MAX {
+            self.capture.last_lsn = lsn;
+        }
+    }
+
+    /// LSN of the last record appended to the log, as last told.
+    pub fn capture_lsn(&self) -> u64 {
+        self.capture.last_lsn
+    }
+
+    /// Starts capturing for a rewrite whose log switch happened after
+    /// record `lsn`: one feed per range (`ranges`), nothing captured yet.
+    pub(super) fn start_capture(
+        &mut self,
+        ranges: &[SegmentRange],
+        lsn: u64,
+        wake: Option<WakeLoop>,
+    ) -> Vec<Arc<Feed>> {
+        let total = self.dbs.len() * SEGMENTS_PER_DB;
+        let feeds: Vec<Arc<Feed>> = ranges
+            .iter()
+            .map(|r| Arc::new(Feed::new(*r, wake.clone())))
+            .collect();
+        self.capture = Capture {
+            last_lsn: lsn,
+            at: vec![NOT_CAPTURED; total],
+            feeds: feeds.clone(),
+            active: true,
+            ..Capture::default()
+        };
+        feeds
+    }
+
+    /// Start-up: the base parts loaded say where each segment was captured
+    /// (`table`, by global segment; 0 for parts written whole at the log
+    /// switch). Until [`Keyspace::end_replay_captures`], the replay of the
+    /// logs after them asks [`Keyspace::replay_decision`].
+    pub fn set_replay_captures(&mut self, table: Vec<u64>) {
+        self.capture.replay_max = table.iter().copied().max().unwrap_or(0);
+        self.capture.replay = table;
+    }
+
+    /// The logs after the base parts are replayed.
+    pub fn end_replay_captures(&mut self) {
+        self.capture.replay = Vec::new();
+        self.capture.replay_max = 0;
+    }
+
+    /// Whether the record with LSN `lsn` may precede some segment's
+    /// capture, so that the replay must decide per command.
+    pub fn replay_needs_decision(&self, lsn: u64) -> bool {
+        lsn <= self.capture.replay_max
+    }
+
+    /// Whether replay applies a command of the record with LSN `lsn` that
+    /// touches `segments` (global indexes): yes if the record follows the
+    /// capture of every one of them, no if it precedes all (the parts hold
+    /// its effect). A command on both sides cannot have run (rule C1): the
+    /// parts and the log disagree, and the error says so.
+    pub fn replay_decision(&self, segments: &[u32], lsn: u64) -> Result<bool, String> {
+        let at = |g: u32| self.capture.replay.get(g as usize).copied().unwrap_or(0);
+        let after = segments.iter().filter(|&&g| lsn > at(g)).count();
+        if after == segments.len() {
+            Ok(true)
+        } else if after == 0 {
+            Ok(false)
+        } else {
+            Err(format!(
+                "record {lsn} touches segments captured by the base parts both before and \
+                 after it ({after} of {} after); the base parts do not belong with this log",
+                segments.len()
+            ))
+        }
+    }
+
+    /// Whether a rewrite is still capturing segments.
+    pub fn capturing(&self) -> bool {
+        self.capture.active
+    }
+
+    /// Segments captured ahead of their turn by rule C1 in the running (or
+    /// last) rewrite.
+    pub fn captured_early(&self) -> u64 {
+        self.capture.early
+    }
+
+    /// Tops every worker's feed up to a few segments ahead (once per
+    /// event-loop iteration while a rewrite runs); `all` captures every
+    /// segment left (shutdown, or a rewrite with no loop running).
+    pub fn capture_step(&mut self, all: bool) {
+        self.top_up(if all { Budget::All } else { Budget::Ready });
+    }
+
+    /// Captures the next `n` segments of every worker's range, however
+    /// many are ready (tests of the captures' crash safety).
+    pub fn capture_segments(&mut self, n: u32) {
+        self.top_up(Budget::Segments(n));
+    }
+
+    fn top_up(&mut self, budget: Budget) {
+        if !self.capture.active {
+            return;
+        }
+        let Capture {
+            last_lsn,
+            at,
+            feeds,
+            ..
+        } = &mut self.capture;
+        let mut running = false;
+        for feed in feeds.iter() {
+            let mut state = feed.lock();
+            if Arc::strong_count(feed) == 1 {
+                // Its worker is gone (the rewrite failed): nothing more to
+                // hold for it.
+                state.queue.clear();
+                state.cursor = feed.range.end;
+                continue;
+            }
+            let (mut segments, mut keys) = (0, 0);
+            for (_, (_, _, s)) in state.queue.range(..state.cursor) {
+                segments += 1;
+                keys += s.map.len();
+            }
+            let before = state.cursor;
+            while state.cursor < feed.range.end
+                && match budget {
+                    Budget::All => true,
+                    Budget::Ready => segments < READY_SEGMENTS || keys < READY_KEYS,
+                    Budget::Segments(n) => state.cursor - before < n,
+                }
+            {
+                let global = state.cursor;
+                if at[global as usize] == NOT_CAPTURED {
+                    let n = capture_into(&mut state, feed.range, at, &self.dbs, global, *last_lsn);
+                    segments += usize::from(n > 0);
+                    keys += n;
+                } else if let Some((_, _, s)) = state.queue.get(&global) {
+                    segments += 1;
+                    keys += s.map.len();
+                }
+                state.cursor += 1;
+            }
+            running |= state.cursor < feed.range.end;
+            if state.cursor != before && state.waiting {
+                feed.ready.notify_one();
+            }
+        }
+        self.capture.active = running;
+    }
+
+    /// Rule C1: before a command that may read or write the global
+    /// segments `segments` runs, if some of them are captured and some
+    /// not, captures the rest, so that the command's record falls wholly
+    /// after or wholly before the capture of every segment it touches.
+    pub fn capture_before(&mut self, segments: &[u32]) {
+        let capture = &mut self.capture;
+        if !capture.active || segments.len() < 2 {
+            return;
+        }
+        let captured = segments.iter().filter(|&&g| capture.is_captured(g)).count();
+        if captured == 0 || captured == segments.len() {
+            return;
+        }
+        let lsn = capture.last_lsn;
+        for &global in segments {
+            if capture.is_captured(global) {
+                continue;
+            }
+            let Some(feed) = capture.feed_of(global).cloned() else {
+                continue;
+            };
+            let mut state = feed.lock();
+            capture_into(
+                &mut state,
+                feed.range,
+                &mut capture.at,
+                &self.dbs,
+                global,
+                lsn,
+            );
+            capture.early += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Value;
+
+    fn keyspace(keys: usize) -> Keyspace {
+        let mut ks = Keyspace::new(2);
+        for i in 0..keys {
+            ks.set(
+                0,
+                format!("k{i}").as_bytes(),
+                Value::Str(b"v"[..].into()),
+                false,
+            );
+        }
+        ks
+    }
+
+    fn global(key: &str) -> u32 {
+        super::super::segment_of(key.as_bytes()) as u32
+    }
+
+    #[test]
+    fn the_loop_keeps_each_worker_a_few_segments_ahead_in_order() {
+        let mut ks = keyspace(20_000);
+        let parts = ks.begin_rewrite(2, 7, None);
+        assert!(ks.capturing());
+        ks.capture_step(false);
+        let mut taken = SegmentQueue::new();
+        assert!(parts[0].feed.take(&mut taken), "more to come");
+        let keys: usize = taken.iter().map(|(_, _, s)| s.map.len()).sum();
+        assert!(
+            (READY_KEYS..READY_KEYS + 100).contains(&keys),
+            "{keys} keys ahead"
+        );
+        let globals: Vec<u32> = taken
+            .iter()
+            .map(|(db, seg, _)| u32::from(*db) * SEGMENTS_PER_DB as u32 + u32::from(*seg))
+            .collect();
+        assert!(globals.windows(2).all(|w| w[0] < w[1]), "in global order");
+        // The rest is captured later, at a later position.
+        ks.logged(9);
+        ks.capture_step(true);
+        assert!(!ks.capturing());
+        let mut rest = SegmentQueue::new();
+        while parts[0].feed.take(&mut rest) {}
+        let captures = parts[0].feed.captures();
+        assert!(captures.iter().all(|&c| c == 7 || c == 9));
+        assert!(captures.contains(&7) && captures.contains(&9));
+    }
+
+    #[test]
+    fn a_command_across_captured_and_uncaptured_segments_captures_first() {
+        let mut ks = keyspace(20_000);
+        let parts = ks.begin_rewrite(1, 3, None);
+        let key_in = |range: std::ops::Range<u32>| {
+            (0..)
+                .map(|i| format!("k{i}"))
+                .find(|k| range.contains(&global(k)))
+                .map(|k| global(&k))
+        };
+        let (a, b) = (
+            key_in(0..50).expect("a key"),
+            key_in(900..1024).expect("a key"),
+        );
+        // Nothing captured yet: no capture needed.
+        ks.capture_before(&[a, b]);
+        assert_eq!(ks.captured_early(), 0);
+        ks.capture_step(false);
+        assert!(ks.capture.is_captured(a) && !ks.capture.is_captured(b));
+        ks.logged(5);
+        ks.capture_before(&[a, b]);
+        assert_eq!(ks.captured_early(), 1);
+        assert!(ks.capture.is_captured(b));
+        ks.capture_step(true);
+        let captures = parts[0].feed.captures();
+        assert_eq!(captures[b as usize], 5, "captured at the last record");
+        assert!(captures.iter().all(|&c| c != NOT_CAPTURED));
+    }
+
+    #[test]
+    fn replay_applies_after_the_capture_skips_before_and_refuses_both() {
+        let mut ks = Keyspace::new(1);
+        let mut table = vec![0; SEGMENTS_PER_DB];
+        table[1] = 10;
+        table[2] = 20;
+        ks.set_replay_captures(table);
+        assert!(ks.replay_needs_decision(20) && !ks.replay_needs_decision(21));
+        assert_eq!(ks.replay_decision(&[1, 2], 21), Ok(true));
+        assert_eq!(ks.replay_decision(&[1, 2], 10), Ok(false));
+        assert_eq!(ks.replay_decision(&[0, 1], 11), Ok(true));
+        assert_eq!(ks.replay_decision(&[], 5), Ok(true), "no key: always");
+        let err = ks.replay_decision(&[1, 2], 15).expect_err("straddles");
+        assert!(err.contains("record 15"), "{err}");
+        ks.end_replay_captures();
+        assert_eq!(ks.replay_decision(&[1, 2], 15), Ok(true));
+    }
+
+    #[test]
+    fn a_worker_that_waits_is_fed_once_the_loop_steps() {
+        let mut ks = keyspace(3000);
+        let woken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = Arc::clone(&woken);
+        let wake: WakeLoop = Arc::new(move || {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        let mut parts = ks.begin_rewrite(1, 0, Some(wake));
+        let feed = Arc::clone(&parts[0].feed);
+        let worker = std::thread::spawn(move || {
+            let mut all = SegmentQueue::new();
+            while feed.take(&mut all) {}
+            all.iter().map(|(_, _, s)| s.map.len()).sum::<usize>()
+        });
+        // The loop steps only when the worker asks, as an idle server.
+        let mut asked = 0;
+        while ks.capturing() {
+            while woken.load(std::sync::atomic::Ordering::Relaxed) == asked {
+                std::thread::yield_now();
+            }
+            asked = woken.load(std::sync::atomic::Ordering::Relaxed);
+            ks.capture_step(false);
+        }
+        assert_eq!(worker.join().expect("worker"), 3000);
+        parts.clear();
+    }
+}
