@@ -3,7 +3,8 @@
 //! and a client sending BGREWRITEAOF in a loop, so the kill lands before,
 //! during and after rewrites (log switch, parts, manifest, clean-up).
 //! Concurrent clients issue commands whose effect depends on how often they
-//! ran (INCR, APPEND, LPUSH) plus SET; after every restart the dataset must
+//! ran (INCR, APPEND, LPUSH, and INCR with LPUSH in one MULTI/EXEC, whose
+//! keys lie in different segments) plus SET; after every restart the dataset must
 //! be exactly the acknowledged commands, plus at most each client's one
 //! command in flight at the kill. Runs for the file log and the emulated-PM
 //! log; `FERRITE_CRASH_ITERS` sets the rounds per device.
@@ -23,8 +24,9 @@ use common::{free_port, kill_after, start_server, Client, Reply};
 const ROUNDS_DEFAULT: usize = 10;
 const CLIENTS: usize = 3;
 /// Keys written once before the first round, so a rewrite has enough to
-/// do that kills land inside it.
-const FILLER_KEYS: usize = 4000;
+/// do that kills land inside it, and several captures (of about 4096 keys
+/// each) for its transactions to straddle.
+const FILLER_KEYS: usize = 20_000;
 
 fn start(dir: &Path, device: &str) -> (Child, u16) {
     // Rewrites as often as the server allows, so kills land inside them.
@@ -52,6 +54,8 @@ enum InFlight {
     Append(u64),
     Lpush(u64),
     Set(u64),
+    /// MULTI, INCR, LPUSH, EXEC: both or neither.
+    IncrPush(u64),
 }
 
 /// What one client's acknowledged commands imply about its keys.
@@ -83,10 +87,11 @@ fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBo
     let [cnt, app, list, set] = keys(client);
     while !stop.load(Ordering::Relaxed) {
         let n = model.lock().unwrap().next;
-        let op = match n % 4 {
+        let op = match n % 5 {
             0 => InFlight::Incr,
             1 => InFlight::Append(n),
             2 => InFlight::Lpush(n),
+            3 => InFlight::IncrPush(n),
             _ => InFlight::Set(n),
         };
         model.lock().unwrap().in_flight = Some(op);
@@ -96,6 +101,11 @@ fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBo
             InFlight::Append(_) => c.call(&[b"APPEND", &app, &value]),
             InFlight::Lpush(_) => c.call(&[b"LPUSH", &list, &value]),
             InFlight::Set(_) => c.call(&[b"SET", &set, &value]),
+            InFlight::IncrPush(_) => c
+                .call(&[b"MULTI"])
+                .and_then(|_| c.call(&[b"INCR", &cnt]))
+                .and_then(|_| c.call(&[b"LPUSH", &list, &value]))
+                .and_then(|_| c.call(&[b"EXEC"])),
         };
         let Ok(reply) = reply else {
             return;
@@ -115,6 +125,12 @@ fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBo
                 assert_eq!(len as usize, m.list.len(), "client {client}: LPUSH");
             }
             (InFlight::Set(_), Reply::Simple(ok)) if ok == "OK" => m.set = Some(value),
+            (InFlight::IncrPush(_), Reply::Array(items)) => {
+                m.counter += 1;
+                m.list.insert(0, value);
+                let want = [m.counter, m.list.len() as i64].map(Reply::Int);
+                assert_eq!(items, want, "client {client}: MULTI/EXEC");
+            }
             (op, other) => panic!("client {client}: {op:?} answered {other:?}"),
         }
         m.in_flight = None;
@@ -137,7 +153,8 @@ fn verify_client(c: &mut Client, client: usize, m: &mut Model, round: usize) {
         Reply::Bulk(Some(v)) => String::from_utf8(v).unwrap().parse::<i64>().unwrap(),
         other => panic!("{at}: GET counter {other:?}"),
     };
-    let extra = i64::from(flight == Some(InFlight::Incr));
+    let both = matches!(flight, Some(InFlight::IncrPush(_)));
+    let extra = i64::from(flight == Some(InFlight::Incr) || both);
     assert!(
         counter == m.counter || counter == m.counter + extra,
         "{at}: counter {counter}, acknowledged INCRs {} (in flight {flight:?})",
@@ -174,7 +191,7 @@ fn verify_client(c: &mut Client, client: usize, m: &mut Model, round: usize) {
         })
         .collect();
     let mut with = m.list.clone();
-    if let Some(InFlight::Lpush(n)) = flight {
+    if let Some(InFlight::Lpush(n) | InFlight::IncrPush(n)) = flight {
         with.insert(0, token(n));
     }
     assert!(
@@ -206,9 +223,12 @@ fn verify_client(c: &mut Client, client: usize, m: &mut Model, round: usize) {
     if flight.is_some() {
         m.next += 1;
     }
+    if both {
+        assert_eq!(applied_incr, applied_push, "{at}: half a transaction");
+    }
     let applied = [applied_incr, applied_append, applied_push, applied_set];
     assert!(
-        applied.iter().filter(|a| **a).count() <= 1,
+        applied.iter().filter(|a| **a).count() <= 1 + usize::from(both),
         "{at}: two in flight"
     );
 }

@@ -145,9 +145,7 @@ fn replay_batches(
                     path: device.path().to_path_buf(),
                     offset,
                     lsn,
-                    reason: format!(
-                        "the record is intact but its payload is not a command: {reason}"
-                    ),
+                    reason: format!("the record is intact but cannot be replayed: {reason}"),
                     dir: dir.to_string(),
                 });
             }

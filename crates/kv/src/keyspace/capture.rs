@@ -286,8 +286,9 @@ impl Keyspace {
             Ok(false)
         } else {
             Err(format!(
-                "record {lsn} touches segments captured by the base parts both before and \
-                 after it ({after} of {} after); the base parts do not belong with this log",
+                "record {lsn} has a command touching segments that the base parts captured \
+                 both before and after it ({after} of {} after): the parts do not belong \
+                 with this log",
                 segments.len()
             ))
         }

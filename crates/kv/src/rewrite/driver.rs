@@ -465,11 +465,13 @@ impl Rewriter {
                 // base, start the next one at once.
                 self.size_ref = (rewrite.base_bytes + state.log.current_size).max(1);
                 tracing::info!(
-                    "log rewrite {} done in {} ms: {} parts, {} bytes",
+                    "log rewrite {} done in {} ms: {} parts, {} bytes; {} segments captured \
+                     ahead of their turn for commands across segments",
                     done.generation,
                     rewrite.last_duration_ms,
                     rewrite.parts,
-                    rewrite.base_bytes
+                    rewrite.base_bytes,
+                    state.keyspace.captured_early()
                 );
                 self.manifest = done;
             }
