@@ -109,6 +109,7 @@ impl DirectWriter {
     /// direct) at the buffer's file offset; falls back to the page cache
     /// if the device refuses the alignment.
     fn write_at_offset(&mut self, len: usize) -> io::Result<()> {
+        self.storage.settle();
         if self.direct {
             let whole = &self.storage[..len];
             let (file, offset) = (&self.file, self.offset);
@@ -160,7 +161,9 @@ impl Write for DirectWriter {
         }
         let n = data.len().min(BUF_BYTES - self.filled);
         let at = self.filled;
-        self.storage[at..at + n].copy_from_slice(&data[..n]);
+        // Streaming stores: the buffer goes to the device, and through the
+        // cache it would evict what the event loop works on.
+        self.storage.stream_in(at, &data[..n]);
         self.filled += n;
         Ok(n)
     }
