@@ -86,6 +86,9 @@ fn command(i: u64) -> Vec<Vec<u8>> {
     if i % 97 == 50 {
         return words("FLUSHDB".to_string());
     }
+    if i % 151 == 75 {
+        return words("FLUSHALL".to_string());
+    }
     let words: Vec<Vec<u8>> = match i % 7 {
         0 => vec![b"SET".to_vec(), key, format!("v{i}").into_bytes()],
         1 => vec![b"INCR".to_vec(), format!("n{}", i % 5).into_bytes()],
