@@ -638,14 +638,7 @@ impl<R: Read> PartReader<R> {
         if behind || entries == 0 || (flags != 0 && !piece) {
             return Err(self.err("block out of order, empty, or with unknown flags"));
         }
-        let mut payload = Vec::new();
-        let got = (&mut self.input)
-            .take(len)
-            .read_to_end(&mut payload)
-            .map_err(|e| self.err(format!("read error: {e}")))?;
-        if got as u64 != len {
-            return Err(self.err("part ends inside a block (incomplete part)"));
-        }
+        let payload = self.read_bytes(len, "a block")?;
         let crc = crc32c::crc32c_append(crc32c::crc32c(&h[..24]), &payload);
         if crc != u32_at(&h, 24) {
             return Err(self.err("block checksum mismatch"));
@@ -660,20 +653,26 @@ impl<R: Read> PartReader<R> {
         Ok(Some((db, seg, payload, entries, base, piece)))
     }
 
+    /// The next `len` bytes, read as they come: a damaged length is never
+    /// a large allocation, only a short read (an incomplete part).
+    fn read_bytes(&mut self, len: u64, what: &str) -> Result<Vec<u8>, FormatError> {
+        let mut bytes = Vec::new();
+        let got = (&mut self.input)
+            .take(len)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.err(format!("read error: {e}")))?;
+        if got as u64 != len {
+            return Err(self.err(format!("part ends inside {what} (incomplete part)")));
+        }
+        Ok(bytes)
+    }
+
     fn read_captures(&mut self, magic: [u8; 4]) -> Result<(), FormatError> {
         let mut count = [0u8; 4];
         read_exact(&mut self.input, &mut count, self.offset, "capture table")?;
         let runs = u32::from_le_bytes(count);
-        // Read as it comes: a damaged count is never a large allocation.
         let want = u64::from(runs) * 12 + 4;
-        let mut table = Vec::new();
-        let got = (&mut self.input)
-            .take(want)
-            .read_to_end(&mut table)
-            .map_err(|e| self.err(format!("read error: {e}")))?;
-        if got as u64 != want {
-            return Err(self.err("part ends inside its capture table (incomplete part)"));
-        }
+        let table = self.read_bytes(want, "its capture table")?;
         let (body, crc) = table.split_at(table.len() - 4);
         let mut sum = crc32c::crc32c(&magic);
         sum = crc32c::crc32c_append(sum, &count);
