@@ -100,7 +100,7 @@ pub fn persistence(state: &State, out: &mut String) {
     let rewrite = &state.rewrite;
     let _ = write!(
         out,
-        "ferrite_rewrite_threads:{}\r\nferrite_rewrite_parts:{}\r\nferrite_rewrite_last_ms:{}\r\nferrite_rewrite_cow_peak_bytes:{}\r\nferrite_rewrite_cow_segments:{}\r\nferrite_rewrite_superseded_keys:{}\r\nferrite_rewrite_pieces:{}\r\nferrite_load_to_serve_ms:{}\r\n",
+        "ferrite_rewrite_threads:{}\r\nferrite_rewrite_parts:{}\r\nferrite_rewrite_last_ms:{}\r\nferrite_rewrite_cow_peak_bytes:{}\r\nferrite_rewrite_cow_segments:{}\r\nferrite_rewrite_superseded_keys:{}\r\nferrite_rewrite_pieces:{}\r\nferrite_rewrite_captured_early:{}\r\nferrite_load_to_serve_ms:{}\r\n",
         rewrite.threads,
         rewrite.parts,
         rewrite.last_duration_ms,
@@ -108,6 +108,7 @@ pub fn persistence(state: &State, out: &mut String) {
         rewrite.cow_copies,
         rewrite.superseded_keys,
         rewrite.pieces,
+        rewrite.captured_early,
         rewrite.load_to_serve_ms,
     );
 }

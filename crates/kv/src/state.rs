@@ -164,6 +164,9 @@ pub struct RewriteInfo {
     pub superseded_keys: u64,
     /// Chunks the last rewrite wrote ahead of their segments.
     pub pieces: u64,
+    /// Segments the running (or last) rewrite captured ahead of their turn
+    /// for commands across segments (rule C1, `keyspace/capture.rs`).
+    pub captured_early: u64,
     /// Milliseconds from start-up to serving (loading included).
     pub load_to_serve_ms: u64,
 }

@@ -67,6 +67,8 @@ fn bgrewriteaof_then_restart_loads_the_same_data() -> anyhow::Result<()> {
     let left_out: u64 = info_field(&mut con, "ferrite_rewrite_superseded_keys").parse()?;
     assert!(left_out <= 500, "{left_out}");
     let _: u64 = info_field(&mut con, "ferrite_rewrite_pieces").parse()?;
+    // Every command of the load names one key: none forced a capture.
+    assert_eq!(info_field(&mut con, "ferrite_rewrite_captured_early"), "0");
     let _: i64 = con.incr("counter", 1)?;
     server.stop();
     let names: Vec<String> = std::fs::read_dir(dir.path())?

@@ -31,6 +31,7 @@ fn note_keyspace_figures(state: &mut State) {
     rewrite.cow_peak_bytes = state.keyspace.cow.peak_bytes;
     rewrite.cow_copies = state.keyspace.cow.copies;
     (rewrite.superseded_keys, rewrite.pieces) = state.keyspace.rewrite_notes();
+    rewrite.captured_early = state.keyspace.captured_early();
 }
 
 /// `aof-rewrite-threads` (0 or absent: the number of cores).
