@@ -22,7 +22,7 @@ use ferrite_wal::{Lsn, Visit, Wal, WalConfig};
 
 use super::open::start_error;
 use super::record::{check_command, for_each_command};
-use crate::commands::{execute, lookup, touched_segments, Ctx, Propagation, Session};
+use crate::commands::{execute, lookup, Ctx, Propagation, SegmentWalk, Session};
 use crate::error::{Error, Result};
 use crate::resp::{Args, Parser, Protocol, ReplyBuf};
 use crate::state::{unix_ms, State};
@@ -154,32 +154,20 @@ fn replay_batches(
     Ok(commands)
 }
 
-/// Whether the replay runs `args`, a command of the record with LSN `lsn`
-/// in database `db` (which a SELECT changes, inside MULTI too, as it will
-/// have changed by the time EXEC runs the commands after it).
+/// Whether the replay runs `args`, the next command of the record with
+/// LSN `lsn` (`walk` follows the record's SELECTs).
 fn replay_applies(
     state: &State,
     args: &Args<'_>,
-    db: &mut usize,
+    walk: &mut SegmentWalk,
     lsn: Lsn,
     segments: &mut Vec<u32>,
 ) -> std::result::Result<bool, String> {
     let Some(spec) = lookup(args.get(0)) else {
         return Ok(true);
     };
-    let databases = state.keyspace.databases();
-    if spec.name == "select" {
-        if let Some(d) = std::str::from_utf8(args.get(1))
-            .ok()
-            .and_then(|t| t.parse::<usize>().ok())
-            .filter(|&d| d < databases)
-        {
-            *db = d;
-        }
-        return Ok(true);
-    }
     segments.clear();
-    touched_segments(spec, args, *db, databases, segments);
+    walk.step(spec, args, segments);
     state.keyspace.replay_decision(segments, lsn)
 }
 
@@ -225,11 +213,11 @@ impl Replayer {
             parser,
         } = self;
         let decide = state.keyspace.replay_needs_decision(lsn);
-        let mut db = session.db;
+        let mut walk = SegmentWalk::new(session.db, state.keyspace.databases());
         let mut segments = Vec::new();
         for_each_command(bytes, parser, |args| {
             check_command(args)?;
-            if decide && !replay_applies(state, args, &mut db, lsn, &mut segments)? {
+            if decide && !replay_applies(state, args, &mut walk, lsn, &mut segments)? {
                 return Ok(());
             }
             let mut ctx = Ctx {

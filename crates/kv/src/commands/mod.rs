@@ -314,10 +314,7 @@ pub fn touched_segments(
         "flushdb" => whole(db, out),
         "swapdb" => {
             for at in [1, 2] {
-                let index = std::str::from_utf8(args.get(at))
-                    .ok()
-                    .and_then(|t| t.parse::<usize>().ok());
-                if let Some(d) = index.filter(|&d| d < databases) {
+                if let Some(d) = db_arg(args, at, databases) {
                     whole(d, out);
                 }
             }
@@ -338,6 +335,44 @@ pub fn touched_segments(
                 out.push((base + segment_of(args.get(at as usize))) as u32);
                 at += i64::from(step);
             }
+        }
+    }
+}
+
+/// Argument `at` of `args` as a database index below `databases`.
+fn db_arg(args: &Args<'_>, at: usize, databases: usize) -> Option<usize> {
+    std::str::from_utf8(args.get(at))
+        .ok()
+        .and_then(|t| t.parse::<usize>().ok())
+        .filter(|&d| d < databases)
+}
+
+/// The segments of a sequence of commands (a logged record, a queued
+/// transaction), in order: tracks the database a SELECT among them
+/// switches to, as it will have switched by the time the commands after
+/// it run (inside MULTI too).
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentWalk {
+    db: usize,
+    databases: usize,
+}
+
+impl SegmentWalk {
+    /// A walk starting in database `db` of `databases`.
+    pub fn new(db: usize, databases: usize) -> SegmentWalk {
+        SegmentWalk { db, databases }
+    }
+
+    /// The next command, `args` of `spec`: a SELECT switches the database
+    /// and touches nothing; any other appends its [`touched_segments`] to
+    /// `out`.
+    pub fn step(&mut self, spec: &CommandSpec, args: &Args<'_>, out: &mut Vec<u32>) {
+        if spec.name == "select" {
+            if let Some(d) = db_arg(args, 1, self.databases) {
+                self.db = d;
+            }
+        } else {
+            touched_segments(spec, args, self.db, self.databases, out);
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use super::flags::WRITE;
-use super::{lookup, run, touched_segments, CmdResult, Ctx, QueuedCommand, Session};
+use super::{lookup, run, CmdResult, Ctx, QueuedCommand, SegmentWalk, Session};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 
@@ -87,25 +87,16 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// its write commands are captured together before the first runs, so a
 /// capture never falls inside the transaction's record.
 fn capture_before_exec(ctx: &mut Ctx<'_>, queue: &[QueuedCommand]) {
-    let databases = ctx.state.keyspace.databases();
-    let mut db = ctx.session.db;
+    let mut walk = SegmentWalk::new(ctx.session.db, ctx.state.keyspace.databases());
     let mut segments = Vec::new();
     for command in queue {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
-        let Some(spec) = lookup(args.get(0)) else {
-            continue;
-        };
-        if spec.name == "select" {
-            if let Some(d) = std::str::from_utf8(args.get(1))
-                .ok()
-                .and_then(|t| t.parse::<usize>().ok())
-                .filter(|&d| d < databases)
-            {
-                db = d;
+        match lookup(args.get(0)) {
+            Some(spec) if spec.flags & WRITE != 0 || spec.name == "select" => {
+                walk.step(spec, &args, &mut segments)
             }
-        } else if spec.flags & WRITE != 0 {
-            touched_segments(spec, &args, db, databases, &mut segments);
+            _ => {}
         }
     }
     segments.sort_unstable();

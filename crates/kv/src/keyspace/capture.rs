@@ -139,11 +139,6 @@ impl Feed {
     pub fn captures(&self) -> Vec<u64> {
         self.lock().captures.clone()
     }
-
-    /// The global segments this feed covers.
-    pub fn range(&self) -> SegmentRange {
-        self.range
-    }
 }
 
 /// How far [`Keyspace::top_up`] captures.
@@ -164,7 +159,7 @@ pub(super) struct Capture {
     /// The workers' feeds, in range order.
     feeds: Vec<Arc<Feed>>,
     /// Segments captured so far by rule C1 ahead of their turn.
-    pub(super) early: u64,
+    early: u64,
     /// Whether the captures are still going on (some feed is not done).
     active: bool,
     /// At start-up, `c(s)` by global segment of the base parts loaded,

@@ -472,7 +472,7 @@ impl Rewriter {
                     rewrite.last_duration_ms,
                     rewrite.parts,
                     rewrite.base_bytes,
-                    state.keyspace.captured_early()
+                    rewrite.captured_early
                 );
                 self.manifest = done;
             }

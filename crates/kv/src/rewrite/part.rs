@@ -592,9 +592,6 @@ impl<R: Read> PartReader<R> {
         let mut magic = [0u8; 4];
         read_exact(&mut self.input, &mut magic, self.offset, "block header")?;
         if u32::from_le_bytes(magic) == CAPTURE_MAGIC && self.version >= 3 {
-            if self.captures.is_some() {
-                return Err(self.err("a second capture table"));
-            }
             self.read_captures(magic)?;
             read_exact(&mut self.input, &mut magic, self.offset, "trailer")?;
             if u32::from_le_bytes(magic) != TRAILER_MAGIC {
