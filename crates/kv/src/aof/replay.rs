@@ -56,12 +56,22 @@ impl Batch {
 
 /// Opens the wal on `device` (recovering it) and runs every record it
 /// keeps against `state`; returns the wal and the commands run.
+///
+/// LSNs continue across every log a manifest names, and the base parts'
+/// capture positions count on it: a blank log (one a crash left empty
+/// between a new manifest and the log switch) starts after the last LSN
+/// of the logs and parts loaded before it, not at 1, or its records would
+/// be taken for ones the parts already hold.
 pub(super) fn open_and_replay(
     state: &mut State,
     device: &Arc<dyn Device>,
     config: WalConfig,
     dir: &str,
 ) -> Result<(Wal, u64)> {
+    let config = WalConfig {
+        base_lsn: state.keyspace.next_lsn_floor(),
+        ..config
+    };
     state.keyspace.loading = true;
     state.keyspace.now_ms = unix_ms();
     let result = std::thread::scope(|scope| {
@@ -82,7 +92,10 @@ pub(super) fn open_and_replay(
             Err(panic) => std::panic::resume_unwind(panic),
         };
         match (opened, replayed) {
-            (Ok(wal), Ok(commands)) => Ok((wal, commands)),
+            (Ok(wal), Ok(commands)) => {
+                state.keyspace.logged(wal.next_lsn() - 1);
+                Ok((wal, commands))
+            }
             // The replay's own error, not the scan's "stopped" that follows it.
             (_, Err(e)) => Err(e),
             (Err(e), Ok(_)) => Err(start_error(e, dir)),

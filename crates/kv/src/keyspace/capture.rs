@@ -223,6 +223,13 @@ impl Keyspace {
         self.capture.last_lsn
     }
 
+    /// The lowest LSN a log opened now may start at: after the last record
+    /// of the logs loaded so far and after every capture position of the
+    /// base parts loaded.
+    pub fn next_lsn_floor(&self) -> u64 {
+        self.capture.last_lsn.max(self.capture.replay_max) + 1
+    }
+
     /// Starts capturing for a rewrite whose log switch happened after
     /// record `lsn`: one feed per range (`ranges`), nothing captured yet.
     pub(super) fn start_capture(
