@@ -104,36 +104,65 @@ pub fn start_server(dir: &Path, flags: &[&str]) -> (Child, u16) {
 
 /// [`start_server`] with extra environment variables, and its log (at
 /// `info`) written to `log` if given.
+///
+/// The port [`free_port`] found may be taken again before the server
+/// binds it (by a client's outgoing connection, or another test's
+/// server): the server then exits, and a connection to that port may even
+/// reach someone else. So the server counts as up only once a connection
+/// reaches the process started here (INFO's `process_id`); if it exited,
+/// it is started again on another port.
 pub fn start_server_env(
     dir: &Path,
     flags: &[&str],
     env: &[(&str, &str)],
     log: Option<&Path>,
 ) -> (Child, u16) {
-    let port = free_port();
-    let stderr = match log {
-        Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
-        None => Stdio::null(),
-    };
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(flags)
-        .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("ferrite starts");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while Client::connect(port).is_err() {
+    loop {
+        let port = free_port();
+        let stderr = match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
+            None => Stdio::null(),
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+            .args(["serve", "--port", &port.to_string(), "--dir"])
+            .arg(dir)
+            .args(flags)
+            .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("ferrite starts");
+        loop {
+            if Client::connect(port).is_ok_and(|mut c| serves_pid(&mut c, child.id())) {
+                return (child, port);
+            }
+            if child.try_wait().expect("child status").is_some() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not come up on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert!(
             Instant::now() < deadline,
-            "server did not come up on {port}"
+            "server exited at start-up every time"
         );
-        std::thread::sleep(Duration::from_millis(20));
     }
-    (child, port)
+}
+
+/// Whether the server `c` is connected to is process `pid`.
+fn serves_pid(c: &mut Client, pid: u32) -> bool {
+    let Ok(Reply::Bulk(Some(info))) = c.call(&[b"INFO", b"server"]) else {
+        return false;
+    };
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .is_some_and(|v| v.trim() == pid.to_string())
 }
 
 /// One crash round: lets the clients run for `run_ms`, then `kill -9`s the
