@@ -98,7 +98,7 @@ pub struct Snapshot {
     pub range: SegmentRange,
     /// The segments captured for the worker, as the event loop captures
     /// them.
-    pub feed: Arc<Feed>,
+    pub feed: Feed,
     /// Keys in the range when the rewrite started (an estimate of the
     /// worker's work).
     pub keys: u64,

@@ -110,8 +110,20 @@ fn own(segments: &mut SegmentQueue, global: u32) -> Option<(u16, u16, &mut Segme
 }
 
 impl LoopNotes {
-    fn push(&self, mut keys: Vec<(u32, Key)>, chunks: Vec<(u32, u8)>) {
-        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Hands the worker `keys` and `chunks`; gives them back if the worker
+    /// holds the notes right now. The event loop never waits for a worker
+    /// (see `FeedShared` in `capture.rs`); it tries again later.
+    #[allow(clippy::type_complexity)]
+    fn try_push(
+        &self,
+        mut keys: Vec<(u32, Key)>,
+        chunks: Vec<(u32, u8)>,
+    ) -> Result<(), (Vec<(u32, Key)>, Vec<(u32, u8)>)> {
+        let mut notes = match self.notes.try_lock() {
+            Ok(notes) => notes,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err((keys, chunks)),
+        };
         let room = NOTE_KEYS_QUEUED_MAX.saturating_sub(notes.keys.len());
         if keys.len() > room {
             self.unqueued
@@ -120,6 +132,7 @@ impl LoopNotes {
         }
         notes.keys.extend(keys);
         notes.chunks.extend(chunks);
+        Ok(())
     }
 
     /// Superseded keys kept in the part because the worker's queue was
@@ -339,7 +352,10 @@ impl Keyspace {
                 std::iter::from_fn(|| chunks.next_if(|(g, _)| g < end)).collect();
             let any = !mine_keys.is_empty() || !mine_chunks.is_empty();
             if any && Arc::strong_count(queue) > 1 {
-                queue.push(mine_keys, mine_chunks);
+                if let Err((k, c)) = queue.try_push(mine_keys, mine_chunks) {
+                    s.pending.extend(k);
+                    s.copied.extend(c);
+                }
             }
         }
     }
@@ -480,13 +496,33 @@ mod tests {
     }
 
     #[test]
+    fn notes_a_worker_holds_are_published_at_the_next_try() {
+        let (mut ks, mut parts, mut written) = started(3000);
+        ks.set(0, b"k1", value("new"), false);
+        ks.supersede(0, b"k1");
+        {
+            // Every worker inside its notes: the loop must not wait.
+            let _held: Vec<_> = parts
+                .iter()
+                .map(|(q, _)| q.notes.lock().expect("lock"))
+                .collect();
+            ks.publish_superseded();
+        }
+        apply_all(&ks, &mut parts, &mut written);
+        assert_eq!(in_parts(&parts, &written, b"k1"), Some(&value("old")));
+        ks.publish_superseded();
+        apply_all(&ks, &mut parts, &mut written);
+        assert_eq!(in_parts(&parts, &written, b"k1"), None, "published later");
+    }
+
+    #[test]
     fn keys_noted_while_a_queue_is_full_stay_in_the_parts() {
         let (mut ks, mut parts, mut written) = started(3000);
         // Fill each queue to ten keys short of the bound (keys of a
         // segment no worker holds, which a worker skips).
         for (q, _) in &parts {
             let filler = vec![(u32::MAX, Key::new(b"filler")); NOTE_KEYS_QUEUED_MAX - 10];
-            q.push(filler, Vec::new());
+            assert!(q.try_push(filler, Vec::new()).is_ok(), "not held");
         }
         for i in 0..100 {
             let key = format!("k{i}");
