@@ -147,3 +147,105 @@ fn a_blank_last_log_continues_the_lsns_of_the_logs_before_it() -> anyhow::Result
     server.stop();
     Ok(())
 }
+
+/// The highest capture position in the base parts the manifest of `dir`
+/// names.
+fn max_capture(dir: &std::path::Path) -> anyhow::Result<u64> {
+    use ferrite_kv::rewrite::dir::{AofDir, Layout};
+    use ferrite_kv::rewrite::fs::RealFs;
+    use ferrite_kv::rewrite::part::PartReader;
+
+    let aof = AofDir::new(std::sync::Arc::new(RealFs), dir, "appendonly.aof");
+    let Layout::Manifest(m) = aof.layout()? else {
+        anyhow::bail!("no manifest");
+    };
+    let mut max = 0;
+    for base in &m.bases {
+        let file = std::io::BufReader::new(std::fs::File::open(aof.path(&base.file))?);
+        let mut reader = PartReader::new(file)?;
+        while reader.next_segment()?.is_some() {}
+        let runs = reader.captures().unwrap_or_default();
+        max = runs.iter().map(|&(_, lsn)| lsn).fold(max, u64::max);
+    }
+    Ok(max)
+}
+
+#[test]
+fn a_log_cut_below_the_parts_capture_positions_continues_in_a_new_log() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    let mut fill = redis::pipe();
+    for i in 0..20_000 {
+        fill.set(format!("k{i}"), i).ignore();
+    }
+    let _: () = fill.query(&mut con)?;
+    // A slow rewrite (5% of a core) while a client writes: segments are
+    // captured at positions past the log switch.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("aof-rewrite-cpu-share")
+        .arg("5")
+        .query(&mut con)?;
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con)?;
+    let mut i = 0;
+    while info_field(&mut con, "aof_rewrites") != "1" {
+        let _: i64 = con.incr(format!("k{}", i % 20_000), 1)?;
+        i += 1;
+        assert!(i < 5_000_000, "rewrite did not finish");
+    }
+    server.stop();
+    // Damage the first record of the new log and let `ferrite check
+    // --fix` cut the log there: below the capture positions.
+    let aof = ferrite_kv::rewrite::dir::AofDir::new(
+        std::sync::Arc::new(ferrite_kv::rewrite::fs::RealFs),
+        dir.path(),
+        "appendonly.aof",
+    );
+    let ferrite_kv::rewrite::dir::Layout::Manifest(m) = aof.layout()? else {
+        panic!("the rewrite left a manifest");
+    };
+    let last = aof.path(&m.incrs.last().expect("a log").file);
+    let mut bytes = std::fs::read(&last)?;
+    let at = ferrite_wal::record::LOG_HEADER_LEN + ferrite_wal::record::RECORD_HEADER_LEN + 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(&last, &bytes)?;
+    let mut cut_at = None;
+    let fixed =
+        ferrite_kv::rewrite::check::check_dir(dir.path(), "appendonly.aof", true, |what| {
+            cut_at = what
+                .split("discarding record ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|lsn| lsn.parse::<u64>().ok());
+            true
+        })?;
+    assert!(fixed.truncated.is_some(), "the log was cut");
+    let cut_at = cut_at.expect("the fix names the record");
+    let captured = max_capture(dir.path())?;
+    assert!(
+        captured > cut_at + 100,
+        "segments captured past the cut ({captured} against {cut_at})"
+    );
+    // Records written after the fix must survive the next restart in
+    // every segment, however late it was captured.
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    let mut after = redis::pipe();
+    for i in 0..2000 {
+        after.set(format!("after{i}"), i).ignore();
+    }
+    let _: () = after.query(&mut con)?;
+    server.stop();
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    for i in 0..2000 {
+        assert_eq!(
+            con.get::<_, Option<i64>>(format!("after{i}"))?,
+            Some(i),
+            "after{i}"
+        );
+    }
+    server.stop();
+    Ok(())
+}

@@ -182,8 +182,29 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
             }
             check_log_device(&config, last)?;
             let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
-            let kind = last.kind;
-            let opened = open_log_on(state, device, wake.boxed())?;
+            let (kind, last_file) = (last.kind, last.file.clone());
+            let mut opened = open_log_on(state, device, wake.boxed())?;
+            let mut m = m;
+            let next = state.keyspace.capture_lsn() + 1;
+            if state.keyspace.replay_needs_decision(next) {
+                // The last log ends below a capture position of the parts
+                // (`ferrite check --fix` cut it there): its next records
+                // would get LSNs the parts claim to hold, and the next
+                // load would skip them. New records go to a new log whose
+                // LSNs start after every capture position.
+                tracing::warn!(
+                    "{}: the log ends at record {} but the base parts hold records up to {}; \
+                     appending to a new log that continues after them",
+                    last_file,
+                    next - 1,
+                    state.keyspace.next_lsn_floor() - 1
+                );
+                drop(opened);
+                m = dir.start(&m, kind)?;
+                let incr = m.incrs.last().map(|i| i.file.clone()).unwrap_or_default();
+                let device = open_device_at(&dir.path(&incr), kind == IncrKind::Pm)?;
+                opened = open_log_on(state, device, wake.boxed())?;
+            }
             state.keyspace.end_replay_captures();
             (opened, m, kind)
         }
