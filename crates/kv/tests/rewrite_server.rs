@@ -148,9 +148,9 @@ fn a_blank_last_log_continues_the_lsns_of_the_logs_before_it() -> anyhow::Result
     Ok(())
 }
 
-/// The highest capture position in the base parts the manifest of `dir`
-/// names.
-fn max_capture(dir: &std::path::Path) -> anyhow::Result<u64> {
+/// The capture position of every global segment in the base parts the
+/// manifest of `dir` names.
+fn capture_positions(dir: &std::path::Path) -> anyhow::Result<Vec<u64>> {
     use ferrite_kv::rewrite::dir::{AofDir, Layout};
     use ferrite_kv::rewrite::fs::RealFs;
     use ferrite_kv::rewrite::part::PartReader;
@@ -159,15 +159,24 @@ fn max_capture(dir: &std::path::Path) -> anyhow::Result<u64> {
     let Layout::Manifest(m) = aof.layout()? else {
         anyhow::bail!("no manifest");
     };
-    let mut max = 0;
+    let mut at = Vec::new();
     for base in &m.bases {
         let file = std::io::BufReader::new(std::fs::File::open(aof.path(&base.file))?);
         let mut reader = PartReader::new(file)?;
         while reader.next_segment()?.is_some() {}
-        let runs = reader.captures().unwrap_or_default();
-        max = runs.iter().map(|&(_, lsn)| lsn).fold(max, u64::max);
+        let start = reader.header().range.start as usize;
+        let mut global = start;
+        for &(len, lsn) in reader.captures().unwrap_or_default() {
+            for _ in 0..len {
+                if at.len() <= global {
+                    at.resize(global + 1, 0);
+                }
+                at[global] = lsn;
+                global += 1;
+            }
+        }
     }
-    Ok(max)
+    Ok(at)
 }
 
 #[test]
@@ -222,15 +231,20 @@ fn a_log_cut_below_the_parts_capture_positions_continues_in_a_new_log() -> anyho
         })?;
     assert!(fixed.truncated.is_some(), "the log was cut");
     let cut_at = cut_at.expect("the fix names the record");
-    let captured = max_capture(dir.path())?;
-    assert!(
-        captured > cut_at + 100,
-        "segments captured past the cut ({captured} against {cut_at})"
-    );
-    // Records written after the fix must survive the next restart in
-    // every segment, however late it was captured.
+    // The first record after the fix takes the cut record's LSN: a key of
+    // a segment captured after it is the one such a record could lose.
+    let captures = capture_positions(dir.path())?;
+    let late = (0..)
+        .map(|i| format!("late{i}"))
+        .take(100_000)
+        .find(|k| {
+            let global = ferrite_kv::keyspace::segment_of(k.as_bytes());
+            captures.get(global).is_some_and(|&c| c > cut_at)
+        })
+        .expect("a segment captured after the cut record");
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
+    let _: () = con.set(&late, "kept")?;
     let mut after = redis::pipe();
     for i in 0..2000 {
         after.set(format!("after{i}"), i).ignore();
@@ -239,6 +253,10 @@ fn a_log_cut_below_the_parts_capture_positions_continues_in_a_new_log() -> anyho
     server.stop();
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
+    assert_eq!(
+        con.get::<_, Option<String>>(&late)?.as_deref(),
+        Some("kept")
+    );
     for i in 0..2000 {
         assert_eq!(
             con.get::<_, Option<i64>>(format!("after{i}"))?,
