@@ -179,24 +179,33 @@ fn capture_positions(dir: &std::path::Path) -> anyhow::Result<Vec<u64>> {
     Ok(at)
 }
 
+/// Runs `more` with keys `k0`..`k19999` set to their index, then starts a
+/// rewrite held to 5% of a core, so that a client writing meanwhile runs
+/// between the segments' captures.
+fn start_slow_rewrite(
+    con: &mut redis::Connection,
+    mut more: redis::Pipeline,
+) -> anyhow::Result<()> {
+    for i in 0..20_000 {
+        more.set(format!("k{i}"), i).ignore();
+    }
+    let _: () = more.query(con)?;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("aof-rewrite-cpu-share")
+        .arg("5")
+        .query(con)?;
+    let _: String = redis::cmd("BGREWRITEAOF").query(con)?;
+    Ok(())
+}
+
 #[test]
 fn a_log_cut_below_the_parts_capture_positions_continues_in_a_new_log() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
-    let mut fill = redis::pipe();
-    for i in 0..20_000 {
-        fill.set(format!("k{i}"), i).ignore();
-    }
-    let _: () = fill.query(&mut con)?;
-    // A slow rewrite (5% of a core) while a client writes: segments are
-    // captured at positions past the log switch.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("aof-rewrite-cpu-share")
-        .arg("5")
-        .query(&mut con)?;
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con)?;
+    // Segments are captured at positions past the log switch.
+    start_slow_rewrite(&mut con, redis::pipe())?;
     let mut i = 0;
     while info_field(&mut con, "aof_rewrites") != "1" {
         let _: i64 = con.incr(format!("k{}", i % 20_000), 1)?;
@@ -301,20 +310,11 @@ fn multi_key_commands_during_a_rewrite_capture_early_and_reload_exactly() -> any
     let dir = tempfile::tempdir()?;
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
-    let mut fill = redis::pipe();
-    for i in 0..20_000 {
-        fill.set(format!("k{i}"), i).ignore();
-    }
+    let mut sets = redis::pipe();
     for i in 0..100 {
-        fill.sadd(format!("set{i}"), i).ignore();
+        sets.sadd(format!("set{i}"), i).ignore();
     }
-    let _: () = fill.query(&mut con)?;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("aof-rewrite-cpu-share")
-        .arg("5")
-        .query(&mut con)?;
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con)?;
+    start_slow_rewrite(&mut con, sets)?;
     let mut round = 0u64;
     while info_field(&mut con, "aof_rewrites") != "1" {
         let (a, b) = (round * 7 % 20_000, round * 13 % 20_000 + 1);
