@@ -445,7 +445,12 @@ impl Keyspace {
                 continue;
             }
             let index = feeds.partition_point(|f| f.range().end <= global);
-            let Some(feed) = feeds.get_mut(index).filter(|f| f.range().start <= global) else {
+            // A feed closed with segments not captured lost its worker:
+            // nothing more is held for it.
+            let Some(feed) = feeds
+                .get_mut(index)
+                .filter(|f| f.range().start <= global && f.segments.is_some())
+            else {
                 continue;
             };
             if let Some((segment, _)) = feed.capture(at, &self.dbs, global, *last_lsn) {
@@ -545,6 +550,35 @@ mod tests {
         let captures = parts[0].feed.captures();
         assert_eq!(captures[b as usize], 5, "captured at the last record");
         assert!(captures.iter().all(|&c| c != NOT_CAPTURED));
+    }
+
+    #[test]
+    fn a_worker_that_is_gone_is_fed_nothing_more() {
+        let mut ks = keyspace(20_000);
+        let mut parts = ks.begin_rewrite(2, 3, None);
+        let gone = parts.remove(0).range;
+        let live = parts[0].range;
+        ks.capture_step(false);
+        let key_in = |range: SegmentRange| {
+            (0..)
+                .map(|i| global(&format!("k{i}")))
+                .find(|g| (range.start..range.end).contains(g))
+                .expect("a key")
+        };
+        let (a, b) = (key_in(live), key_in(gone));
+        let a = if ks.capture.is_captured(a) {
+            a
+        } else {
+            live.start
+        };
+        assert!(ks.capture.is_captured(a) && !ks.capture.is_captured(b));
+        ks.capture_before(&[a, b]);
+        assert_eq!(ks.captured_early(), 0, "nothing held for the lost worker");
+        ks.capture_step(true);
+        let mut all = SegmentQueue::new();
+        while parts[0].feed.take(&mut all) {}
+        let keys: usize = all.iter().map(|(_, _, s)| s.map.len()).sum();
+        assert_eq!(keys as u64, parts[0].keys, "the live worker gets its range");
     }
 
     #[test]
