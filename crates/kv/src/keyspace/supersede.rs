@@ -109,16 +109,14 @@ fn own(segments: &mut SegmentQueue, global: u32) -> Option<(u16, u16, &mut Segme
     Some((*db, *seg, Arc::get_mut(segment)?))
 }
 
+/// Notes a worker could not take yet: superseded keys and copied chunks.
+type NotesBack = (Vec<(u32, Key)>, Vec<(u32, u8)>);
+
 impl LoopNotes {
     /// Hands the worker `keys` and `chunks`; gives them back if the worker
     /// holds the notes right now. The event loop never waits for a worker
     /// (see `FeedShared` in `capture.rs`); it tries again later.
-    #[allow(clippy::type_complexity)]
-    fn try_push(
-        &self,
-        mut keys: Vec<(u32, Key)>,
-        chunks: Vec<(u32, u8)>,
-    ) -> Result<(), (Vec<(u32, Key)>, Vec<(u32, u8)>)> {
+    fn try_push(&self, mut keys: Vec<(u32, Key)>, chunks: Vec<(u32, u8)>) -> Result<(), NotesBack> {
         let mut notes = match self.notes.try_lock() {
             Ok(notes) => notes,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
