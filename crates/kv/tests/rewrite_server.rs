@@ -153,30 +153,19 @@ fn a_blank_last_log_continues_the_lsns_of_the_logs_before_it() -> anyhow::Result
 fn capture_positions(dir: &std::path::Path) -> anyhow::Result<Vec<u64>> {
     use ferrite_kv::rewrite::dir::{AofDir, Layout};
     use ferrite_kv::rewrite::fs::RealFs;
-    use ferrite_kv::rewrite::part::PartReader;
+    use ferrite_kv::rewrite::load::{capture_table, read_part};
 
     let aof = AofDir::new(std::sync::Arc::new(RealFs), dir, "appendonly.aof");
     let Layout::Manifest(m) = aof.layout()? else {
         anyhow::bail!("no manifest");
     };
-    let mut at = Vec::new();
-    for base in &m.bases {
-        let file = std::io::BufReader::new(std::fs::File::open(aof.path(&base.file))?);
-        let mut reader = PartReader::new(file)?;
-        while reader.next_segment()?.is_some() {}
-        let start = reader.header().range.start as usize;
-        let mut global = start;
-        for &(len, lsn) in reader.captures().unwrap_or_default() {
-            for _ in 0..len {
-                if at.len() <= global {
-                    at.resize(global + 1, 0);
-                }
-                at[global] = lsn;
-                global += 1;
-            }
-        }
-    }
-    Ok(at)
+    let parts = m
+        .bases
+        .iter()
+        .map(|base| read_part(&aof, base, None, |_| true))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The test servers have Redis's 16 databases.
+    Ok(capture_table(16, &parts))
 }
 
 /// Runs `more` with keys `k0`..`k19999` set to their index, then starts a

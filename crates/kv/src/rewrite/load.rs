@@ -100,7 +100,7 @@ pub fn read_part(
 /// databases, from the parts' tables (0 where a part has none: it was
 /// taken whole at the log switch, and every logged record after it
 /// applies).
-fn capture_table(databases: usize, parts: &[PartRead]) -> Vec<u64> {
+pub fn capture_table(databases: usize, parts: &[PartRead]) -> Vec<u64> {
     let mut table = vec![0; databases * SEGMENTS_PER_DB];
     for (range, runs) in parts.iter().filter_map(|p| p.captures.as_ref()) {
         let mut at = range.start as usize;
