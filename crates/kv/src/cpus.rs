@@ -106,12 +106,19 @@ pub fn thread_sched_times() -> Option<(Duration, Duration)> {
     Some((Duration::from_nanos(ran), Duration::from_nanos(waited)))
 }
 
-/// How often [`Unstack`] looks at the event loop's run-queue wait.
-pub const UNSTACK_PERIOD: Duration = Duration::from_millis(10);
+/// How often [`Unstack`] looks at the event loop's run-queue wait. Over
+/// 50 ms the two cases it must tell apart do not overlap (1M x 1 KiB,
+/// a load pinned to core 1, the loop's `schedstat` read every 10 ms): a
+/// loop stacked on its client's core waited 15-39% of every 10 ms,
+/// rewrite or not, while a loop on a core of its own, during a rewrite
+/// whose `SCHED_IDLE` workers it preempts at each wake-up, waited 10% or
+/// more in 7% of its 10 ms periods but 20% or more in under 1% of its
+/// 50 ms ones.
+pub const UNSTACK_PERIOD: Duration = Duration::from_millis(50);
 
 /// The share of a period, in percent, the loop may spend runnable but not
 /// running before [`Unstack`] moves it to another core.
-pub const UNSTACK_WAIT_PERCENT: u32 = 10;
+pub const UNSTACK_WAIT_PERCENT: u32 = 20;
 
 /// The longest [`Unstack`] waits before trying again after moves that did
 /// not help (a machine with more busy threads than cores).
@@ -119,7 +126,8 @@ pub const UNSTACK_MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Moves the calling thread (the event loop) to another of its allowed
 /// cores when it spent [`UNSTACK_WAIT_PERCENT`] of the last
-/// [`UNSTACK_PERIOD`] waiting for the one it is on.
+/// [`UNSTACK_PERIOD`] waiting for the one it is on, and keeps it off that
+/// core until the next move.
 ///
 /// Linux places a waking thread on an idle core, but on a small machine
 /// whose cores look busy on average it skips the search for one
@@ -131,13 +139,19 @@ pub const UNSTACK_MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// `SCHED_IDLE` rewrite workers (`perf sched` on 2 cores: the loop stacked
 /// on the client's core both before rewrites and at their start, 21-23 ms
 /// of every 50 ms on a core and 10-19 ms queued, against 40-46 ms and
-/// none once on its own). Moving the loop once makes its previous core
-/// one the placement checks for idleness again.
+/// none once on its own). A move takes the core out of the loop's set
+/// and leaves it out: when the set was given back at once, the next
+/// unlucky wake-up stacked the loop again, and runs of 1M x 1 KiB spent
+/// whole steady phases or rewrites stacked (idle time 400-490 ms/s
+/// against 260-330, 45-55k SET/s against 70-85k).
 ///
 /// A move that does not end the waiting (more busy threads than cores)
 /// doubles the time before the next, up to [`UNSTACK_MAX_BACKOFF`].
 #[derive(Debug)]
 pub struct Unstack {
+    /// The cores the loop may use (its set when it started serving);
+    /// each move gives it all of them but the one it waited on.
+    base: Option<CpuSet>,
     last: Option<(Instant, Duration)>,
     backoff: Duration,
     /// When the next move may come; set by a move, cleared by a period
@@ -148,6 +162,7 @@ pub struct Unstack {
 impl Default for Unstack {
     fn default() -> Unstack {
         Unstack {
+            base: None,
             last: None,
             backoff: UNSTACK_PERIOD,
             next_move: None,
@@ -169,6 +184,15 @@ pub enum Verdict {
 }
 
 impl Unstack {
+    /// For the calling thread: its moves stay within the set it has now
+    /// (a loop pinned to one core by `server_cpulist` is never moved).
+    pub fn for_current_thread() -> Unstack {
+        Unstack {
+            base: rustix::thread::sched_getaffinity(None).ok(),
+            ..Unstack::default()
+        }
+    }
+
     /// Looks at the loop's run-queue wait at most once per
     /// [`UNSTACK_PERIOD`] and moves the thread if it kept waiting;
     /// returns whether it moved it.
@@ -179,13 +203,16 @@ impl Unstack {
         {
             return false;
         }
+        let Some(base) = self.base else {
+            return false;
+        };
         let Some(waited) = run_queue_wait() else {
             return false;
         };
         if self.decide(now, waited) != Verdict::Move {
             return false;
         }
-        move_to_another_core()
+        move_off_this_core(&base)
     }
 
     /// The decision for a reading of `waited` (the thread's total run-queue
@@ -222,57 +249,64 @@ fn queued_too_long(period: Duration, waited: Duration) -> bool {
     !period.is_zero() && waited * 100 >= period * UNSTACK_WAIT_PERCENT
 }
 
-/// Takes the current core out of the calling thread's set, which makes
-/// the kernel move it at once, then gives the set back; false when the
-/// set has one core or either call fails.
-fn move_to_another_core() -> bool {
-    let Ok(allowed) = rustix::thread::sched_getaffinity(None) else {
-        return false;
-    };
-    let here = rustix::thread::sched_getcpu();
-    if allowed.count() < 2 || !allowed.is_set(here) {
+/// Gives the calling thread every core of `base` but the one it is on,
+/// which makes the kernel move it at once, and leaves it that set; false
+/// when `base` has fewer than two cores or the call fails.
+fn move_off_this_core(base: &CpuSet) -> bool {
+    if base.count() < 2 {
         return false;
     }
-    let mut elsewhere = allowed;
-    elsewhere.unset(here);
-    let moved = set_current_thread(&elsewhere).is_ok();
-    if let Err(e) = set_current_thread(&allowed) {
-        tracing::warn!("cannot give the event loop its CPU set back: {e}");
-    }
-    moved
+    let mut elsewhere = *base;
+    elsewhere.unset(rustix::thread::sched_getcpu());
+    set_current_thread(&elsewhere).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const MS: Duration = Duration::from_millis(1);
+    /// `percent` of a period, as a wait.
+    fn share(percent: u32) -> Duration {
+        UNSTACK_PERIOD * percent / 100
+    }
 
     #[test]
-    fn the_loop_moves_when_it_waited_a_tenth_of_a_period_and_backs_off_when_that_did_not_help() {
+    fn the_loop_moves_when_it_waited_its_share_of_a_period_and_backs_off_when_that_did_not_help() {
+        let p = UNSTACK_PERIOD;
         let mut u = Unstack::default();
         let t0 = Instant::now();
         assert_eq!(u.decide(t0, Duration::ZERO), Verdict::Fine);
-        assert_eq!(u.decide(t0 + 5 * MS, 3 * MS), Verdict::Early);
-        // 0.9 ms of 10: fine.
-        assert_eq!(
-            u.decide(t0 + 10 * MS, Duration::from_micros(900)),
-            Verdict::Fine
-        );
-        // 1 ms more in the next 10: move.
-        let w = Duration::from_micros(1900);
-        assert_eq!(u.decide(t0 + 20 * MS, w), Verdict::Move);
-        // Still waiting 10 ms later: the move did not help, so the next is
-        // due 20 ms after this one, then 40, ...
-        assert_eq!(u.decide(t0 + 30 * MS, w + 5 * MS), Verdict::Move);
-        assert_eq!(u.decide(t0 + 40 * MS, w + 10 * MS), Verdict::Waiting);
-        assert_eq!(u.decide(t0 + 50 * MS, w + 15 * MS), Verdict::Move);
-        assert_eq!(u.decide(t0 + 60 * MS, w + 20 * MS), Verdict::Waiting);
-        assert_eq!(u.decide(t0 + 80 * MS, w + 30 * MS), Verdict::Waiting);
-        assert_eq!(u.decide(t0 + 90 * MS, w + 35 * MS), Verdict::Move);
+        assert_eq!(u.decide(t0 + p / 2, share(40)), Verdict::Early);
+        // Just under the share in a whole period: fine.
+        let under = share(UNSTACK_WAIT_PERCENT) - Duration::from_micros(1);
+        assert_eq!(u.decide(t0 + p, under), Verdict::Fine);
+        // The share in the next period: move.
+        let w = under + share(UNSTACK_WAIT_PERCENT);
+        assert_eq!(u.decide(t0 + 2 * p, w), Verdict::Move);
+        // Still waiting a period later: the move did not help, so the next
+        // is due two periods after this one, then four, ...
+        let half = share(50);
+        assert_eq!(u.decide(t0 + 3 * p, w + half), Verdict::Move);
+        assert_eq!(u.decide(t0 + 4 * p, w + 2 * half), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 5 * p, w + 3 * half), Verdict::Move);
+        assert_eq!(u.decide(t0 + 6 * p, w + 4 * half), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 8 * p, w + 6 * half), Verdict::Waiting);
+        assert_eq!(u.decide(t0 + 9 * p, w + 7 * half), Verdict::Move);
         // A quiet period resets the back-off.
-        assert_eq!(u.decide(t0 + 100 * MS, w + 35 * MS), Verdict::Fine);
-        assert_eq!(u.decide(t0 + 110 * MS, w + 40 * MS), Verdict::Move);
+        assert_eq!(u.decide(t0 + 10 * p, w + 7 * half), Verdict::Fine);
+        assert_eq!(u.decide(t0 + 11 * p, w + 8 * half), Verdict::Move);
+    }
+
+    #[test]
+    fn a_short_burst_of_waiting_inside_a_period_is_not_a_move() {
+        // What a loop preempting `SCHED_IDLE` workers sees: one 10 ms stretch
+        // at 30%, the rest of the period quiet.
+        let mut u = Unstack::default();
+        let t0 = Instant::now();
+        u.decide(t0, Duration::ZERO);
+        let burst = Duration::from_millis(10) * 30 / 100;
+        assert!(burst < share(UNSTACK_WAIT_PERCENT));
+        assert_eq!(u.decide(t0 + UNSTACK_PERIOD, burst), Verdict::Fine);
     }
 
     #[test]
@@ -283,15 +317,16 @@ mod tests {
         u.decide(t, waited);
         let mut moves = Vec::new();
         for _ in 0..2000 {
-            t += 10 * MS;
-            waited += 5 * MS;
+            t += UNSTACK_PERIOD;
+            waited += share(50);
             if u.decide(t, waited) == Verdict::Move {
                 moves.push(t);
             }
         }
         let gaps: Vec<Duration> = moves.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(
-            gaps.iter().all(|g| *g <= UNSTACK_MAX_BACKOFF + 10 * MS),
+            gaps.iter()
+                .all(|g| *g <= UNSTACK_MAX_BACKOFF + UNSTACK_PERIOD),
             "{gaps:?}"
         );
         assert!(
@@ -305,12 +340,31 @@ mod tests {
         let here = rustix::thread::sched_getcpu();
         std::thread::spawn(move || {
             pin_current_thread(&[here]).expect("pin");
-            assert!(!move_to_another_core());
+            let base = rustix::thread::sched_getaffinity(None).expect("affinity");
+            assert!(!move_off_this_core(&base));
             let after = rustix::thread::sched_getaffinity(None).expect("affinity");
-            assert_eq!(after.count(), 1);
+            assert_eq!(after, base);
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn a_moved_thread_stays_off_the_core_it_left() {
+        let Some(base) = original().copied().filter(|b| b.count() >= 2) else {
+            return; // one core: nowhere to move (covered above)
+        };
+        let (left, now_on, set) = std::thread::spawn(move || {
+            let left = rustix::thread::sched_getcpu();
+            assert!(move_off_this_core(&base));
+            let set = rustix::thread::sched_getaffinity(None).expect("affinity");
+            (left, rustix::thread::sched_getcpu(), set)
+        })
+        .join()
+        .expect("thread");
+        assert_ne!(now_on, left);
+        assert!(!set.is_set(left), "the core it left is out of its set");
+        assert_eq!(set.count(), base.count() - 1);
     }
 
     #[test]

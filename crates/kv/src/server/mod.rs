@@ -204,6 +204,10 @@ impl Server {
                 Err(e) => tracing::warn!("cannot pin the event loop to CPUs {cpus:?}: {e}"),
             }
         }
+        // Before the loop's set narrows: threads it starts later take the
+        // process's set from here.
+        crate::cpus::original();
+        self.unstack = crate::cpus::Unstack::for_current_thread();
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             let timeout = if self.reread.is_empty() {
