@@ -251,13 +251,15 @@ fn queued_too_long(period: Duration, waited: Duration) -> bool {
 
 /// Gives the calling thread every core of `base` but the one it is on,
 /// which makes the kernel move it at once, and leaves it that set; false
-/// when `base` has fewer than two cores or the call fails.
+/// when `base` has fewer than two cores, does not hold the current one
+/// (someone else set the affinity), or the call fails.
 fn move_off_this_core(base: &CpuSet) -> bool {
-    if base.count() < 2 {
+    let here = rustix::thread::sched_getcpu();
+    if base.count() < 2 || !base.is_set(here) {
         return false;
     }
     let mut elsewhere = *base;
-    elsewhere.unset(rustix::thread::sched_getcpu());
+    elsewhere.unset(here);
     set_current_thread(&elsewhere).is_ok()
 }
 

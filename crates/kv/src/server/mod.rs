@@ -196,17 +196,16 @@ impl Server {
     pub fn run(mut self) -> Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz.max(1)));
+        // Read the process's set before the loop narrows its own (by
+        // `server_cpulist` or by `Unstack`'s moves): threads it starts
+        // later take that set.
+        crate::cpus::original();
         if let Some(cpus) = self.state.config.cpulist("server_cpulist") {
-            // Read the process's set before the loop narrows its own.
-            crate::cpus::original();
             match crate::cpus::pin_current_thread(&cpus) {
                 Ok(()) => tracing::info!("event loop pinned to CPUs {cpus:?}"),
                 Err(e) => tracing::warn!("cannot pin the event loop to CPUs {cpus:?}: {e}"),
             }
         }
-        // Before the loop's set narrows: threads it starts later take the
-        // process's set from here.
-        crate::cpus::original();
         self.unstack = crate::cpus::Unstack::for_current_thread();
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
