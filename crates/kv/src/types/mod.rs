@@ -189,6 +189,24 @@ impl Value {
         ferrite_pmem::hint::prefetch(addr.wrapping_add(64));
     }
 
+    /// Starts loading the lines of a string after the two
+    /// [`Value::prefetch`] asked for, up to `limit` bytes of it, as data
+    /// read once (`prefetchnta`: kept out of the outer caches where the
+    /// CPU allows). A value of a few hundred bytes to a few KiB is a run
+    /// of lines too short for the hardware prefetcher to ramp up on;
+    /// longer ones it streams. Reads the string's length, so call it once
+    /// that line is likely in the cache.
+    pub fn prefetch_rest_once(&self, limit: usize) {
+        if let Value::Str(s) = self {
+            let end = s.as_ptr().wrapping_add(s.len().min(limit));
+            let mut at = s.heap_addr().wrapping_add(128);
+            while at < end {
+                ferrite_pmem::hint::prefetch_once(at);
+                at = at.wrapping_add(64);
+            }
+        }
+    }
+
     /// Starts loading the line that holds the value's reference count, for
     /// code about to clone many values (a copy-before-write of a chunk of
     /// the keyspace). Reads no memory itself.
