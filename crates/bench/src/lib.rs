@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub mod idle;
 pub mod kv;
 pub mod kvload;
 pub mod pmem;
@@ -33,6 +34,11 @@ pub struct Common {
     /// Repetitions; figures are medians over them (default 5, 3 with --quick).
     #[arg(long)]
     pub runs: Option<usize>,
+    /// Leave idle CPUs to the host's idle driver: by default the
+    /// client-server experiments (kv, rewrite) hold a 0 µs CPU latency
+    /// request so that idle CPUs poll (`idle.rs`).
+    #[arg(long)]
+    pub host_idle: bool,
 }
 
 impl Common {
