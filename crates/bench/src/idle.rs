@@ -19,6 +19,8 @@
 use std::fs::File;
 use std::io::Write;
 
+use crate::report::Report;
+
 /// The kernel's CPU latency QoS device.
 pub const QOS_DEVICE: &str = "/dev/cpu_dma_latency";
 
@@ -60,33 +62,44 @@ impl IdlePolicy {
 
     /// The sentence for the report's notes.
     pub fn note(&self) -> String {
+        const HALTING: &str =
+            "on a VM that halts idle vCPUs the request-reply rates measure wake-ups";
         match self {
             IdlePolicy::Poll(_) => format!(
                 "idle CPUs poll: a 0 us CPU latency request is held on {QOS_DEVICE} for the whole run, \
                  for every server alike (a halted vCPU takes tens of microseconds to wake; \
                  --host-idle leaves the host's default)"
             ),
-            IdlePolicy::Host => "idle CPUs as the host's idle driver decides (--host-idle): \
-                 on a VM that halts idle vCPUs the request-reply rates measure wake-ups"
-                .to_string(),
+            IdlePolicy::Host => {
+                format!("idle CPUs as the host's idle driver decides (--host-idle): {HALTING}")
+            }
             IdlePolicy::Unavailable(why) => format!(
-                "idle CPUs as the host's idle driver decides: polling could not be held ({why}); \
-                 on a VM that halts idle vCPUs the request-reply rates measure wake-ups"
+                "idle CPUs as the host's idle driver decides: polling could not be held ({why}); {HALTING}"
             ),
         }
     }
-}
 
-/// The machine's current CPU latency limit in µs (the least of every
-/// request held), if the device can be read.
-pub fn current_limit_us() -> Option<i32> {
-    let bytes = std::fs::read(QOS_DEVICE).ok()?;
-    Some(i32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
+    /// Holds the policy `--host-idle` asks for (polling unless given) and
+    /// records it in `report`: a note, and the figure `cpu_idle`. Keep the
+    /// value for the whole run.
+    pub fn hold_for(host_idle: bool, report: &mut Report) -> IdlePolicy {
+        let policy = IdlePolicy::hold(!host_idle);
+        report.note(policy.note());
+        report.figure("cpu_idle", policy.describe());
+        policy
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The machine's current CPU latency limit in µs (the least of every
+    /// request held), if the device can be read.
+    fn current_limit_us() -> Option<i32> {
+        let bytes = std::fs::read(QOS_DEVICE).ok()?;
+        Some(i32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
+    }
 
     #[test]
     fn host_idle_holds_nothing() {

@@ -366,9 +366,7 @@ fn plot(dir: &Path, results: &BTreeMap<String, BTreeMap<String, f64>>) -> Result
 pub fn run(common: &Common) -> Result<()> {
     ensure_redis()?;
     let mut report = Report::new("kv", common.quick, common.runs());
-    let idle = IdlePolicy::hold(!common.host_idle);
-    report.note(idle.note());
-    report.figure("cpu_idle", idle.describe());
+    let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
     let disk = report::disk_scratch_dir()?.join("kv");
     let pm = report::pm_scratch_dir()?.join("kv");
     report.note("server pinned to core 0, clients to core 1 (taskset); ratios are Ferrite/Redis, > 1 means Ferrite is faster, except memory where < 1 means Ferrite uses less");

@@ -709,9 +709,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let _ = std::fs::remove_dir_all(&logs);
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let mut report = Report::new("rewrite", common.quick, common.runs());
-    let idle = IdlePolicy::hold(!common.host_idle);
-    report.note(idle.note());
-    report.figure("cpu_idle", idle.describe());
+    let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
     report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; a ratio of a configuration to itself (_vs_own_) is the median over runs of each run's ratio, other ratios are ratios of medians (ratios_of_medians_v<bytes> has every ratio that way)"));
     report.note(format!("a run whose steady phase saw the hypervisor steal more than {:.0} ms of CPU per second (steal in /proc/stat, all CPUs) is repeated (steal during the rewrite is reported, not judged: a server's own disk writes raise it), up to {} times, whichever server it measured; then the least disturbed attempt is kept and marked host_disturbed; repeated runs are under rejected_runs", args.max_steal, args.retries));
