@@ -218,6 +218,9 @@ pub(super) struct Capture {
     early: u64,
     /// Whether the captures are still going on (some feed is not done).
     active: bool,
+    /// Keys each worker is kept ahead beyond [`READY_KEYS`]
+    /// ([`Keyspace::capture_ahead`]).
+    ahead_keys: usize,
     /// At start-up, `c(s)` by global segment of the base parts loaded,
     /// while the logs after them are replayed; empty otherwise.
     replay: Vec<u64>,
@@ -343,6 +346,14 @@ impl Keyspace {
         }
     }
 
+    /// Keeps each worker of the running rewrite at least `keys` keys ahead
+    /// from now on: workers that run in bursts (`rewrite/pace.rs`) find a
+    /// whole burst's worth captured when they start one, instead of
+    /// waiting for the loop, whose core one of them may hold.
+    pub fn capture_ahead(&mut self, keys: usize) {
+        self.capture.ahead_keys = keys;
+    }
+
     /// Whether a rewrite is still capturing segments.
     pub fn capturing(&self) -> bool {
         self.capture.active
@@ -371,6 +382,7 @@ impl Keyspace {
         if !self.capture.active {
             return;
         }
+        let ready_keys = READY_KEYS.max(self.capture.ahead_keys);
         let Capture {
             last_lsn,
             at,
@@ -389,7 +401,7 @@ impl Keyspace {
                     Budget::All => true,
                     Budget::Ready => {
                         feed.shared.sent_segments.load(Ordering::Relaxed) < READY_SEGMENTS
-                            || feed.shared.sent_keys.load(Ordering::Relaxed) < READY_KEYS
+                            || feed.shared.sent_keys.load(Ordering::Relaxed) < ready_keys
                     }
                     Budget::Segments(n) => feed.cursor - before < n,
                 }
@@ -481,6 +493,30 @@ mod tests {
 
     fn global(key: &str) -> u32 {
         super::super::segment_of(key.as_bytes()) as u32
+    }
+
+    #[test]
+    fn workers_in_bursts_are_kept_a_burst_ahead() {
+        let mut ks = keyspace(40_000);
+        let parts = ks.begin_rewrite(2, 7, None);
+        ks.capture_ahead(3 * READY_KEYS);
+        ks.capture_step(false);
+        let mut taken = SegmentQueue::new();
+        assert!(parts[0].feed.take(&mut taken));
+        let keys: usize = taken.iter().map(|(_, _, s)| s.map.len()).sum();
+        assert!(
+            (3 * READY_KEYS..3 * READY_KEYS + 100).contains(&keys),
+            "{keys} keys ahead"
+        );
+        // A new rewrite starts at the default again.
+        let mut ks = keyspace(40_000);
+        ks.capture_ahead(3 * READY_KEYS);
+        let parts = ks.begin_rewrite(2, 9, None);
+        ks.capture_step(false);
+        let mut taken = SegmentQueue::new();
+        assert!(parts[0].feed.take(&mut taken));
+        let keys: usize = taken.iter().map(|(_, _, s)| s.map.len()).sum();
+        assert!((READY_KEYS..READY_KEYS + 100).contains(&keys), "{keys}");
     }
 
     #[test]

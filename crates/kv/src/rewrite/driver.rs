@@ -12,7 +12,9 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
+use super::pace::{
+    Pacer, BURST_AHEAD_KEYS, BURST_AHEAD_STEPS, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT,
+};
 use super::priority::lower_cpu_priority;
 use super::worker::rewrite_and_finish;
 use crate::aof::{
@@ -399,6 +401,12 @@ impl Rewriter {
             point.last_in_old,
             Some(Arc::clone(&self.wake.0)),
         );
+        if cpu_share(state) > 0 {
+            // A burst's worth, but a part still captured in several steps.
+            let largest = snapshots.iter().map(|s| s.keys).max().unwrap_or(0);
+            let steps = usize::try_from(largest / BURST_AHEAD_STEPS).unwrap_or(usize::MAX);
+            state.keyspace.capture_ahead(BURST_AHEAD_KEYS.min(steps));
+        }
         tracing::info!(
             "log rewrite {} started: {} threads, log switched after record {} (switch {} µs, set-up {} µs on the event loop)",
             started.generation,
@@ -416,9 +424,13 @@ impl Rewriter {
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
             .spawn(move || {
-                // The workers inherit this thread's set and class.
+                // The workers inherit this thread's set and class: the
+                // event loop's class under a CPU share, whose bursts keep
+                // them to it (`pace.rs`), `SCHED_IDLE` without.
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
-                lower_cpu_priority();
+                if pacer.cpu_share() == 0 {
+                    lower_cpu_priority();
+                }
                 let result = rewrite_and_finish(&dir, &started, snapshots, pacer, log_durable);
                 let done = result.as_ref().ok().cloned();
                 let _ = send.send(result);

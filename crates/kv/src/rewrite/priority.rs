@@ -1,6 +1,8 @@
-//! The rewrite threads' CPU priority: they run in `SCHED_IDLE` (else at
-//! nice 19), so the event loop always has its core first, and the first
-//! worker leaves that class if it starves (`Promotion`).
+//! The rewrite threads' CPU priority without a CPU share: they run in
+//! `SCHED_IDLE` (else at nice 19), so the event loop always has its core
+//! first, and the first worker leaves that class if it starves
+//! (`Promotion`). Under a share (`aof-rewrite-cpu-share`) they keep the
+//! event loop's class and run in bursts instead (`pace.rs`, `Burst`).
 
 use std::time::{Duration, Instant};
 
@@ -92,6 +94,12 @@ impl Promotion {
         Promotion {
             window: (index == 0).then(|| (started, run_queue_wait())),
         }
+    }
+
+    /// No promotion: for workers outside `SCHED_IDLE` (under a CPU share,
+    /// `pace.rs`), whose bursts have their share of the CPU already.
+    pub(super) fn never() -> Promotion {
+        Promotion { window: None }
     }
 
     /// Promotes the calling thread if it has been starved (once); returns

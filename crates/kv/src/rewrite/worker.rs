@@ -46,6 +46,7 @@ fn write_one(
     progress: &Progress,
     pacer: &Arc<Pacer>,
     mut promotion: Promotion,
+    workers: u32,
 ) -> Result<BaseEntry> {
     let file = dir.base_name(header.generation, header.index as usize);
     let path = dir.path(&file);
@@ -58,7 +59,7 @@ fn write_one(
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     let mut segments = SegmentQueue::new();
     let mut more = true;
-    let mut cpu_mark = None;
+    let mut burst = pacer.burst(workers);
     loop {
         // With none left here, the segments the event loop captured for
         // this worker since it last looked (waiting for them if need be).
@@ -69,7 +70,7 @@ fn write_one(
         // set how many there are, and charged they could take a small
         // share whole. Then chunks the event loop copied, written ahead
         // (their snapshot copies freed), before the next segment.
-        pacer.uncharged(&mut cpu_mark, || {
+        pacer.uncharged(&mut burst, || {
             snapshot.leave_out_superseded(&mut segments);
         });
         snapshot
@@ -105,7 +106,7 @@ fn write_one(
             .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
         snapshot.release(segment);
         promotion.check();
-        pacer.cpu_rest(&mut cpu_mark);
+        pacer.cpu_rest(&mut burst);
     }
     let captures = snapshot.feed.captures();
     let (mut out, totals) = writer.finish(&captures).map_err(io("write"))?;
@@ -133,6 +134,24 @@ fn write_one(
         bytes: totals.bytes,
         keys: totals.keys,
     })
+}
+
+/// Under a CPU share, pins worker `index` to one CPU of those it may run
+/// on (the `index`-th, round robin), so that the workers' bursts, which
+/// start together, run on different cores ([`super::pace::Burst`]).
+fn take_own_cpu(index: usize) {
+    let Ok(set) = rustix::thread::sched_getaffinity(None) else {
+        return;
+    };
+    let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect();
+    if cpus.len() < 2 {
+        return;
+    }
+    if let Err(e) = crate::cpus::pin_current_thread(&[cpus[index % cpus.len()]]) {
+        tracing::debug!("rewrite worker {index} keeps its CPU set: {e}");
+    }
 }
 
 /// Writes one part per snapshot, each on its own thread, their device
@@ -166,8 +185,13 @@ pub fn write_parts(
                 std::thread::Builder::new()
                     .name(format!("rewrite-{index}"))
                     .spawn_scoped(scope, move || {
-                        let promotion = Promotion::for_worker(index, started);
-                        write_one(dir, header, snapshot, &progress, pacer, promotion)
+                        let promotion = if pacer.cpu_share() == 0 {
+                            Promotion::for_worker(index, started)
+                        } else {
+                            take_own_cpu(index);
+                            Promotion::never()
+                        };
+                        write_one(dir, header, snapshot, &progress, pacer, promotion, count)
                     })
             })
             .collect();
@@ -191,7 +215,7 @@ pub fn write_parts(
         share => {
             let (used, rested) = pacer.cpu_totals();
             format!(
-                "; at {share}% of a core, rested {} ms for {} ms on a core",
+                "; at {share}% of a core in bursts, rested {} ms for {} ms of bursts",
                 rested.as_millis(),
                 used.as_millis()
             )
