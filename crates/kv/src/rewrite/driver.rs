@@ -4,6 +4,7 @@
 //! back-off after failures.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,8 @@ pub fn cpu_share(state: &State) -> u32 {
 struct Running {
     started: Instant,
     done: mpsc::Receiver<Result<Manifest>>,
+    /// Lifts the rewrite's pacing ([`Pacer::lift_handle`]).
+    lift: Arc<AtomicBool>,
 }
 
 /// A rewrite whose new log and manifest are being made durable on the
@@ -420,6 +423,7 @@ impl Rewriter {
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        let lift = pacer.lift_handle();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
@@ -463,6 +467,7 @@ impl Rewriter {
         self.running = Some(Running {
             started: requested,
             done,
+            lift,
         });
         Ok(())
     }
@@ -542,6 +547,8 @@ impl Rewriter {
             self.failed(state);
         }
         if let Some(running) = &self.running {
+            // The clients are gone: nothing to pace the rewrite for.
+            running.lift.store(true, Ordering::Relaxed);
             let result = running.done.recv().unwrap_or_else(|_| {
                 Err(Error::Rewrite {
                     reason: "the rewrite thread ended without a result".into(),
@@ -552,6 +559,7 @@ impl Rewriter {
             self.running = Some(Running {
                 started: running.started,
                 done,
+                lift: Arc::clone(&running.lift),
             });
             self.poll(state);
         }

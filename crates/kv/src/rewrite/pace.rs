@@ -40,7 +40,8 @@
 //! 0.30 and 0.20; 100 ms 0.68, 1.91, 0.32; none 0.76, 2.28, 0.52 (over
 //! the duration bound of 0.5).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cpus::{run_queue_wait, thread_cpu_time};
@@ -101,6 +102,9 @@ pub struct Pacer {
     catch_up: Duration,
     state: Mutex<State>,
     cpu: Mutex<CpuBudget>,
+    /// Set when nobody is left to share the machine with (shutdown): no
+    /// more rests, for the device or the CPU ([`Pacer::lift_handle`]).
+    lifted: Arc<AtomicBool>,
 }
 
 /// `aof-rewrite-cpu-share` when not configured: percent of one core, 0 =
@@ -193,6 +197,7 @@ impl Pacer {
                 used: Duration::ZERO,
                 rested: Duration::ZERO,
             }),
+            lifted: Arc::default(),
         }
     }
 
@@ -205,6 +210,17 @@ impl Pacer {
             .unwrap_or_else(|p| p.into_inner())
             .started = Instant::now();
         self
+    }
+
+    /// A flag that, once set, lifts the pacing for good: the writers and
+    /// workers rest no more (a clean shutdown waits for a running rewrite,
+    /// and no client is left to leave the device or the CPU to).
+    pub fn lift_handle(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.lifted)
+    }
+
+    fn is_lifted(&self) -> bool {
+        self.lifted.load(Ordering::Relaxed)
     }
 
     /// This pacer with bursts of `burst` of CPU time (tests: short ones).
@@ -244,7 +260,7 @@ impl Pacer {
     /// of CPU time ([`CPU_BURST`]) since its burst started, sleeps until the
     /// next burst ([`Burst`]). Nothing without a share.
     pub fn cpu_rest(&self, burst: &mut Burst) {
-        if burst.period.is_zero() {
+        if burst.period.is_zero() || self.is_lifted() {
             return;
         }
         let (Some(mark), Some(now)) = (burst.mark, thread_cpu_time()) else {
@@ -342,7 +358,7 @@ impl Pacer {
 
     /// How long a write about to start at `now` should wait first.
     fn wait_at(&self, now: Instant) -> Duration {
-        if self.percent >= 100 {
+        if self.percent >= 100 || self.is_lifted() {
             return Duration::ZERO;
         }
         self.lock()
@@ -571,6 +587,28 @@ mod tests {
         // A new burst starts: the next call does not rest again.
         pacer.cpu_rest(&mut burst);
         assert_eq!(pacer.cpu_totals().0, used);
+    }
+
+    #[test]
+    fn a_lifted_pacer_rests_no_more() {
+        let pacer = Pacer::with_catch_up(10, Duration::ZERO)
+            .with_cpu_share(1)
+            .with_cpu_burst(MS / 2);
+        let write = || std::thread::sleep(5 * MS);
+        pacer.write(write);
+        // 5 ms of writing at 10% would earn 45 ms of rest.
+        assert!(pacer.wait_at(Instant::now()) > 30 * MS);
+        pacer.lift_handle().store(true, Ordering::Relaxed);
+        assert_eq!(pacer.wait_at(Instant::now()), Duration::ZERO);
+        if thread_cpu_time().is_some() {
+            let mut burst = pacer.burst(1);
+            spin_for_cpu(MS);
+            let before = Instant::now();
+            pacer.cpu_rest(&mut burst);
+            // A burst at 1% would rest 50 ms.
+            assert!(before.elapsed() < 20 * MS);
+            assert_eq!(pacer.cpu_totals().1, Duration::ZERO);
+        }
     }
 
     #[test]
