@@ -63,6 +63,13 @@ pub fn original() -> Option<&'static CpuSet> {
         .as_ref()
 }
 
+/// The CPUs the calling thread may run on, in order; `None` where its
+/// affinity is unreadable.
+pub fn current_cpus() -> Option<Vec<usize>> {
+    let set = rustix::thread::sched_getaffinity(None).ok()?;
+    Some((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+}
+
 /// Pins the calling thread to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     let mut set = CpuSet::new();

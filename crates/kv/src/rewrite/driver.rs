@@ -13,9 +13,7 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{
-    Pacer, BURST_AHEAD_KEYS, BURST_AHEAD_STEPS, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT,
-};
+use super::pace::{burst_ahead_keys, Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
 use super::priority::lower_cpu_priority;
 use super::worker::rewrite_and_finish;
 use crate::aof::{
@@ -404,11 +402,10 @@ impl Rewriter {
             point.last_in_old,
             Some(Arc::clone(&self.wake.0)),
         );
-        if cpu_share(state) > 0 {
-            // A burst's worth, but a part still captured in several steps.
+        let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        if pacer.cpu_share() > 0 {
             let largest = snapshots.iter().map(|s| s.keys).max().unwrap_or(0);
-            let steps = usize::try_from(largest / BURST_AHEAD_STEPS).unwrap_or(usize::MAX);
-            state.keyspace.capture_ahead(BURST_AHEAD_KEYS.min(steps));
+            state.keyspace.capture_ahead(burst_ahead_keys(largest));
         }
         tracing::info!(
             "log rewrite {} started: {} threads, log switched after record {} (switch {} µs, set-up {} µs on the event loop)",
@@ -422,7 +419,6 @@ impl Rewriter {
         let dir = self.dir.clone();
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
-        let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
         let lift = pacer.lift_handle();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()

@@ -99,6 +99,8 @@ pub struct Pacer {
     cpu_percent: u32,
     /// A worker's CPU time per burst under the share ([`CPU_BURST`]).
     cpu_burst: Duration,
+    /// When the bursts' periods are counted from.
+    cpu_started: Instant,
     catch_up: Duration,
     state: Mutex<State>,
     cpu: Mutex<CpuBudget>,
@@ -123,17 +125,24 @@ pub const CPU_BURST: Duration = Duration::from_millis(6);
 /// key on the measurement VM, two workers; the loop tops the feed up while
 /// the worker runs), so that a worker does not stop in the middle of a
 /// burst to wait for the loop.
-pub const BURST_AHEAD_KEYS: usize = 32 * 1024;
+const BURST_AHEAD_KEYS: usize = 32 * 1024;
 
 /// ... but at most a part's keys over this many, so that a small dataset
 /// is still captured in several steps (copy-before-write then stays on the
 /// few segments captured and not yet written).
-pub const BURST_AHEAD_STEPS: u64 = 8;
+const BURST_AHEAD_STEPS: u64 = 8;
+
+/// How many keys the event loop should keep captured ahead of each
+/// worker (`Keyspace::capture_ahead`) when the largest part holds
+/// `largest_part` keys: [`BURST_AHEAD_KEYS`], at most a
+/// [`BURST_AHEAD_STEPS`]th of that part.
+pub fn burst_ahead_keys(largest_part: u64) -> usize {
+    let step = usize::try_from(largest_part / BURST_AHEAD_STEPS).unwrap_or(usize::MAX);
+    BURST_AHEAD_KEYS.min(step)
+}
 
 #[derive(Debug)]
 struct CpuBudget {
-    /// When the bursts' periods are counted from.
-    started: Instant,
     /// CPU time the workers ran in bursts that ended so far.
     used: Duration,
     /// Time they rested to keep to the share.
@@ -190,6 +199,7 @@ impl Pacer {
             percent: percent.clamp(1, 100),
             cpu_percent: DEFAULT_CPU_SHARE_PERCENT,
             cpu_burst: CPU_BURST,
+            cpu_started: Instant::now(),
             catch_up,
             state: Mutex::new(State {
                 in_flight: 0,
@@ -198,7 +208,6 @@ impl Pacer {
                 totals: PaceTotals::default(),
             }),
             cpu: Mutex::new(CpuBudget {
-                started: Instant::now(),
                 used: Duration::ZERO,
                 rested: Duration::ZERO,
             }),
@@ -210,10 +219,7 @@ impl Pacer {
     /// (0 = unlimited), their bursts' periods counted from now.
     pub fn with_cpu_share(mut self, percent: u32) -> Pacer {
         self.cpu_percent = percent;
-        self.cpu
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .started = Instant::now();
+        self.cpu_started = Instant::now();
         self
     }
 
@@ -251,14 +257,13 @@ impl Pacer {
     /// When the burst after `now` starts: the first period boundary
     /// strictly after it.
     fn next_burst_at(&self, now: Instant, period: Duration) -> Instant {
-        let started = self.cpu.lock().unwrap_or_else(|p| p.into_inner()).started;
         if period.is_zero() {
             return now;
         }
-        let since = now.saturating_duration_since(started).as_nanos();
+        let since = now.saturating_duration_since(self.cpu_started).as_nanos();
         let periods = since / period.as_nanos() + 1;
         // Periods are milliseconds: u32 of them is weeks of rewrite.
-        started + period * u32::try_from(periods).unwrap_or(u32::MAX)
+        self.cpu_started + period * u32::try_from(periods).unwrap_or(u32::MAX)
     }
 
     /// For a worker between two pieces of work: once it has run its burst
@@ -549,7 +554,7 @@ mod tests {
     #[test]
     fn every_worker_starts_its_bursts_at_the_same_boundaries() {
         let pacer = Pacer::new(100).with_cpu_share(20).with_cpu_burst(3 * MS);
-        let t0 = pacer.cpu.lock().unwrap().started;
+        let t0 = pacer.cpu_started;
         // Two workers at 20% of a core: 3 ms each every 30 ms.
         let period = pacer.burst(2).period;
         assert_eq!(period, 30 * MS);
@@ -559,6 +564,13 @@ mod tests {
         // A worker at a boundary waits for the next one, not none.
         assert_eq!(pacer.next_burst_at(t0 + 30 * MS, period), t0 + 60 * MS);
         assert_eq!(pacer.next_burst_at(t0 + 95 * MS, period), t0 + 120 * MS);
+    }
+
+    #[test]
+    fn a_burst_ahead_but_a_small_part_in_several_steps() {
+        assert_eq!(burst_ahead_keys(500_000), BURST_AHEAD_KEYS);
+        assert_eq!(burst_ahead_keys(10_000), 1_250);
+        assert_eq!(burst_ahead_keys(0), 0);
     }
 
     /// Spins until the calling thread has used `cpu` more CPU time.

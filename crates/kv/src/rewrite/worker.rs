@@ -140,15 +140,9 @@ fn write_one(
 /// on (the `index`-th, round robin), so that the workers' bursts, which
 /// start together, run on different cores ([`super::pace::Burst`]).
 fn take_own_cpu(index: usize) {
-    let Ok(set) = rustix::thread::sched_getaffinity(None) else {
+    let Some(cpus) = crate::cpus::current_cpus().filter(|c| c.len() >= 2) else {
         return;
     };
-    let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
-        .filter(|&c| set.is_set(c))
-        .collect();
-    if cpus.len() < 2 {
-        return;
-    }
     if let Err(e) = crate::cpus::pin_current_thread(&[cpus[index % cpus.len()]]) {
         tracing::debug!("rewrite worker {index} keeps its CPU set: {e}");
     }
