@@ -233,6 +233,36 @@ fn a_segment_larger_than_a_block_spans_blocks() {
     assert_eq!(back[0].2.map, seg.map);
 }
 
+/// More entries in one segment than the writer gathers per batch, short
+/// and long strings mixed and some with a TTL: every entry is encoded once,
+/// whatever batch it fell in.
+#[test]
+fn a_segment_of_many_mixed_entries_round_trips() {
+    let mut seg = Segment::default();
+    for i in 0..800_000u32 {
+        let key = format!("key:{i}");
+        if segment_of(key.as_bytes()) != 11 {
+            continue;
+        }
+        let len = [1, 100, 113, 190, 250, 1500][i as usize % 6];
+        let value = vec![(i % 251) as u8; len];
+        seg.map
+            .insert(Bytes::from(key.as_bytes()), Value::Str(Str::new(&value)));
+        if i % 7 == 0 {
+            seg.expires.insert(
+                Bytes::from(key.as_bytes()),
+                1_700_000_000_000 + i64::from(i),
+            );
+        }
+    }
+    assert!(seg.map.len() > 600, "{} keys", seg.map.len());
+    let bytes = write_part(&[(0, 11, seg.clone())], full_range());
+    let back = read_all(&bytes).expect("reads back");
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].2.map, seg.map);
+    assert_eq!(back[0].2.expires, seg.expires);
+}
+
 #[test]
 fn a_piece_after_its_segment_is_refused_and_version_1_parts_still_load() {
     let mut seg = Segment::default();

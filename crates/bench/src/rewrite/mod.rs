@@ -174,17 +174,6 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
         "--auto-aof-rewrite-percentage",
         "0",
     ];
-    // With --pin-loops: both servers' event loops (Redis's main thread) on
-    // one core, their rewrites (Redis's fork child, Ferrite's workers) on
-    // both, with the directives both servers share.
-    if plan.pin_loops {
-        cmd.args([
-            "--server_cpulist",
-            SERVER_LOOP_CORE,
-            "--aof_rewrite_cpulist",
-            SERVER_CORES,
-        ]);
-    }
     match system {
         System::Ferrite { threads } => {
             cmd.arg(std::env::current_exe()?)
@@ -206,6 +195,18 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
                     if preamble { "yes" } else { "no" },
                 ]);
         }
+    }
+    // With --pin-loops: both servers' event loops (Redis's main thread) on
+    // one core, their rewrites (Redis's fork child, Ferrite's workers) on
+    // both, with the directives both servers share (after the program,
+    // which taskset runs).
+    if plan.pin_loops {
+        cmd.args([
+            "--server_cpulist",
+            SERVER_LOOP_CORE,
+            "--aof_rewrite_cpulist",
+            SERVER_CORES,
+        ]);
     }
     let child = cmd.spawn().context("starting a server")?;
     Ok(Running { child, port })

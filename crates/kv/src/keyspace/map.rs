@@ -327,18 +327,6 @@ impl KeyMap {
         }
     }
 
-    /// Where each entry's slot lies, in the order of [`KeyMap::iter`],
-    /// without reading the slots (only the tables' control bytes): for a
-    /// reader walking the map to prefetch them some way ahead. Each chunk
-    /// is a small table of its own (about 15 entries at 1M keys), too
-    /// short a run for the hardware prefetcher.
-    pub fn slot_addrs(&self) -> impl Iterator<Item = *const u8> + '_ {
-        self.chunks
-            .iter()
-            .flatten()
-            .flat_map(|c| c.iter().map(|e| (e as *const Entry).cast::<u8>()))
-    }
-
     /// Every key and value, in the table's order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
         self.chunks
@@ -376,24 +364,6 @@ mod tests {
             map.insert(format!("key:{i}").as_bytes(), string(b"v"));
         }
         map
-    }
-
-    #[test]
-    fn slot_addresses_follow_the_walk_and_hold_its_entries() {
-        let mut m = KeyMap::default();
-        for i in 0..2000u32 {
-            m.insert(format!("k{i}"), string(b"v"));
-        }
-        let slots: Vec<*const u8> = m.slot_addrs().collect();
-        assert_eq!(slots.len(), m.len());
-        let size = std::mem::size_of::<Entry>();
-        for ((key, value), slot) in m.iter().zip(&slots) {
-            // Short keys are stored inline: their bytes lie in the slot,
-            // and so does the value.
-            let inside = |p: *const u8| (*slot..slot.wrapping_add(size)).contains(&p);
-            assert!(inside(key.as_ptr()), "key {key:?} is not in its slot");
-            assert!(inside((value as *const Value).cast()));
-        }
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! other blocks; the reader gathers a segment's pieces until its turn
 //! comes (or the part ends).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::Write;
 
 use super::FormatError;
@@ -52,22 +52,33 @@ pub const TRAILER_LEN: usize = 28;
 /// starts a new block; one entry is never split).
 pub const BLOCK_PAYLOAD_TARGET: usize = 256 * 1024;
 
+/// Entries the part writer gathers, prefetching their values' first two
+/// lines, one batch ahead of its encoder. A tight loop over the tables
+/// keeps many misses in flight; the old walk, which prefetched 16 entries
+/// ahead of the encoder itself, stalled on them (1M x 100 B in one thread,
+/// `examples/encode_probe.rs`: 80 ms before, 65 after; 1 KiB unchanged).
+/// 64 took 72 ms, 1024 64 ms.
+const GATHER_BATCH: usize = 256;
 /// How many entries ahead of the encoder the part writer prefetches the
-/// first lines of values (32 took twice as long at 100 B as 16).
-const PREFETCH_AHEAD: usize = 16;
+/// last line of a short string ([`SHORT_REST_MAX`] bytes at most): one
+/// that starts mid-line ends in a third line, which [`Value::prefetch`]
+/// does not ask for (3/4 of 100-byte values). 4 ahead took 67 ms in the
+/// probe above, 16 took 62-65, 32 took 66.
+const SHORT_REST_AHEAD: usize = 16;
+/// Longest string whose rest is prefetched [`SHORT_REST_AHEAD`] entries
+/// ahead; longer ones are [`REST_PREFETCH_AHEAD`] ahead (16 ahead, 1 KiB
+/// values took 375 ms against 245).
+const SHORT_REST_MAX: usize = 200;
 /// How many entries ahead of the encoder the part writer prefetches the
-/// table slots that hold them (whose value pointers the prefetch at
-/// [`PREFETCH_AHEAD`] reads).
-const SLOT_PREFETCH_AHEAD: usize = 64;
-/// How many entries ahead of the encoder the part writer prefetches the
-/// rest of each value ([`Value::prefetch_rest_once`]), up to
+/// rest of each longer value ([`Value::prefetch_rest_once`]), up to
 /// [`REST_PREFETCH_LIMIT`] bytes of it.
 const REST_PREFETCH_AHEAD: usize = 4;
 /// See [`REST_PREFETCH_AHEAD`]: past about 1 KiB the hardware prefetcher
 /// streams a value on its own (5 KiB values encode at a fifth of 1 KiB
 /// values' cost per byte), and a longer burst of prefetches only stalls.
 const REST_PREFETCH_LIMIT: usize = 1024;
-const _: () = assert!(REST_PREFETCH_AHEAD >= 1 && REST_PREFETCH_AHEAD <= PREFETCH_AHEAD);
+const _: () = assert!(REST_PREFETCH_AHEAD >= 1 && REST_PREFETCH_AHEAD <= GATHER_BATCH);
+const _: () = assert!(SHORT_REST_AHEAD >= 1 && SHORT_REST_AHEAD <= GATHER_BATCH);
 
 const TAG_EXPIRES: u8 = 0x80;
 const TYPE_MASK: u8 = 0x07;
@@ -230,54 +241,50 @@ impl<W: Write> PartWriter<W> {
     ) -> std::io::Result<()> {
         // Each value is its own allocation somewhere in the heap: reading
         // them in table order misses the cache and the TLB on nearly every
-        // one (95% of the encoder's time at 1M keys). So the walk runs
-        // ahead of the encoder and prefetches in three steps:
-        // - the table slots `SLOT_PREFETCH_AHEAD` entries ahead (a
-        //   segment's entries lie in 64 small tables, about 15 entries
-        //   each at 1M keys, too short a run for the hardware prefetcher;
-        //   their addresses come from the tables' control bytes);
-        // - each value's first two lines `PREFETCH_AHEAD` entries ahead
-        //   (reading its pointer from the slot);
-        // - the rest of a longer value, up to `REST_PREFETCH_LIMIT`,
-        //   `REST_PREFETCH_AHEAD` entries ahead (reading its length from
-        //   its first line).
-        // The entries between the walk and the encoder wait in `queue`,
-        // so the tables are walked once.
-        let mut slots = map.slot_addrs();
-        for slot in slots.by_ref().take(SLOT_PREFETCH_AHEAD) {
-            ferrite_pmem::hint::prefetch(slot);
-        }
-        let mut ahead = map.iter();
-        let mut queue: VecDeque<(&[u8], &Value)> = VecDeque::with_capacity(PREFETCH_AHEAD + 1);
-        for (key, value) in ahead.by_ref().take(PREFETCH_AHEAD) {
-            value.prefetch();
-            queue.push_back((key, value));
-        }
-        for (_, value) in queue.iter().take(REST_PREFETCH_AHEAD) {
-            value.prefetch_rest_once(REST_PREFETCH_LIMIT);
-        }
-        while let Some((key, value)) = queue.pop_front() {
-            if let Some(slot) = slots.next() {
-                ferrite_pmem::hint::prefetch(slot);
+        // one. So the entries are gathered a batch at a time, a tight loop
+        // that starts loading each value's first lines as it goes (many
+        // misses in flight at once), one batch ahead of the encoder. The
+        // rest of a string, whose length the gathered first line tells, is
+        // asked for `SHORT_REST_AHEAD` entries ahead of the encoder when
+        // short, `REST_PREFETCH_AHEAD` when longer (up to
+        // `REST_PREFETCH_LIMIT` bytes): each entry at one distance only.
+        let mut entries = map.iter();
+        let mut current = Vec::with_capacity(GATHER_BATCH);
+        let mut next = Vec::with_capacity(GATHER_BATCH);
+        gather(&mut current, &mut entries);
+        while !current.is_empty() {
+            gather(&mut next, &mut entries);
+            for i in 0..current.len() {
+                let ahead = |d: usize| {
+                    current
+                        .get(i + d)
+                        .or_else(|| next.get(i + d - current.len()))
+                };
+                if let Some((_, soon)) = ahead(SHORT_REST_AHEAD) {
+                    if soon.str_len().is_some_and(|n| n <= SHORT_REST_MAX) {
+                        soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
+                    }
+                }
+                if let Some((_, soon)) = ahead(REST_PREFETCH_AHEAD) {
+                    if soon.str_len().is_some_and(|n| n > SHORT_REST_MAX) {
+                        soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
+                    }
+                }
+                let (key, value) = current[i];
+                let at = if expires.is_empty() {
+                    None
+                } else {
+                    expires.get(key).copied()
+                };
+                encode_entry(&mut self.block, key, value, at);
+                self.block_entries += 1;
+                self.totals.keys += 1;
+                if self.block.len() >= BLOCK_PAYLOAD_TARGET {
+                    self.end_block()?;
+                }
             }
-            if let Some((next_key, next)) = ahead.next() {
-                next.prefetch();
-                queue.push_back((next_key, next));
-            }
-            if let Some((_, soon)) = queue.get(REST_PREFETCH_AHEAD - 1) {
-                soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
-            }
-            let at = if expires.is_empty() {
-                None
-            } else {
-                expires.get(key).copied()
-            };
-            encode_entry(&mut self.block, key, value, at);
-            self.block_entries += 1;
-            self.totals.keys += 1;
-            if self.block.len() >= BLOCK_PAYLOAD_TARGET {
-                self.end_block()?;
-            }
+            std::mem::swap(&mut current, &mut next);
+            next.clear();
         }
         Ok(())
     }
@@ -411,3 +418,15 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], value: &Value, expires: Option<i6
 
 mod read;
 pub use read::{LoadedSegment, PartReader};
+
+/// Takes up to [`GATHER_BATCH`] entries from `entries` into `batch`,
+/// starting to load each value's first lines.
+fn gather<'a>(
+    batch: &mut Vec<(&'a [u8], &'a Value)>,
+    entries: &mut impl Iterator<Item = (&'a [u8], &'a Value)>,
+) {
+    for (key, value) in entries.by_ref().take(GATHER_BATCH) {
+        value.prefetch();
+        batch.push((key, value));
+    }
+}

@@ -150,6 +150,15 @@ pub enum Value {
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
 
+/// The cache lines from the third of an allocation at `start` up to
+/// `end`, the first two being those [`Value::prefetch`] loads. Counted
+/// from the line `start` lies in: a 16-byte-aligned header seldom starts a
+/// line, so even a 100-byte string usually ends in a third.
+fn lines_after_two(start: usize, end: usize) -> impl Iterator<Item = usize> {
+    let third = (start - start % 64).wrapping_add(128);
+    (third..end).step_by(64)
+}
+
 impl Value {
     /// The name TYPE replies with.
     pub fn type_name(&self) -> &'static str {
@@ -189,6 +198,14 @@ impl Value {
         ferrite_pmem::hint::prefetch(addr.wrapping_add(64));
     }
 
+    /// A string's length; `None` for a collection.
+    pub fn str_len(&self) -> Option<usize> {
+        match self {
+            Value::Str(s) => Some(s.len()),
+            _ => None,
+        }
+    }
+
     /// Starts loading the lines of a string after the two
     /// [`Value::prefetch`] asked for, up to `limit` bytes of it, as data
     /// read once (`prefetchnta`: kept out of the outer caches where the
@@ -199,10 +216,8 @@ impl Value {
     pub fn prefetch_rest_once(&self, limit: usize) {
         if let Value::Str(s) = self {
             let end = s.as_ptr().wrapping_add(s.len().min(limit));
-            let mut at = s.heap_addr().wrapping_add(128);
-            while at < end {
-                ferrite_pmem::hint::prefetch_once(at);
-                at = at.wrapping_add(64);
+            for line in lines_after_two(s.heap_addr() as usize, end as usize) {
+                ferrite_pmem::hint::prefetch_once(line as *const u8);
             }
         }
     }
@@ -245,4 +260,39 @@ impl Value {
 /// Copies bytes into a [`Bytes`].
 pub fn bytes(data: &[u8]) -> Bytes {
     data.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line a string's bytes touch is loaded by [`Value::prefetch`]
+    /// (the allocation's first two lines) or by the rest after them,
+    /// wherever in a line the allocation starts.
+    #[test]
+    fn the_two_first_lines_and_the_rest_cover_every_byte() {
+        for len in [1usize, 40, 48, 100, 112, 113, 200, 1000] {
+            for offset in (0..64).step_by(8) {
+                let start = 4096 + offset;
+                let bytes = start + 16..start + 16 + len;
+                let first = start - start % 64;
+                let mut loaded = vec![first, first + 64];
+                loaded.extend(lines_after_two(start, bytes.end));
+                for byte in bytes {
+                    let line = byte - byte % 64;
+                    assert!(
+                        loaded.contains(&line),
+                        "{len} bytes at offset {offset}: line {line} not loaded"
+                    );
+                }
+                assert!(loaded[2..].iter().all(|&l| l >= first + 128));
+            }
+        }
+    }
+
+    #[test]
+    fn a_string_has_a_length_and_a_collection_has_none() {
+        assert_eq!(Value::Str(Str::from(&b"abc"[..])).str_len(), Some(3));
+        assert_eq!(Value::new_list().str_len(), None);
+    }
 }
