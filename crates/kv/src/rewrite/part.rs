@@ -79,6 +79,8 @@ const REST_PREFETCH_AHEAD: usize = 4;
 const REST_PREFETCH_LIMIT: usize = 1024;
 const _: () = assert!(REST_PREFETCH_AHEAD >= 1 && REST_PREFETCH_AHEAD <= GATHER_BATCH);
 const _: () = assert!(SHORT_REST_AHEAD >= 1 && SHORT_REST_AHEAD <= GATHER_BATCH);
+// Each string's rest is prefetched at one of the two distances only.
+const _: () = assert!(SHORT_REST_AHEAD != REST_PREFETCH_AHEAD);
 
 const TAG_EXPIRES: u8 = 0x80;
 const TYPE_MASK: u8 = 0x07;
@@ -260,14 +262,11 @@ impl<W: Write> PartWriter<W> {
                         .get(i + d)
                         .or_else(|| next.get(i + d - current.len()))
                 };
-                if let Some((_, soon)) = ahead(SHORT_REST_AHEAD) {
-                    if soon.str_len().is_some_and(|n| n <= SHORT_REST_MAX) {
-                        soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
-                    }
-                }
-                if let Some((_, soon)) = ahead(REST_PREFETCH_AHEAD) {
-                    if soon.str_len().is_some_and(|n| n > SHORT_REST_MAX) {
-                        soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
+                for distance in [SHORT_REST_AHEAD, REST_PREFETCH_AHEAD] {
+                    if let Some((_, soon)) = ahead(distance) {
+                        if soon.str_len().map(rest_distance) == Some(distance) {
+                            soon.prefetch_rest_once(REST_PREFETCH_LIMIT);
+                        }
                     }
                 }
                 let (key, value) = current[i];
@@ -418,6 +417,16 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], value: &Value, expires: Option<i6
 
 mod read;
 pub use read::{LoadedSegment, PartReader};
+
+/// How many entries ahead of the encoder the rest of a string of `len`
+/// bytes is prefetched.
+fn rest_distance(len: usize) -> usize {
+    if len <= SHORT_REST_MAX {
+        SHORT_REST_AHEAD
+    } else {
+        REST_PREFETCH_AHEAD
+    }
+}
 
 /// Takes up to [`GATHER_BATCH`] entries from `entries` into `batch`,
 /// starting to load each value's first lines.
