@@ -16,20 +16,44 @@
 //!
 //! An operator who sets `glibc.malloc.arena_max` or `glibc.malloc.hugetlb`
 //! in `GLIBC_TUNABLES` keeps exactly that environment.
+//!
+//! **glibc 2.36 takes `hugetlb=1` only some of the time.** It reads the
+//! kernel's THP mode (23 bytes, `always [madvise] never\n`) into a 24-byte
+//! stack buffer and compares it with `strcmp` without terminating it, so
+//! the mode matches only when the byte after it happens to be zero (later
+//! glibc terminates the buffer). That byte is stack garbage that moves with
+//! address-space randomisation: 2 to 4 starts in 5 here got no huge pages
+//! and no `madvise` at all. So when the kernel's mode is `madvise`, the
+//! re-executed process checks that its heap is advised and, if not,
+//! re-executes again, up to [`MAX_EXECS`] times in all.
 
 use std::ffi::OsString;
 
 /// What Ferrite adds to `GLIBC_TUNABLES`.
 pub const TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1";
-/// Set in the re-executed process, so it knows the tunables are its own.
+/// Set in the re-executed process, so it knows the tunables are its own:
+/// how many times the process has been re-executed with them.
 const MARKER: &str = "FERRITE_MALLOC_TUNED";
+/// Re-executions allowed for glibc to take the huge-page tunable (see the
+/// module's notes): at the 2-in-5 chance of failure seen here, all fail
+/// about once in 2 million starts; each costs a few milliseconds.
+pub const MAX_EXECS: u32 = 16;
 const KEYS: [&str; 2] = ["glibc.malloc.arena_max", "glibc.malloc.hugetlb"];
 
 /// How the heap of this process is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Heap {
     /// Ferrite's tunables are in effect (this process was re-executed).
-    Tuned(String),
+    Tuned {
+        /// `GLIBC_TUNABLES` as the process has it.
+        tunables: String,
+        /// How many executions it took, 1 when the first had its heap
+        /// advised (or the kernel's mode is not `madvise`).
+        execs: u32,
+        /// Whether the heap is advised for huge pages: false only if the
+        /// kernel's mode is `madvise` and glibc never took the tunable.
+        huge_heap: bool,
+    },
     /// The environment already named one of the keys; left as it was.
     Operator(String),
     /// Not glibc on Linux: nothing to tune.
@@ -42,7 +66,10 @@ impl Heap {
     /// Logs [`Heap::describe`]: a warning if the re-execution failed.
     pub fn log(&self) {
         match self {
-            Heap::Failed(_) => tracing::warn!("{}", self.describe()),
+            Heap::Failed(_)
+            | Heap::Tuned {
+                huge_heap: false, ..
+            } => tracing::warn!("{}", self.describe()),
             _ => tracing::info!("{}", self.describe()),
         }
     }
@@ -50,10 +77,24 @@ impl Heap {
     /// One line for the start-up log.
     pub fn describe(&self) -> String {
         match self {
-            Heap::Tuned(t) => format!(
+            Heap::Tuned {
+                tunables,
+                execs,
+                huge_heap: true,
+            } => format!(
                 "heap: glibc malloc with one arena and transparent huge pages \
-                 (GLIBC_TUNABLES={t}; huge pages {})",
+                 (GLIBC_TUNABLES={tunables}; huge pages {}; taken at execution {execs})",
                 thp_mode()
+            ),
+            Heap::Tuned {
+                tunables,
+                execs,
+                huge_heap: false,
+            } => format!(
+                "heap: glibc malloc with one arena, but without huge pages: glibc did not \
+                 take glibc.malloc.hugetlb=1 in {execs} executions (GLIBC_TUNABLES={tunables}; \
+                 a glibc 2.36 bug reads the kernel's mode unterminated); rewrites and \
+                 restarts will be slower"
             ),
             Heap::Operator(t) => {
                 format!("heap: GLIBC_TUNABLES={t} set by the environment, left as it is")
@@ -91,26 +132,70 @@ pub fn tune() -> Heap {
         return Heap::Untouched;
     }
     let current = std::env::var("GLIBC_TUNABLES").ok();
-    if std::env::var_os(MARKER).is_some() {
+    if let Some(marker) = std::env::var_os(MARKER) {
+        let execs: u32 = marker.to_str().and_then(|m| m.parse().ok()).unwrap_or(1);
+        // Re-executed already: never again after this, even if the
+        // tunables were dropped on the way (glibc filters them for
+        // set-user-ID programs).
+        let Some(tunables) = current.filter(|t| tunables_for(Some(t)).is_none()) else {
+            std::env::remove_var(MARKER);
+            name_after_executable();
+            return Heap::Failed("GLIBC_TUNABLES did not reach the new image".into());
+        };
+        let huge_heap = thp_mode() != "madvise" || !tunables.contains(HUGETLB_ON) || {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+            heap_advised(&smaps).unwrap_or(true)
+        };
+        if !huge_heap && execs < MAX_EXECS {
+            // The same tunables again, for another draw of glibc's byte.
+            let error = reexec(&tunables, execs + 1);
+            tracing::warn!("heap: could not re-execute again ({error})");
+        }
         // Not for this process's children (still one thread here).
         std::env::remove_var(MARKER);
         name_after_executable();
-        // Re-executed already: never again, even if the tunables were
-        // dropped on the way (glibc filters them for set-user-ID programs).
-        return match current {
-            Some(t) if tunables_for(Some(&t)).is_none() => Heap::Tuned(t),
-            _ => Heap::Failed("GLIBC_TUNABLES did not reach the new image".into()),
+        return Heap::Tuned {
+            tunables,
+            execs,
+            huge_heap,
         };
     }
     let Some(wanted) = tunables_for(current.as_deref()) else {
         return Heap::Operator(current.unwrap_or_default());
     };
-    Heap::Failed(reexec(&wanted).to_string())
+    Heap::Failed(reexec(&wanted, 1).to_string())
 }
 
-/// Replaces this process's image with itself under `tunables`; returns
-/// only the error.
-fn reexec(tunables: &str) -> std::io::Error {
+/// The tunable that asks glibc for huge pages, as Ferrite sets it.
+const HUGETLB_ON: &str = "glibc.malloc.hugetlb=1";
+
+/// Whether the heap (`[heap]`, what glibc's main arena grows with `brk`)
+/// in `smaps` (the text of `/proc/PID/smaps`) is advised for huge pages:
+/// glibc with `hugetlb=1` advises its first growth, which the runtime has
+/// made before `main`. `None` if there is no heap mapping.
+pub fn heap_advised(smaps: &str) -> Option<bool> {
+    let mut in_heap = false;
+    let mut seen = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        let is_range =
+            first.contains('-') && first.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+        if is_range {
+            // A mapping's first line: its range, then its name if any.
+            in_heap = line.trim_end().ends_with("[heap]");
+            seen |= in_heap;
+        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if in_heap && flags.split_whitespace().any(|f| f == "hg") {
+                return Some(true);
+            }
+        }
+    }
+    seen.then_some(false)
+}
+
+/// Replaces this process's image with itself under `tunables`, marked as
+/// execution `execs`; returns only the error.
+fn reexec(tunables: &str, execs: u32) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let mut args = std::env::args_os();
     let arg0 = args.next().unwrap_or_else(|| OsString::from("ferrite"));
@@ -119,7 +204,7 @@ fn reexec(tunables: &str) -> std::io::Error {
         .arg0(arg0)
         .args(args)
         .env("GLIBC_TUNABLES", tunables)
-        .env(MARKER, "1")
+        .env(MARKER, execs.to_string())
         .exec()
 }
 
@@ -175,5 +260,41 @@ mod tests {
         );
         // A key that merely starts like one of ours is someone else's.
         assert!(tunables_for(Some("glibc.malloc.arena_max_x=1")).is_some());
+    }
+
+    const MAPPING: &str = "Size:               2048 kB\nAnonHugePages:         0 kB\n";
+
+    fn smaps(heaps: &[&str]) -> String {
+        let mut text =
+            String::from("55d000000000-55d000001000 r--p 00000000 fe:01 1234   /usr/bin/ferrite\n");
+        text.push_str(MAPPING);
+        text.push_str("VmFlags: rd mr mw me hg\n");
+        for (i, flags) in heaps.iter().enumerate() {
+            text.push_str(&format!(
+                "55d10{i}000000-55d10{i}200000 rw-p 00000000 00:00 0     [heap]\n"
+            ));
+            text.push_str(MAPPING);
+            text.push_str(&format!("VmFlags: {flags}\n"));
+        }
+        text.push_str("7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n");
+        text.push_str(MAPPING);
+        text.push_str("VmFlags: rd wr mr mw me gd ac hg\n");
+        text
+    }
+
+    #[test]
+    fn the_heap_is_advised_only_if_one_of_its_mappings_says_hg() {
+        assert_eq!(heap_advised(&smaps(&["rd wr mr mw me ac"])), Some(false));
+        assert_eq!(heap_advised(&smaps(&["rd wr mr mw me ac hg"])), Some(true));
+        // glibc advises each growth: the heap splits into mappings.
+        assert_eq!(
+            heap_advised(&smaps(&["rd wr mr mw me ac", "rd wr mr mw me ac hg"])),
+            Some(true)
+        );
+        // Other mappings' flags do not count, nor a flag that merely
+        // contains the letters.
+        assert_eq!(heap_advised(&smaps(&["rd wr mr mw me ac nh"])), Some(false));
+        assert_eq!(heap_advised(&smaps(&[])), None);
+        assert_eq!(heap_advised(""), None);
     }
 }
