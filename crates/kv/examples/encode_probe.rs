@@ -5,7 +5,11 @@
 //! `cargo run --release -p ferrite-kv --example encode_probe -- [KEYS] [VALUE_BYTES]`
 //! (defaults: 1000000 keys of 100 bytes, 16-byte keys; run it pinned,
 //! e.g. under `taskset -c 0`). Values are allocated in key order and land
-//! in segments by their key's hash, as a loaded server's do.
+//! in segments by their key's hash, as a loaded server's do. The server's
+//! heap is in huge pages (`heap.rs`); run with
+//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` and keep the runs whose first
+//! line says `Some(true)` (glibc 2.36 takes the tunable only some of the
+//! time).
 
 use std::io::Write;
 use std::time::Instant;
@@ -44,6 +48,14 @@ fn main() -> std::io::Result<()> {
             .map
             .insert(key.as_bytes(), Value::Str(Str::from(value)));
     }
+    // The server's heap is in huge pages (`heap.rs`); say whether this
+    // one is (run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to ask).
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    writeln!(
+        std::io::stdout().lock(),
+        "heap advised for huge pages: {:?}",
+        ferrite_kv::heap::heap_advised(&smaps)
+    )?;
     let range = SegmentRange {
         start: 0,
         end: SEGMENTS_PER_DB as u32,
