@@ -192,3 +192,69 @@ fn every_start_gets_a_heap_advised_for_huge_pages() {
         );
     }
 }
+
+#[test]
+fn a_restart_loads_in_small_pages_then_folds_the_heap_into_huge_pages() {
+    if !thp_madvise_and_aslr() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let log = tmp.path().join("server.log");
+    let (mut server, mut client) = start(&dir, "", &log);
+    write_all(&mut client, b'c');
+    rewrite_and_wait(&mut client);
+    kill(&mut server);
+
+    let (mut server, mut client) = start(&dir, "", &log);
+    assert_eq!(
+        client.call(&[b"DBSIZE"]).expect("DBSIZE"),
+        Reply::Int(KEYS as i64)
+    );
+    // The collapse runs on its own thread after the load; it logs once
+    // done (or once it finds the kernel cannot).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let line = loop {
+        let text = std::fs::read_to_string(&log).expect("log");
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.contains("heap: folded") || l.contains("cannot fold"))
+        {
+            break line.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no word of the heap's collapse:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if line.contains("heap: folded") {
+        let mib: u64 = line
+            .split("folded ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        // 40 MB of values were loaded into small pages.
+        assert!(mib >= 16, "{line}");
+        let huge_kib = status_kib_smaps_rollup(server.id(), "AnonHugePages:");
+        assert!(
+            huge_kib >= 16 * 1024,
+            "{huge_kib} KiB in huge pages after: {line}"
+        );
+    }
+    let key = format!("key:{:08}", KEYS / 2);
+    assert_eq!(
+        client.call(&[b"GET", key.as_bytes()]).expect("GET"),
+        Reply::Bulk(Some(vec![b'c'; VALUE_BYTES]))
+    );
+    kill(&mut server);
+}
+
+fn status_kib_smaps_rollup(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).expect("smaps_rollup");
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in smaps_rollup"))
+}

@@ -46,7 +46,7 @@ pub mod sim;
 mod split;
 pub mod stats;
 
-pub use buffer::{IoBuffer, HUGE_PAGE};
+pub use buffer::{collapse_huge, IoBuffer, HUGE_PAGE};
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
