@@ -32,6 +32,7 @@ pub mod buf;
 mod device;
 mod error;
 mod file;
+mod gated;
 mod pm;
 mod poison;
 mod sim_file;
@@ -43,6 +44,7 @@ use std::str::FromStr;
 pub use device::{read_exact_at, Device, DeviceInfo, DeviceKind, SyncScope};
 pub use error::{Error, Result};
 pub use file::{sync_parent_dir, FileDevice};
+pub use gated::GatedSync;
 pub use pm::{
     stored_len, PmDevice, PmPolicy, PmemDevice, PM_HEADER_LEN, PM_INITIAL_CAPACITY, PM_MAGIC,
 };

@@ -116,6 +116,20 @@ impl Wal {
         self.shared.durable.load(Ordering::Acquire)
     }
 
+    /// Every record up to this LSN is in the operating system's hands
+    /// (written to the file, or persisted on persistent memory) or durable:
+    /// what survives a crash of the process. Less than a record's LSN after
+    /// a [`Wal::commit`] that postponed its write behind a running sync
+    /// ([`Durability::Periodic`]).
+    pub fn written_lsn(&self) -> Lsn {
+        let state = self.shared.lock();
+        if state.segment.self_persist {
+            state.next_lsn.saturating_sub(1)
+        } else {
+            state.written_lsn.max(self.durable_lsn())
+        }
+    }
+
     /// The LSN the next appended record will get.
     pub fn next_lsn(&self) -> Lsn {
         self.shared.lock().next_lsn
@@ -290,6 +304,25 @@ impl Wal {
             Durability::EveryCommit => self.wait_durable(lsn),
             Durability::None => self.wait_written(lsn, false),
             Durability::Periodic(_) => self.wait_written(lsn, true),
+        };
+        self.shared.counters.waited(start.elapsed());
+        result
+    }
+
+    /// Like [`Wal::commit`], but never postpones the write: at
+    /// [`Durability::Periodic`] it waits behind a running sync instead, so
+    /// that on return record `lsn` survives a crash of the process. For a
+    /// caller that acknowledges what it commits (and does not wait on a
+    /// thread that must not block).
+    pub fn commit_written(&self, lsn: Lsn) -> Result<()> {
+        self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
+        if self.durable_lsn() >= lsn {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let result = match self.shared.config.durability {
+            Durability::EveryCommit => self.wait_durable(lsn),
+            Durability::None | Durability::Periodic(_) => self.wait_written(lsn, false),
         };
         self.shared.counters.waited(start.elapsed());
         result

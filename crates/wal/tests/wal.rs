@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{read_all, test_config, Medium, Sim, MEDIA};
-use ferrite_io::{Backend, Device, PmDevice, PmPolicy};
+use ferrite_io::{Backend, Device, GatedSync, PmDevice, PmPolicy};
 use ferrite_pmem::{PmemMedium, SimPmem};
 use ferrite_wal::{check, repair, Durability, Error, LogReader, Lsn, Wal, WalConfig};
 
@@ -400,4 +400,51 @@ fn a_file_that_is_not_a_log_is_refused() {
         .expect("write");
     let error = Wal::open(sim.device.clone(), WalConfig::default()).expect_err("not a log");
     assert!(matches!(error, Error::BadHeader { .. }), "{error}");
+}
+
+#[test]
+fn a_write_postponed_behind_a_slow_sync_is_never_reported_written() {
+    let sim = Sim::new(Medium::File);
+    let gated = Arc::new(GatedSync::new(sim.device.clone()));
+    let config = test_config(Durability::Periodic(Duration::from_secs(3600)));
+    // Opening a log syncs its header: the gate is open until here.
+    let wal = Wal::open(gated.clone(), config).expect("open");
+    gated.close();
+    // If an assertion fails with the gate closed, the log's drop would
+    // wait for the hanging sync: open it on the way out.
+    struct OpenOnDrop(Arc<GatedSync>);
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+    let _open = OpenOnDrop(gated.clone());
+    let first = wal.append_commit(b"before the sync").expect("commit");
+    assert_eq!(wal.written_lsn(), first);
+    // The background sync starts and hangs at the gate.
+    wal.sync_soon();
+    gated.wait_for_sync();
+    let second = wal.append(b"while the sync hangs").expect("append");
+    // Everysec postpones the write rather than wait behind the sync (as
+    // Redis does), and says so: the record is not in the OS's hands.
+    wal.commit(second).expect("commit");
+    assert_eq!(wal.written_lsn(), first, "postponed, not written");
+    assert_eq!(wal.stats().postponed_writes, 1);
+    // A commit whose caller acknowledges what it commits waits for the
+    // write instead; the gate opens from another thread once that commit
+    // has begun.
+    let commits = wal.stats().commits;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while wal.stats().commits == commits {
+                std::thread::yield_now();
+            }
+            gated.open();
+        });
+        wal.commit_written(second).expect("commit_written");
+        assert!(wal.written_lsn() >= second, "returned before the write");
+    });
+    let records = read_all(sim.device.clone());
+    assert_eq!(records.last().map(|r| r.0), Some(second));
+    wal.close().expect("close");
 }

@@ -173,11 +173,14 @@ fn commit_loop(wal: &Wal, shared: &CommitShared) {
             (request.target, sync)
         };
         // `sync` covers every record appended before it started, `target`
-        // included; a commit returns as the wal's durability level says.
+        // included; a commit returns as the wal's durability level says,
+        // but never before its records are written (everysec postpones a
+        // write behind a running sync; what this publishes is
+        // acknowledged to clients).
         let result = if sync {
             wal.sync().map(drop)
         } else {
-            wal.commit(target)
+            wal.commit_written(target)
         };
         match result {
             Ok(()) => {
