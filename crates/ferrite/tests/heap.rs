@@ -16,13 +16,17 @@ use common::{start_server_env, Client, Reply};
 const KEYS: usize = 4000;
 const VALUE_BYTES: usize = 10_000;
 
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
+/// A `FIELD: N kB` line of `/proc/PID/FILE`, in KiB.
+fn proc_kib(pid: u32, file: &str, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).expect(file);
+    text.lines()
         .find_map(|l| l.strip_prefix(field))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/{file}"))
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    proc_kib(pid, "status", field)
 }
 
 fn info_field(client: &mut Client, section: &str, field: &str) -> String {
@@ -237,7 +241,7 @@ fn a_restart_loads_in_small_pages_then_folds_the_heap_into_huge_pages() {
             .unwrap_or_else(|| panic!("{line}"));
         // 40 MB of values were loaded into small pages.
         assert!(mib >= 16, "{line}");
-        let huge_kib = status_kib_smaps_rollup(server.id(), "AnonHugePages:");
+        let huge_kib = proc_kib(server.id(), "smaps_rollup", "AnonHugePages:");
         assert!(
             huge_kib >= 16 * 1024,
             "{huge_kib} KiB in huge pages after: {line}"
@@ -249,12 +253,4 @@ fn a_restart_loads_in_small_pages_then_folds_the_heap_into_huge_pages() {
         Reply::Bulk(Some(vec![b'c'; VALUE_BYTES]))
     );
     kill(&mut server);
-}
-
-fn status_kib_smaps_rollup(pid: u32, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).expect("smaps_rollup");
-    text.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in smaps_rollup"))
 }

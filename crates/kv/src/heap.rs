@@ -30,6 +30,8 @@
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ferrite_pmem::HUGE_PAGE;
+
 /// Whether [`tune`] set this process's heap up in huge pages (then
 /// [`LoadPages`] applies).
 static HUGE_HEAP: AtomicBool = AtomicBool::new(false);
@@ -186,10 +188,7 @@ pub fn heap_advised(smaps: &str) -> Option<bool> {
     let mut in_heap = false;
     let mut seen = false;
     for line in smaps.lines() {
-        let first = line.split_whitespace().next().unwrap_or("");
-        let is_range =
-            first.contains('-') && first.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
-        if is_range {
+        if mapping_range(line).is_some() {
             // A mapping's first line: its range, then its name if any.
             in_heap = line.trim_end().ends_with("[heap]");
             seen |= in_heap;
@@ -315,17 +314,20 @@ impl Drop for LoadPages {
 pub fn heap_ranges(maps: &str) -> Vec<(usize, usize)> {
     maps.lines()
         .filter(|l| l.trim_end().ends_with("[heap]"))
-        .filter_map(|l| {
-            let (start, end) = l.split_whitespace().next()?.split_once('-')?;
-            Some((
-                usize::from_str_radix(start, 16).ok()?,
-                usize::from_str_radix(end, 16).ok()?,
-            ))
-        })
+        .filter_map(mapping_range)
         .collect()
 }
 
-const HUGE: usize = 2 << 20;
+/// The address range a mapping's first line in `/proc/PID/maps` or
+/// `smaps` starts with (`start-end`, hexadecimal); `None` for any other
+/// line (an `smaps` field).
+fn mapping_range(line: &str) -> Option<(usize, usize)> {
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    Some((
+        usize::from_str_radix(start, 16).ok()?,
+        usize::from_str_radix(end, 16).ok()?,
+    ))
+}
 
 /// Folds the heap into huge pages, 2 MiB at a time, resting between
 /// steps so as to use at most [`COLLAPSE_SHARE_PERCENT`] of a core.
@@ -334,14 +336,14 @@ fn collapse_heap() {
     let started = std::time::Instant::now();
     let (mut folded, mut busy) = (0usize, std::time::Duration::ZERO);
     for (start, end) in heap_ranges(&maps) {
-        let mut at = start.next_multiple_of(HUGE);
-        while at + HUGE <= end {
+        let mut at = start.next_multiple_of(HUGE_PAGE);
+        while at + HUGE_PAGE <= end {
             let step = std::time::Instant::now();
-            let result = ferrite_pmem::collapse_huge(at, HUGE);
+            let result = ferrite_pmem::collapse_huge(at, HUGE_PAGE);
             let took = step.elapsed();
             busy += took;
             match result.as_ref().map_err(std::io::Error::raw_os_error) {
-                Ok(()) => folded += HUGE,
+                Ok(()) => folded += HUGE_PAGE,
                 Err(Some(libc::EINVAL)) => {
                     tracing::info!(
                         "heap: this kernel cannot fold the loaded heap into huge pages \
@@ -355,7 +357,7 @@ fn collapse_heap() {
                 Err(_) => {}
             }
             std::thread::sleep(took * (100 - COLLAPSE_SHARE_PERCENT) / COLLAPSE_SHARE_PERCENT);
-            at += HUGE;
+            at += HUGE_PAGE;
         }
     }
     tracing::info!(

@@ -295,18 +295,7 @@ impl Wal {
     /// appended before it started. Errors if the log is poisoned before
     /// `lsn` is durable: nothing is reported durable that is not.
     pub fn commit(&self, lsn: Lsn) -> Result<()> {
-        self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
-        if self.durable_lsn() >= lsn {
-            return Ok(());
-        }
-        let start = Instant::now();
-        let result = match self.shared.config.durability {
-            Durability::EveryCommit => self.wait_durable(lsn),
-            Durability::None => self.wait_written(lsn, false),
-            Durability::Periodic(_) => self.wait_written(lsn, true),
-        };
-        self.shared.counters.waited(start.elapsed());
-        result
+        self.commit_as(lsn, true)
     }
 
     /// Like [`Wal::commit`], but never postpones the write: at
@@ -315,6 +304,12 @@ impl Wal {
     /// caller that acknowledges what it commits (and does not wait on a
     /// thread that must not block).
     pub fn commit_written(&self, lsn: Lsn) -> Result<()> {
+        self.commit_as(lsn, false)
+    }
+
+    /// [`Wal::commit`], whose write [`Durability::Periodic`] may postpone
+    /// behind a running sync only if `postpone`.
+    fn commit_as(&self, lsn: Lsn, postpone: bool) -> Result<()> {
         self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
         if self.durable_lsn() >= lsn {
             return Ok(());
@@ -322,7 +317,8 @@ impl Wal {
         let start = Instant::now();
         let result = match self.shared.config.durability {
             Durability::EveryCommit => self.wait_durable(lsn),
-            Durability::None | Durability::Periodic(_) => self.wait_written(lsn, false),
+            Durability::None => self.wait_written(lsn, false),
+            Durability::Periodic(_) => self.wait_written(lsn, postpone),
         };
         self.shared.counters.waited(start.elapsed());
         result
