@@ -133,6 +133,13 @@ impl LoopNotes {
         Ok(())
     }
 
+    /// Whether the event loop noted keys or chunks since the worker last
+    /// took the notes ([`LoopNotes::leave_out`]).
+    pub fn has_notes(&self) -> bool {
+        let notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        !notes.keys.is_empty() || !notes.chunks.is_empty()
+    }
+
     /// Superseded keys kept in the part because the worker's queue was
     /// full when they were noted.
     pub fn unqueued(&self) -> u64 {

@@ -22,7 +22,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ferrite_pmem::IoBuffer;
 use rustix::fs::OFlags;
@@ -52,8 +52,9 @@ const BUF_BYTES: usize = 4 << 20;
 #[derive(Debug)]
 pub struct DirectWriter {
     file: File,
-    /// `BUF_BYTES`, aligned to a huge page (so to [`ALIGN`]).
-    storage: IoBuffer,
+    /// `BUF_BYTES`, aligned to a huge page (so to [`ALIGN`]); back to the
+    /// spares when the writer is dropped.
+    storage: Option<IoBuffer>,
     /// Bytes gathered in the aligned buffer, not yet written whole.
     filled: usize,
     /// File offset of the buffer's first byte (a multiple of [`ALIGN`]):
@@ -92,7 +93,7 @@ impl DirectWriter {
         };
         Ok(DirectWriter {
             file,
-            storage: IoBuffer::new(BUF_BYTES)?,
+            storage: Some(take_buffer()?),
             filled: 0,
             offset: 0,
             direct,
@@ -105,13 +106,21 @@ impl DirectWriter {
         self.direct
     }
 
+    /// The buffer (only `drop` takes it away).
+    fn buffer(&mut self) -> io::Result<&mut IoBuffer> {
+        self.storage
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the writer's buffer is gone"))
+    }
+
     /// Writes `len` bytes of the buffer (a multiple of [`ALIGN`] when
     /// direct) at the buffer's file offset; falls back to the page cache
     /// if the device refuses the alignment.
     fn write_at_offset(&mut self, len: usize) -> io::Result<()> {
-        self.storage.settle();
+        self.buffer()?.settle();
+        let storage: &[u8] = self.storage.as_deref().unwrap_or_default();
         if self.direct {
-            let whole = &self.storage[..len];
+            let whole = &storage[..len];
             let (file, offset) = (&self.file, self.offset);
             let written = match &self.pacer {
                 Some(pacer) => pacer.write(|| file.write_all_at(whole, offset)),
@@ -134,7 +143,7 @@ impl DirectWriter {
         let mut at = 0;
         while at < len {
             let n = (len - at).min(WRITE_CHUNK_BYTES);
-            let piece = &self.storage[at..at + n];
+            let piece = &storage[at..at + n];
             self.file.write_all_at(piece, self.offset + at as u64)?;
             at += n;
         }
@@ -147,6 +156,61 @@ impl DirectWriter {
         self.offset += BUF_BYTES as u64;
         self.filled = 0;
         Ok(())
+    }
+}
+
+impl Drop for DirectWriter {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.storage.take() {
+            let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+            if spares.len() < SPARES_MAX {
+                spares.push(buffer);
+            }
+        }
+    }
+}
+
+/// Buffers of dropped writers, for the next ones: a fresh buffer's pages
+/// are allocated, zeroed, by the writes that first touch them, on the
+/// writer's core. On the measurement VM a fresh huge page costs several
+/// times its small pages (the host backs it anew); page faults in the
+/// copy into a fresh buffer were 7% of a rewrite worker's samples
+/// (1M x 100 B under load). The server reserves its workers' buffers when
+/// it starts ([`reserve_buffers`]).
+static SPARES: Mutex<Vec<IoBuffer>> = Mutex::new(Vec::new());
+
+/// Spare buffers kept at most (4 MiB each).
+const SPARES_MAX: usize = 16;
+
+fn take_buffer() -> io::Result<IoBuffer> {
+    let spare = SPARES.lock().unwrap_or_else(PoisonError::into_inner).pop();
+    match spare {
+        Some(buffer) => Ok(buffer),
+        None => IoBuffer::new(BUF_BYTES),
+    }
+}
+
+/// Makes sure `count` spare buffers (at most [`SPARES_MAX`]) are allocated
+/// and their pages in memory, for writers created later; returns how many
+/// bytes it allocated.
+pub fn reserve_buffers(count: usize) -> io::Result<usize> {
+    let count = count.min(SPARES_MAX);
+    let mut allocated = 0;
+    loop {
+        if SPARES.lock().unwrap_or_else(PoisonError::into_inner).len() >= count {
+            return Ok(allocated);
+        }
+        let mut buffer = IoBuffer::new(BUF_BYTES)?;
+        // One write per small page allocates every page, huge or not.
+        for page in buffer.chunks_mut(ALIGN) {
+            page[0] = 0;
+        }
+        std::hint::black_box(&mut buffer[..]);
+        allocated += BUF_BYTES;
+        SPARES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(buffer);
     }
 }
 
@@ -163,7 +227,7 @@ impl Write for DirectWriter {
         let at = self.filled;
         // Streaming stores: the buffer goes to the device, and through the
         // cache it would evict what the event loop works on.
-        self.storage.stream_in(at, &data[..n]);
+        self.buffer()?.stream_in(at, &data[..n]);
         self.filled += n;
         Ok(n)
     }
@@ -185,7 +249,8 @@ impl FsWriter for DirectWriter {
         }
         if self.filled > 0 {
             let padded = self.filled.next_multiple_of(ALIGN);
-            self.storage[self.filled..padded].fill(0);
+            let filled = self.filled;
+            self.buffer()?[filled..padded].fill(0);
             self.write_at_offset(padded)?;
             if padded != self.filled {
                 self.file.set_len(self.offset + self.filled as u64)?;
@@ -210,8 +275,40 @@ mod tests {
             .collect()
     }
 
+    /// The spare buffers are shared by the whole process: tests that
+    /// count them or rely on them run one at a time.
+    static SPARES_TEST: Mutex<()> = Mutex::new(());
+
+    fn spares() -> usize {
+        SPARES.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    #[test]
+    fn a_writer_takes_a_reserved_buffer_and_gives_it_back() {
+        let _one = SPARES_TEST.lock().unwrap_or_else(PoisonError::into_inner);
+        let dir = tempfile::tempdir().expect("tempdir");
+        reserve_buffers(2).expect("reserve");
+        assert!(spares() >= 2);
+        assert_eq!(reserve_buffers(2).expect("reserve again"), 0, "already there");
+        let before = spares();
+        let first = DirectWriter::create(&dir.path().join("a")).expect("create");
+        let address = first.storage.as_deref().map(<[u8]>::as_ptr);
+        assert_eq!(spares(), before - 1, "taken from the spares");
+        drop(first);
+        assert_eq!(spares(), before, "given back");
+        // The next writer gets the same pages, whatever they held.
+        let mut second = DirectWriter::create(&dir.path().join("b")).expect("create");
+        assert_eq!(second.storage.as_deref().map(<[u8]>::as_ptr), address);
+        second.write_all(b"fresh").expect("write");
+        second.sync().expect("sync");
+        assert_eq!(std::fs::read(dir.path().join("b")).expect("read"), b"fresh");
+    }
+
     #[test]
     fn files_hold_exactly_the_bytes_written() {
+        // Buffers come back dirty from earlier cases: none of it may reach
+        // a file.
+        let _one = SPARES_TEST.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = tempfile::tempdir().expect("tempdir");
         for (case, (len, try_direct)) in [
             0usize,
@@ -246,6 +343,7 @@ mod tests {
 
     #[test]
     fn writes_after_a_sync_continue_the_file() {
+        let _one = SPARES_TEST.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("part");
         let (a, b) = (pattern(5000, 1), pattern(BUF_BYTES, 2));
@@ -262,6 +360,7 @@ mod tests {
 
     #[test]
     fn an_existing_file_is_truncated() {
+        let _one = SPARES_TEST.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("part");
         std::fs::write(&path, vec![7u8; 3 * ALIGN]).expect("write");

@@ -240,6 +240,7 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
         state.rewrite.load_to_serve_ms
     );
     pages.serve();
+    reserve_write_buffers(state.rewrite.threads);
     let rewriter = Rewriter {
         dir,
         manifest,
@@ -252,6 +253,35 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
         wake,
     };
     Ok((opened, Some(rewriter)))
+}
+
+/// Allocates, off the event loop, the buffers the rewrite workers write
+/// their parts from (`direct.rs`), so that no rewrite pays for their
+/// pages: 4 MiB per worker, held from start-up on.
+fn reserve_write_buffers(workers: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let spawned = std::thread::Builder::new()
+            .name("rewrite-buffers".into())
+            .spawn(move || {
+                let started = Instant::now();
+                match super::direct::reserve_buffers(workers) {
+                    Ok(bytes) => tracing::info!(
+                        "rewrite: {} MiB of write buffers reserved in {} ms",
+                        bytes >> 20,
+                        started.elapsed().as_millis()
+                    ),
+                    Err(e) => tracing::warn!(
+                        "rewrite: cannot reserve write buffers ({e}); each rewrite allocates its own"
+                    ),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("rewrite: cannot start the thread reserving write buffers: {e}");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = workers;
 }
 
 /// Refuses a `log-device` that contradicts the device of the log the

@@ -182,6 +182,11 @@ struct CpuBudget {
 pub struct Burst {
     /// The thread's CPU time when its current burst started.
     mark: Option<Duration>,
+    /// The wall-clock time then, moved on by the CPU time of work done
+    /// outside the burst ([`Pacer::uncharged`]): the CPU time a thread ran
+    /// since `mark` is at most the time since `wall`, so until that is a
+    /// burst's length the CPU clock (a system call) need not be read.
+    wall: Instant,
     /// Between two burst starts; zero without a share.
     period: Duration,
 }
@@ -250,6 +255,7 @@ impl Pacer {
         };
         Burst {
             mark: thread_cpu_time(),
+            wall: Instant::now(),
             period,
         }
     }
@@ -270,7 +276,7 @@ impl Pacer {
     /// of CPU time ([`CPU_BURST`]) since its burst started, sleeps until the
     /// next burst ([`Burst`]). Nothing without a share.
     pub fn cpu_rest(&self, burst: &mut Burst) {
-        if burst.period.is_zero() || self.is_lifted() {
+        if burst.period.is_zero() || self.is_lifted() || burst.wall.elapsed() < self.cpu_burst {
             return;
         }
         let (Some(mark), Some(now)) = (burst.mark, thread_cpu_time()) else {
@@ -291,6 +297,7 @@ impl Pacer {
             cpu.rested += at.elapsed();
         }
         burst.mark = thread_cpu_time();
+        burst.wall = Instant::now();
     }
 
     /// Runs `work` outside the worker's burst: its CPU time is not
@@ -306,7 +313,9 @@ impl Pacer {
         let before = thread_cpu_time();
         let result = work();
         if let (Some(start), Some(end), Some(mark)) = (before, thread_cpu_time(), burst.mark) {
-            burst.mark = Some(mark + end.saturating_sub(start));
+            let outside = end.saturating_sub(start);
+            burst.mark = Some(mark + outside);
+            burst.wall += outside;
         }
         result
     }
