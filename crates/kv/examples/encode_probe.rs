@@ -2,10 +2,15 @@
 //! a keyspace of string values to a sink, as a rewrite worker does minus
 //! the device. The figures behind `rewrite/part.rs`'s prefetch distances.
 //!
-//! `cargo run --release -p ferrite-kv --example encode_probe -- [KEYS] [VALUE_BYTES]`
-//! (defaults: 1000000 keys of 100 bytes, 16-byte keys; run it pinned,
-//! e.g. under `taskset -c 0`). Values are allocated in key order and land
-//! in segments by their key's hash, as a loaded server's do. The server's
+//! `cargo run --release -p ferrite-kv --example encode_probe -- [KEYS]
+//! [VALUE_BYTES] [sink|buffer] [random|local]` (defaults: 1000000 keys of
+//! 100 bytes, 16-byte keys, written to `io::sink`, values allocated in key
+//! order; run it pinned, e.g. under `taskset -c 0`). Values allocated in
+//! key order land in segments by their key's hash, as the values of a
+//! server filled by clients do; `local` allocates them segment by segment
+//! instead, as a server that loaded its base parts has them. `buffer`
+//! streams the part into a 4 MiB buffer as the worker does (its copy into
+//! the device buffer), without the device. The server's
 //! heap is in huge pages (`heap.rs`); run with
 //! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` and keep the runs whose first
 //! line says `Some(true)` (glibc 2.36 takes the tunable only some of the
@@ -17,6 +22,38 @@ use std::time::Instant;
 use ferrite_kv::keyspace::{segment_of, KeyMap, Segment, SegmentRange, SEGMENTS_PER_DB};
 use ferrite_kv::rewrite::part::{PartHeader, PartWriter};
 use ferrite_kv::types::{Str, Value};
+
+/// The worker's device buffer without the device: streamed into, then
+/// started afresh when full (third argument `buffer`).
+struct RingBuffer {
+    buffer: ferrite_pmem::IoBuffer,
+    filled: usize,
+}
+
+impl RingBuffer {
+    fn new() -> std::io::Result<RingBuffer> {
+        let mut buffer = ferrite_pmem::IoBuffer::new(4 << 20)?;
+        buffer.fill(1);
+        Ok(RingBuffer { buffer, filled: 0 })
+    }
+}
+
+impl Write for RingBuffer {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.filled == self.buffer.len() {
+            self.buffer.settle();
+            self.filled = 0;
+        }
+        let n = data.len().min(self.buffer.len() - self.filled);
+        self.buffer.stream_in(self.filled, &data[..n]);
+        self.filled += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 fn arg(index: usize, default: usize) -> usize {
     std::env::args()
@@ -34,7 +71,11 @@ fn main() -> std::io::Result<()> {
         })
         .collect();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..keys {
+    let mut order: Vec<usize> = (0..keys).collect();
+    if std::env::args().nth(4).as_deref() == Some("local") {
+        order.sort_by_key(|i| segment_of(format!("key:{i:012}").as_bytes()));
+    }
+    for i in order {
         let key = format!("key:{i:012}");
         let value: Vec<u8> = (0..value_bytes)
             .map(|_| {
@@ -69,7 +110,12 @@ fn main() -> std::io::Result<()> {
             created_ms: 0,
         };
         let started = Instant::now();
-        let mut writer = PartWriter::new(std::io::sink(), &header)?;
+        let sink: Box<dyn Write> = if std::env::args().nth(3).as_deref() == Some("buffer") {
+            Box::new(RingBuffer::new()?)
+        } else {
+            Box::new(std::io::sink())
+        };
+        let mut writer = PartWriter::new(sink, &header)?;
         for (seg, segment) in segments.iter().enumerate() {
             // As the worker does (`rewrite/worker.rs`).
             if let Some(later) = segments.get(seg + 2) {

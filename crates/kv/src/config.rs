@@ -150,7 +150,7 @@ impl Default for Config {
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
                 ("aof-rewrite-io-share", "20"),
-                ("aof-rewrite-cpu-share", "15"),
+                ("aof-rewrite-cpu-share", "11"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]

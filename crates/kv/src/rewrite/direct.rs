@@ -289,7 +289,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         reserve_buffers(2).expect("reserve");
         assert!(spares() >= 2);
-        assert_eq!(reserve_buffers(2).expect("reserve again"), 0, "already there");
+        assert_eq!(
+            reserve_buffers(2).expect("reserve again"),
+            0,
+            "already there"
+        );
         let before = spares();
         let first = DirectWriter::create(&dir.path().join("a")).expect("create");
         let address = first.storage.as_deref().map(<[u8]>::as_ptr);

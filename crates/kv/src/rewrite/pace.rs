@@ -110,8 +110,13 @@ pub struct Pacer {
 }
 
 /// `aof-rewrite-cpu-share` when not configured: percent of one core, 0 =
-/// unlimited (see [`Burst`]).
-pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 15;
+/// unlimited (see [`Burst`]). 15 from the twenty-first session until the
+/// twenty-fourth, whose cheaper workers let a lower share finish within
+/// half of Redis's rewrite: at 1M x 100 B under the bench's load the
+/// clients lose about the share (11%: 0.885 of their steady rate in
+/// rewrites of 0.69-0.81 s; 15%: 0.85 in 0.51-0.52 s), and at 1M x 1 KiB
+/// 11% gave 0.899 in 3.2-3.4 s (`docs/kv.md`, "Twenty-fourth session").
+pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 11;
 
 /// CPU time a worker runs in one burst under a CPU share ([`Burst`]).
 /// At 1M x 100 B and 15% (3 runs each, then 3 more at 6 ms), the
