@@ -547,10 +547,15 @@ mod tests {
         let write = || std::thread::sleep(5 * MS);
         pacer.write(write);
         let first_done = Instant::now();
+        let first = pacer.totals();
         pacer.write(write);
-        // 5 ms of writing at 50% earns 5 ms of rest before the second.
-        assert!(Instant::now() - first_done >= 10 * MS);
-        assert!(Instant::now() - t0 >= 15 * MS);
+        // The first write's device time d (its time less what it then
+        // waited for a core: 5 ms on an idle machine) at 50% earns d of
+        // rest after it, so the second, itself 5 ms, ends 2d + 5 ms or
+        // more after the start.
+        let device = first.writing.saturating_sub(first.queued);
+        assert!(device + first.queued >= 5 * MS, "{first:?}");
+        assert!(Instant::now() - t0 >= 2 * device + 5 * MS, "{first:?}");
         let totals = pacer.totals();
         assert_eq!(totals.writes, 2);
         assert!(totals.writing >= 10 * MS, "{totals:?}");
