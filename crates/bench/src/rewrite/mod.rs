@@ -299,13 +299,14 @@ fn measure_rewrite(
     std::thread::scope(|s| {
         let writers = s.spawn(|| probe::write_load(load, epoch, &stop));
         let sampler = s.spawn(|| probe::sample_memory(pid, MEMORY_PERIOD, epoch, &stop));
-        let rewrite_window = (|| -> Result<(f64, f64, String)> {
+        let rewrite_window = (|| -> Result<(f64, f64, String, Option<u64>)> {
             std::thread::sleep(plan.steady);
+            let huge = probe::anon_huge_bytes(pid);
             let start = epoch.elapsed().as_secs_f64();
             let info = rewrite(&mut conn)?;
             let end = epoch.elapsed().as_secs_f64();
             std::thread::sleep(plan.tail);
-            Ok((start, end, info))
+            Ok((start, end, info, huge))
         })();
         stop.store(true, Ordering::Relaxed);
         let done = writers
@@ -314,7 +315,10 @@ fn measure_rewrite(
         let samples = sampler
             .join()
             .map_err(|_| anyhow::anyhow!("sampler panicked"))?;
-        let (start, end, info) = rewrite_window?;
+        let (start, end, info, huge) = rewrite_window?;
+        if let Some(bytes) = huge {
+            figures.insert("steady_anon_huge_bytes".into(), bytes as f64);
+        }
         for (field, key) in [
             ("ferrite_rewrite_last_ms", "server_rewrite_ms"),
             ("ferrite_rewrite_cow_peak_bytes", "cow_peak_bytes"),
@@ -603,7 +607,7 @@ fn dataset(
             )
             .with_context(|| format!("{label}, run {run}"))?;
             println!(
-                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms  steal {:>4.0} / {:>4.0}  idle {:>4.0} / {:>4.0}  server CPU {:>4.0} / {:>4.0} ms/s",
+                "{:>5} B run {run} {label:<15} rewrite {:>8.0} ms  SET/s {:>7.0} -> {:>7.0} -> {:>7.0}  p99 {:>6.0} -> {:>6.0} us  PSS {:>5.0} -> peak {:>5.0} MiB  recovery {:>6.0} ms  steal {:>4.0} / {:>4.0}  idle {:>4.0} / {:>4.0}  server CPU {:>4.0} / {:>4.0} ms/s  huge pages {:>5.0} MiB",
                 plan.value_bytes,
                 result.figures["rewrite_ms"],
                 result.figures["steady_ops"],
@@ -620,6 +624,10 @@ fn dataset(
                 result.figures["during_idle_ms_per_s"],
                 result.figures["steady_server_cpu_ms_per_s"],
                 result.figures["during_server_cpu_ms_per_s"],
+                result
+                    .figures
+                    .get("steady_anon_huge_bytes")
+                    .map_or(f64::NAN, |b| b / (1 << 20) as f64),
             );
             kept.entry(label.to_string())
                 .or_default()
