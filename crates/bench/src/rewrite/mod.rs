@@ -32,7 +32,7 @@ use ratios::{medians, record_ratios};
 pub(crate) mod probe;
 mod ratios;
 
-use probe::{info_field, Conn, Done, Samples, WriteLoad};
+use probe::{dir_bytes, info_field, mean_and_max, Conn, Done, Samples, WriteLoad};
 
 /// Both cores for the servers: the rewrite's point is to use the second
 /// one (Redis's fork child, Ferrite's workers). The bench's own client
@@ -244,39 +244,6 @@ fn rewrite(conn: &mut Conn) -> Result<String> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-}
-
-/// Mean and maximum of the samples in `[from, to]`.
-fn mean_and_max(samples: &[(f64, f64)], from: f64, to: f64) -> (f64, f64) {
-    let inside: Vec<f64> = samples
-        .iter()
-        .filter(|(t, _)| *t >= from && *t <= to)
-        .map(|(_, v)| *v)
-        .collect();
-    if inside.is_empty() {
-        // A rewrite shorter than the sampling period: the sample just after.
-        let next = samples
-            .iter()
-            .find(|(t, _)| *t >= from)
-            .map_or(0.0, |s| s.1);
-        return (next, next);
-    }
-    let mean = inside.iter().sum::<f64>() / inside.len() as f64;
-    (mean, inside.iter().copied().fold(0.0, f64::max))
-}
-
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// Loads, steady phase, BGREWRITEAOF, tail; the load and the memory

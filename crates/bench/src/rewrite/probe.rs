@@ -454,6 +454,39 @@ pub(crate) fn timeline(done: &[Done], from_s: f64, to_s: f64, bucket_s: f64) -> 
         .collect()
 }
 
+/// Mean and maximum of the samples in `[from, to]`.
+pub(crate) fn mean_and_max(samples: &[(f64, f64)], from: f64, to: f64) -> (f64, f64) {
+    let inside: Vec<f64> = samples
+        .iter()
+        .filter(|(t, _)| *t >= from && *t <= to)
+        .map(|(_, v)| *v)
+        .collect();
+    if inside.is_empty() {
+        // A rewrite shorter than the sampling period: the sample just after.
+        let next = samples
+            .iter()
+            .find(|(t, _)| *t >= from)
+            .map_or(0.0, |s| s.1);
+        return (next, next);
+    }
+    let mean = inside.iter().sum::<f64>() / inside.len() as f64;
+    (mean, inside.iter().copied().fold(0.0, f64::max))
+}
+
+pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
