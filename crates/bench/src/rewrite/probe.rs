@@ -85,8 +85,13 @@ fn kb_fields(text: &str, fields: &[&str]) -> Option<u64> {
 /// (`Pss_Anon` + `Pss_Shmem` of `/proc/PID/smaps_rollup`); `None` once it
 /// has exited.
 fn pss_bytes(pid: u32) -> Option<u64> {
+    rollup_bytes(pid, &["Pss_Anon", "Pss_Shmem"])
+}
+
+/// The sum of `fields` of `/proc/PID/smaps_rollup`, in bytes.
+fn rollup_bytes(pid: u32, fields: &[&str]) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    kb_fields(&text, &["Pss_Anon", "Pss_Shmem"])
+    kb_fields(&text, fields)
 }
 
 /// Anonymous memory of one process in transparent huge pages
@@ -95,8 +100,7 @@ fn pss_bytes(pid: u32) -> Option<u64> {
 /// with the heap in huge pages, 75-77k without), so a run's own rate is
 /// read beside it.
 pub(crate) fn anon_huge_bytes(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    kb_fields(&text, &["AnonHugePages"])
+    rollup_bytes(pid, &["AnonHugePages"])
 }
 
 /// The same for a process that shares no anonymous memory with another
@@ -473,6 +477,7 @@ pub(crate) fn mean_and_max(samples: &[(f64, f64)], from: f64, to: f64) -> (f64, 
     (mean, inside.iter().copied().fold(0.0, f64::max))
 }
 
+/// Bytes of the files under `dir`, recursively (0 for what cannot be read).
 pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;

@@ -108,17 +108,15 @@ impl DirectWriter {
 
     /// The buffer (only `drop` takes it away).
     fn buffer(&mut self) -> io::Result<&mut IoBuffer> {
-        self.storage
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the writer's buffer is gone"))
+        self.storage.as_mut().ok_or_else(buffer_gone)
     }
 
     /// Writes `len` bytes of the buffer (a multiple of [`ALIGN`] when
     /// direct) at the buffer's file offset; falls back to the page cache
     /// if the device refuses the alignment.
     fn write_at_offset(&mut self, len: usize) -> io::Result<()> {
-        self.buffer()?.settle();
-        let storage: &[u8] = self.storage.as_deref().unwrap_or_default();
+        let storage = self.storage.as_ref().ok_or_else(buffer_gone)?;
+        storage.settle();
         if self.direct {
             let whole = &storage[..len];
             let (file, offset) = (&self.file, self.offset);
@@ -212,6 +210,10 @@ pub fn reserve_buffers(count: usize) -> io::Result<usize> {
             .unwrap_or_else(PoisonError::into_inner)
             .push(buffer);
     }
+}
+
+fn buffer_gone() -> io::Error {
+    io::Error::other("the writer's buffer is gone")
 }
 
 fn einval() -> i32 {
