@@ -151,6 +151,7 @@ impl Default for Config {
                 ("aof-rewrite-threads", "0"),
                 ("aof-rewrite-io-share", "20"),
                 ("aof-rewrite-cpu-share", "11"),
+                ("aof-rewrite-lend-loop-core", "yes"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -349,6 +350,12 @@ impl Config {
                     })?;
                 return self.set_passive(name, value);
             }
+            "aof-rewrite-lend-loop-core" => {
+                if value != "yes" && value != "no" {
+                    return Err(bad(name, value, "yes or no"));
+                }
+                return self.set_passive(name, value);
+            }
             "aof-rewrite-io-share" => {
                 value
                     .parse::<u32>()
@@ -514,6 +521,22 @@ mod tests {
             c.set_at_runtime("aof-rewrite-cpu-share", good).unwrap();
             assert_eq!(c.passive_value("aof-rewrite-cpu-share"), Some(good));
         }
+    }
+
+    #[test]
+    fn lending_the_loop_core_is_yes_or_no_changeable_at_run_time() {
+        let mut c = Config::default();
+        assert_eq!(c.passive_value("aof-rewrite-lend-loop-core"), Some("yes"));
+        for bad in ["1", "true", "maybe", ""] {
+            let err = c
+                .set_at_runtime("aof-rewrite-lend-loop-core", bad)
+                .unwrap_err();
+            assert!(err.contains("aof-rewrite-lend-loop-core"), "{err}");
+        }
+        assert_eq!(c.passive_value("aof-rewrite-lend-loop-core"), Some("yes"));
+        c.set_at_runtime("aof-rewrite-lend-loop-core", "no")
+            .unwrap();
+        assert_eq!(c.passive_value("aof-rewrite-lend-loop-core"), Some("no"));
     }
 
     #[test]

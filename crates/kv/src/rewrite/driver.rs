@@ -15,6 +15,7 @@ use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::pace::{burst_ahead_keys, Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
 use super::priority::lower_cpu_priority;
+use super::seat::Seat;
 use super::worker::rewrite_and_finish;
 use crate::aof::{
     open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
@@ -66,6 +67,12 @@ pub fn io_share(state: &State) -> u32 {
 /// ([`super::pace`]).
 pub fn cpu_share(state: &State) -> u32 {
     percent_setting(state, "aof-rewrite-cpu-share", DEFAULT_CPU_SHARE_PERCENT)
+}
+
+/// `aof-rewrite-lend-loop-core`: whether a burst may take the event
+/// loop's core ([`super::seat`]).
+pub fn lend_loop_core(state: &State) -> bool {
+    state.config.passive_value("aof-rewrite-lend-loop-core") != Some("no")
 }
 
 #[derive(Debug)]
@@ -435,7 +442,13 @@ impl Rewriter {
             point.last_in_old,
             Some(Arc::clone(&self.wake.0)),
         );
-        let pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        let mut pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        // Where `aof_rewrite_cpulist` places the rewrite, its workers stay
+        // there: they do not take the loop's core.
+        if lend_loop_core(state) && state.config.cpulist("aof_rewrite_cpulist").is_none() {
+            // On the event loop's thread: the seat names it.
+            pacer = pacer.with_seat(Seat::for_current_thread());
+        }
         if pacer.cpu_share() > 0 {
             let largest = snapshots.iter().map(|s| s.keys).max().unwrap_or(0);
             state.keyspace.capture_ahead(burst_ahead_keys(largest));

@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod pace;
 pub mod part;
 mod priority;
+pub mod seat;
 pub mod worker;
 
 use std::fmt;

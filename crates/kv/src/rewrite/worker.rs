@@ -211,8 +211,11 @@ pub fn write_parts(
         0 => String::new(),
         share => {
             let (used, rested) = pacer.cpu_totals();
+            let seat = pacer
+                .bursts_on_loop_core()
+                .map_or(String::new(), |n| format!(", {n} on the event loop's core"));
             format!(
-                "; at {share}% of a core in bursts, rested {} ms for {} ms of bursts",
+                "; at {share}% of a core in bursts, rested {} ms for {} ms of bursts{seat}",
                 rested.as_millis(),
                 used.as_millis()
             )

@@ -207,6 +207,7 @@ impl Server {
             }
         }
         self.unstack = crate::cpus::Unstack::for_current_thread();
+        crate::rewrite::seat::register_loop();
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             let timeout = if self.reread.is_empty() {
@@ -238,7 +239,7 @@ impl Server {
             } else {
                 self.rewrite_step();
             }
-            if self.unstack.check(Instant::now()) {
+            if !crate::rewrite::seat::is_lent() && self.unstack.check(Instant::now()) {
                 self.state.stats.event_loop_moves += 1;
             }
             self.before_sleep();
