@@ -168,14 +168,16 @@ fn capture_positions(dir: &std::path::Path) -> anyhow::Result<Vec<u64>> {
     Ok(capture_table(16, &parts))
 }
 
-/// Runs `more` with keys `k0`..`k19999` set to their index, then starts a
-/// rewrite held to 5% of a core, so that a client writing meanwhile runs
-/// between the segments' captures.
+/// Runs `more` with keys `k0`..`k{keys - 1}` set to their index, then
+/// starts a rewrite held to 5% of a core, so that a client writing
+/// meanwhile runs between the segments' captures (the more keys, the more
+/// bursts the rewrite takes, and the more captures fall between writes).
 fn start_slow_rewrite(
     con: &mut redis::Connection,
     mut more: redis::Pipeline,
+    keys: usize,
 ) -> anyhow::Result<()> {
-    for i in 0..20_000 {
+    for i in 0..keys {
         more.set(format!("k{i}"), i).ignore();
     }
     let _: () = more.query(con)?;
@@ -194,10 +196,14 @@ fn a_log_cut_below_the_parts_capture_positions_continues_in_a_new_log() -> anyho
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
     // Segments are captured at positions past the log switch.
-    start_slow_rewrite(&mut con, redis::pipe())?;
+    // A segment must be captured after the new log's second record: with
+    // 20k keys a loaded machine could capture them all in one burst
+    // before the client's second write came in.
+    let keys = 100_000;
+    start_slow_rewrite(&mut con, redis::pipe(), keys)?;
     let mut i = 0;
     while info_field(&mut con, "aof_rewrites") != "1" {
-        let _: i64 = con.incr(format!("k{}", i % 20_000), 1)?;
+        let _: i64 = con.incr(format!("k{}", i % keys), 1)?;
         i += 1;
         assert!(i < 5_000_000, "rewrite did not finish");
     }
@@ -303,7 +309,7 @@ fn multi_key_commands_during_a_rewrite_capture_early_and_reload_exactly() -> any
     for i in 0..100 {
         sets.sadd(format!("set{i}"), i).ignore();
     }
-    start_slow_rewrite(&mut con, sets)?;
+    start_slow_rewrite(&mut con, sets, 100_000)?;
     let mut round = 0u64;
     while info_field(&mut con, "aof_rewrites") != "1" {
         let (a, b) = (round * 7 % 20_000, round * 13 % 20_000 + 1);
