@@ -3,12 +3,14 @@
 //! the device. The figures behind `rewrite/part.rs`'s prefetch distances.
 //!
 //! `cargo run --release -p ferrite-kv --example encode_probe -- [KEYS]
-//! [VALUE_BYTES] [sink|buffer] [random|local]` (defaults: 1000000 keys of
+//! [VALUE_BYTES] [sink|buffer] [random|local|vlocal]` (defaults: 1000000 keys of
 //! 100 bytes, 16-byte keys, written to `io::sink`, values allocated in key
 //! order; run it pinned, e.g. under `taskset -c 0`). Values allocated in
 //! key order land in segments by their key's hash, as the values of a
 //! server filled by clients do; `local` allocates them segment by segment
-//! instead, as a server that loaded its base parts has them. `buffer`
+//! instead, as a server that loaded its base parts has them; `vlocal`
+//! allocates the values so but fills the tables in key order, to tell
+//! the values' share of the difference from the tables'. `buffer`
 //! streams the part into a 4 MiB buffer as the worker does (its copy into
 //! the device buffer), without the device. The server's
 //! heap is in huge pages (`heap.rs`); run with
@@ -75,8 +77,15 @@ fn main() -> std::io::Result<()> {
     if std::env::args().nth(4).as_deref() == Some("local") {
         order.sort_by_key(|i| segment_of(format!("key:{i:012}").as_bytes()));
     }
-    for i in order {
-        let key = format!("key:{i:012}");
+    let mut values: Vec<Option<Str>> = vec![None; keys];
+    let vorder: Vec<usize> = if std::env::args().nth(4).as_deref() == Some("vlocal") {
+        let mut o: Vec<usize> = (0..keys).collect();
+        o.sort_by_key(|i| segment_of(format!("key:{i:012}").as_bytes()));
+        o
+    } else {
+        order.clone()
+    };
+    for &i in &vorder {
         let value: Vec<u8> = (0..value_bytes)
             .map(|_| {
                 state ^= state << 13;
@@ -85,9 +94,13 @@ fn main() -> std::io::Result<()> {
                 state as u8
             })
             .collect();
+        values[i] = Some(Str::from(value));
+    }
+    for i in order {
+        let key = format!("key:{i:012}");
         segments[segment_of(key.as_bytes())]
             .map
-            .insert(key.as_bytes(), Value::Str(Str::from(value)));
+            .insert(key.as_bytes(), Value::Str(values[i].take().expect("made")));
     }
     // The server's heap is in huge pages (`heap.rs`); say whether this
     // one is (run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to ask).
@@ -109,12 +122,14 @@ fn main() -> std::io::Result<()> {
             range,
             created_ms: 0,
         };
-        let started = Instant::now();
+        // The worker's buffer is reserved at start-up (`direct.rs`): its
+        // page faults are not the encoder's.
         let sink: Box<dyn Write> = if std::env::args().nth(3).as_deref() == Some("buffer") {
             Box::new(RingBuffer::new()?)
         } else {
             Box::new(std::io::sink())
         };
+        let started = Instant::now();
         let mut writer = PartWriter::new(sink, &header)?;
         for (seg, segment) in segments.iter().enumerate() {
             // As the worker does (`rewrite/worker.rs`).
