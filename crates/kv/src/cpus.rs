@@ -79,7 +79,8 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     set_current_thread(&set)
 }
 
-fn set_current_thread(set: &CpuSet) -> std::io::Result<()> {
+/// Gives the calling thread `set`.
+pub(crate) fn set_current_thread(set: &CpuSet) -> std::io::Result<()> {
     rustix::thread::sched_setaffinity(None, set).map_err(std::io::Error::from)
 }
 

@@ -155,10 +155,7 @@ impl Seat {
         }
         s.holder = None;
         if s.waiting == 0 {
-            if let (Some(lent), Some(event_loop)) = (s.lent.take(), &self.event_loop) {
-                set_affinity(event_loop.tid, &lent.saved);
-                event_loop.lent.store(false, Ordering::Relaxed);
-            }
+            give_back(s.lent.take(), self.event_loop.as_ref());
         }
         drop(s);
         self.turn.notify_one();
@@ -198,10 +195,15 @@ impl Drop for Seat {
     /// Gives the loop its set back if a burst still held its core.
     fn drop(&mut self) {
         let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let (Some(lent), Some(event_loop)) = (s.lent.take(), &self.event_loop) {
-            set_affinity(event_loop.tid, &lent.saved);
-            event_loop.lent.store(false, Ordering::Relaxed);
-        }
+        give_back(s.lent.take(), self.event_loop.as_ref());
+    }
+}
+
+/// Gives the loop its set from before the burst, if `lent`.
+fn give_back(lent: Option<Lent>, event_loop: Option<&LoopThread>) {
+    if let (Some(lent), Some(event_loop)) = (lent, event_loop) {
+        set_affinity(event_loop.tid, &lent.saved);
+        event_loop.lent.store(false, Ordering::Relaxed);
     }
 }
 
@@ -237,7 +239,7 @@ fn set_affinity(tid: Pid, set: &CpuSet) {
 }
 
 fn pin_current_thread(set: &CpuSet) {
-    if let Err(e) = rustix::thread::sched_setaffinity(None, set) {
+    if let Err(e) = crate::cpus::set_current_thread(set) {
         tracing::debug!("rewrite worker cannot move: {e}");
     }
 }
@@ -262,11 +264,15 @@ mod tests {
         rustix::thread::sched_getaffinity(Some(tid)).expect("affinity")
     }
 
-    /// Two CPUs the test process may use, if it has two.
-    fn two_cpus() -> Option<(usize, usize)> {
+    /// Two CPUs the test process may use, if it has two, and the set of
+    /// both (a stand-in loop's base).
+    fn two_cpus() -> Option<(usize, usize, CpuSet)> {
         let set = rustix::thread::sched_getaffinity(None).ok()?;
         let mut cpus = (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c));
-        Some((cpus.next()?, cpus.next()?))
+        let (a, b) = (cpus.next()?, cpus.next()?);
+        let mut both = single(a);
+        both.set(b);
+        Some((a, b, both))
     }
 
     /// A stand-in event loop: a thread registered as one, its set
@@ -320,12 +326,9 @@ mod tests {
 
     #[test]
     fn a_burst_takes_a_confined_loops_core_and_gives_it_back() {
-        let Some((a, b)) = two_cpus() else {
+        let Some((a, b, base)) = two_cpus() else {
             return;
         };
-        let mut base = CpuSet::new();
-        base.set(a);
-        base.set(b);
         let (fake, seat) = FakeLoop::start(&base, &single(a));
         let worker = std::thread::scope(|scope| {
             scope
@@ -355,12 +358,9 @@ mod tests {
 
     #[test]
     fn a_loop_with_its_whole_set_or_no_loop_lends_nothing() {
-        let Some((a, b)) = two_cpus() else {
+        let Some((_, _, base)) = two_cpus() else {
             return;
         };
-        let mut base = CpuSet::new();
-        base.set(a);
-        base.set(b);
         let (fake, seat) = FakeLoop::start(&base, &base);
         std::thread::scope(|scope| {
             scope
@@ -382,12 +382,9 @@ mod tests {
 
     #[test]
     fn the_seat_passes_between_workers_with_the_loop_still_away() {
-        let Some((a, b)) = two_cpus() else {
+        let Some((a, b, base)) = two_cpus() else {
             return;
         };
-        let mut base = CpuSet::new();
-        base.set(a);
-        base.set(b);
         let (fake, seat) = FakeLoop::start(&base, &single(a));
         let (took, second_took) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
