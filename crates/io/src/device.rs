@@ -132,6 +132,15 @@ pub trait Device: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Advice that bytes `[offset, offset + len)`, already made durable by
+    /// [`Device::sync`], will not be read again soon: a device with a cache
+    /// (the OS page cache of a file) may drop them, and freed memory is
+    /// reused at once by later writes. Never changes what reads return or
+    /// what is durable; a failure is ignored. Does nothing by default.
+    fn release_cache(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
+
     /// Flush accounting of PM-backed devices; `None` for disk files.
     fn flush_stats(&self) -> Option<FlushStats> {
         None

@@ -1,13 +1,20 @@
 //! [`FileDevice`]: a regular file, `pwrite` + `fdatasync`.
 
 use std::fs::{File, OpenOptions};
+use std::num::NonZeroU64;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rustix::fs::Advice;
+
 use crate::device::{Device, DeviceInfo, DeviceKind, SyncScope};
 use crate::error::{Error, Result};
 use crate::poison::Poison;
+
+/// The page size `release_cache` rounds to (the OS may use larger pages;
+/// advice on part of one is harmless).
+const PAGE_BYTES: u64 = 4096;
 
 /// A regular file on a disk file system.
 ///
@@ -138,6 +145,21 @@ impl Device for FileDevice {
             .map_err(|e| Error::io("ftruncate", &self.path, e))?;
         self.len.store(len, Ordering::Release);
         Ok(())
+    }
+
+    fn release_cache(&self, offset: u64, len: u64) {
+        // Whole pages only: a partial page at either end may still be
+        // written (the log appends into its last page).
+        let start = offset.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        let end = offset.saturating_add(len) / PAGE_BYTES * PAGE_BYTES;
+        let Some(len) = end.checked_sub(start).and_then(NonZeroU64::new) else {
+            return;
+        };
+        // Clean pages are dropped; a dirty one would only be queued for
+        // writeback. Advice: nothing depends on it succeeding.
+        if let Err(e) = rustix::fs::fadvise(&self.file, start, Some(len), Advice::DontNeed) {
+            tracing::debug!(path = %self.path.display(), "posix_fadvise(DONTNEED): {e}");
+        }
     }
 
     fn info(&self) -> DeviceInfo {

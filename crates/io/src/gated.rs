@@ -100,6 +100,10 @@ impl Device for GatedSync {
         self.inner.set_len(len)
     }
 
+    fn release_cache(&self, offset: u64, len: u64) {
+        self.inner.release_cache(offset, len)
+    }
+
     fn info(&self) -> DeviceInfo {
         self.inner.info()
     }

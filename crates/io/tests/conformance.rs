@@ -473,3 +473,30 @@ fn simulated_pm_crash_keeps_what_each_policy_promises() {
         }
     }
 }
+
+#[test]
+fn releasing_the_cache_changes_nothing_a_read_sees() {
+    each_backend(|name, device| {
+        let bytes: Vec<u8> = (0..3 * 4096 + 1000).map(|i| (i % 251) as u8).collect();
+        device.write_at(0, &bytes).expect("write");
+        device.sync().expect("sync");
+        // Aligned, unaligned, empty, past the end, all of it.
+        for (offset, len) in [
+            (0, 4096),
+            (100, 5000),
+            (4096, 0),
+            (3 * 4096, 1 << 20),
+            (0, u64::MAX),
+        ] {
+            device.release_cache(offset, len);
+            assert_eq!(read_all(&*device), bytes, "{name}: after ({offset}, {len})");
+        }
+        // The partial last page still takes appends.
+        device.append(b"after").expect("append");
+        device.sync().expect("sync");
+        device.release_cache(0, device.len());
+        let all = read_all(&*device);
+        assert_eq!(&all[..bytes.len()], &bytes[..], "{name}");
+        assert_eq!(&all[bytes.len()..], b"after", "{name}");
+    });
+}

@@ -152,6 +152,7 @@ impl Default for Config {
                 ("aof-rewrite-io-share", "20"),
                 ("aof-rewrite-cpu-share", "11"),
                 ("aof-rewrite-lend-loop-core", "yes"),
+                ("aof-release-log-cache", "yes"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -350,7 +351,7 @@ impl Config {
                     })?;
                 return self.set_passive(name, value);
             }
-            "aof-rewrite-lend-loop-core" => {
+            "aof-rewrite-lend-loop-core" | "aof-release-log-cache" => {
                 if value != "yes" && value != "no" {
                     return Err(bad(name, value, "yes or no"));
                 }
@@ -380,6 +381,12 @@ impl Config {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// `aof-release-log-cache`: whether synced stretches of the log leave
+    /// the page cache (`ferrite_wal::WalConfig::release_synced_cache`).
+    pub fn release_log_cache(&self) -> bool {
+        self.passive_value("aof-release-log-cache") != Some("no")
     }
 
     /// A CPU list directive (`server_cpulist`, `aof_rewrite_cpulist`),
@@ -537,6 +544,19 @@ mod tests {
         c.set_at_runtime("aof-rewrite-lend-loop-core", "no")
             .unwrap();
         assert_eq!(c.passive_value("aof-rewrite-lend-loop-core"), Some("no"));
+    }
+
+    #[test]
+    fn releasing_the_log_cache_is_yes_or_no_changeable_at_run_time() {
+        let mut c = Config::default();
+        assert!(c.release_log_cache());
+        for bad in ["1", "on", ""] {
+            let err = c.set_at_runtime("aof-release-log-cache", bad).unwrap_err();
+            assert!(err.contains("aof-release-log-cache"), "{err}");
+        }
+        assert!(c.release_log_cache());
+        c.set_at_runtime("aof-release-log-cache", "no").unwrap();
+        assert!(!c.release_log_cache());
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn persistence(state: &State, out: &mut String) {
     );
     let _ = write!(
         out,
-        "ferrite_appendfsync:{}\r\nferrite_log_device:{}\r\nferrite_log_pmem:{}\r\nferrite_log_appends:{}\r\nferrite_log_commits:{}\r\nferrite_log_syncs:{}\r\nferrite_log_mean_batch:{:.2}\r\nferrite_log_wait_us_total:{}\r\nferrite_log_commit_wait_us_total:{}\r\nferrite_log_durable_lsn:{}\r\nferrite_log_flushes_per_write:{:.2}\r\nferrite_loaded_commands:{}\r\nferrite_load_ms:{}\r\nferrite_truncated_bytes:{}\r\nferrite_log_failure:{}\r\n",
+        "ferrite_appendfsync:{}\r\nferrite_log_device:{}\r\nferrite_log_pmem:{}\r\nferrite_log_appends:{}\r\nferrite_log_commits:{}\r\nferrite_log_syncs:{}\r\nferrite_log_mean_batch:{:.2}\r\nferrite_log_wait_us_total:{}\r\nferrite_log_commit_wait_us_total:{}\r\nferrite_log_durable_lsn:{}\r\nferrite_log_postponed_writes:{}\r\nferrite_log_flushes_per_write:{:.2}\r\nferrite_loaded_commands:{}\r\nferrite_load_ms:{}\r\nferrite_truncated_bytes:{}\r\nferrite_log_failure:{}\r\n",
         state.config.appendfsync.name(),
         log.device,
         if log.pmem_mode.is_empty() { "none" } else { &log.pmem_mode },
@@ -91,6 +91,7 @@ pub fn persistence(state: &State, out: &mut String) {
         log.wait_us_total,
         log.commit_wait_us_total,
         log.durable_lsn,
+        log.postponed_writes,
         log.flushes_per_write,
         log.loaded_commands,
         log.load_ms,

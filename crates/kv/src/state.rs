@@ -57,6 +57,8 @@ pub struct LogInfo {
     pub wait_us_total: u64,
     /// Times an fsync was late by more than 2 s (Redis's aof_delayed_fsync).
     pub delayed_fsync: u64,
+    /// Appends whose write waited behind a running sync (everysec).
+    pub postponed_writes: u64,
     /// Cache lines flushed per appended record (PM devices).
     pub flushes_per_write: f64,
     /// Replay at start-up: commands and milliseconds.

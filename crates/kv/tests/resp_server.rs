@@ -273,6 +273,7 @@ fn server_commands() {
         "ferrite_log_device:file",
         "ferrite_log_commits:",
         "ferrite_log_mean_batch:",
+        "ferrite_log_postponed_writes:",
     ] {
         assert!(info.contains(field), "missing {field} in {info}");
     }

@@ -56,6 +56,11 @@ pub struct WalConfig {
     /// many bytes at a time ahead of the appenders, so that appends write
     /// inside the file without taking the device's extend lock.
     pub preallocate_bytes: u64,
+    /// File path: once a sync has made a stretch of the log durable, its
+    /// pages are released from the OS page cache (see
+    /// [`ferrite_io::Device::release_cache`]); [`crate::Wal::set_release_cache`]
+    /// changes it while the log is open.
+    pub release_synced_cache: bool,
     /// LSN of the first record of a new log.
     pub base_lsn: Lsn,
 }
@@ -67,6 +72,7 @@ impl Default for WalConfig {
             max_in_flight_bytes: 4 << 20,
             record_bytes_max: 1 << 20,
             preallocate_bytes: 4 << 20,
+            release_synced_cache: true,
             base_lsn: 1,
         }
     }

@@ -26,7 +26,7 @@ use ferrite_pmem::FlushStats;
 
 use crate::durability::WalConfig;
 use crate::error::{Error, Result};
-use crate::record::{LogHeader, Lsn};
+use crate::record::{LogHeader, Lsn, LOG_HEADER_LEN};
 use crate::stats::Counters;
 
 /// One log file and how records reach its medium.
@@ -81,6 +81,9 @@ pub(crate) struct State {
     pub(crate) durable_lsn: Lsn,
     /// And every byte before this offset.
     pub(crate) durable_offset: u64,
+    /// File path: bytes before this offset were released from the page
+    /// cache (`Shared::release_cache`).
+    pub(crate) released_offset: u64,
     /// PM path: end offset and completion of LSNs `durable_lsn + 1 ..`.
     pub(crate) pending: VecDeque<(u64, bool)>,
     /// PM path: bytes of the device already extended (zeroed) for records.
@@ -113,6 +116,8 @@ pub(crate) struct Shared {
     pub(crate) durable: AtomicU64,
     /// Whether the current segment is on the PM path (self-persisting).
     pub(crate) self_persist: AtomicBool,
+    /// File path: whether durable bytes leave the page cache after a sync.
+    pub(crate) release_cache: AtomicBool,
     pub(crate) config: WalConfig,
     pub(crate) counters: Counters,
 }
@@ -194,6 +199,7 @@ impl Shared {
         let mut state = self.lock();
         state.io_active = false;
         state.spare = recycle(batch);
+        let mut release = None;
         match &result {
             Ok(wrote) => {
                 if *wrote {
@@ -206,18 +212,95 @@ impl Shared {
                     self.counters.syncs.fetch_add(1, Ordering::Relaxed);
                     self.counters.batch(last_lsn - state.durable_lsn);
                     self.advance_durable(&mut state, last_lsn, end);
+                    release = self.take_release(&mut state);
                 }
                 self.notify(&state);
             }
             Err(e) => self.poison(&mut state, e),
         }
         let wake = take_wakeable(&mut state);
-        if !wake.is_empty() {
+        if !wake.is_empty() || release.is_some() {
             drop(state);
             wake.iter().for_each(Thread::unpark);
+            if let Some((from, to)) = release {
+                device.release_cache(from, to - from);
+            }
             state = self.lock();
         }
         (state, result.map(|_| ()))
+    }
+
+    /// The periodic syncer's sync of what leaders have handed to the OS. It
+    /// does not hold `io_active`: leaders go on writing while the device
+    /// syncs (a write does not wait for a concurrent `fdatasync` of its
+    /// file), and the sync makes durable every write that returned before
+    /// it began, which is all it claims. Meanwhile `sync_running` tells
+    /// [`Durability::Periodic`](crate::Durability::Periodic) commits to
+    /// leave their writes to another thread, so that the event loop never
+    /// writes during a sync, on a file system where that would wait.
+    pub(crate) fn sync_written<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+    ) -> (MutexGuard<'a, State>, Result<()>) {
+        let segment = Arc::clone(&state.segment);
+        let (lsn, offset) = (state.written_lsn, state.written_offset);
+        state.sync_running = true;
+        drop(state);
+        let result = segment.device.sync().map_err(Error::from);
+        let mut state = self.lock();
+        // A log switch meanwhile made the old file durable itself and
+        // replaced the state: nothing here is about the new file.
+        let same_file = Arc::ptr_eq(&state.segment, &segment);
+        let mut release = None;
+        if same_file {
+            state.sync_running = false;
+        }
+        match &result {
+            Ok(()) => {
+                self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+                if same_file && lsn > state.durable_lsn {
+                    self.counters.batch(lsn - state.durable_lsn);
+                    self.advance_durable(&mut state, lsn, offset);
+                    release = self.take_release(&mut state);
+                }
+                self.notify(&state);
+            }
+            Err(e) => self.poison(&mut state, e),
+        }
+        let wake = take_wakeable(&mut state);
+        if !wake.is_empty() || release.is_some() {
+            drop(state);
+            wake.iter().for_each(Thread::unpark);
+            if let Some((from, to)) = release {
+                segment.device.release_cache(from, to - from);
+            }
+            state = self.lock();
+        }
+        (state, result)
+    }
+
+    /// After a sync: the durable stretch of the file to release from the
+    /// page cache, if releasing is on and it has grown by
+    /// [`RELEASE_STEP_BYTES`] since the last release (a sync per commit
+    /// would otherwise advise the kernel on every commit). The header is
+    /// kept. Log pages are never read again while the log is open (replay
+    /// reads them once, at start-up), and a page freed by a release is the
+    /// next one a write gets: appends then reuse memory the machine
+    /// already holds instead of taking fresh pages, each of which costs
+    /// first a fault of its own on a virtual machine whose host reclaims
+    /// free memory (free page reporting; docs/wal.md).
+    fn take_release(&self, state: &mut State) -> Option<(u64, u64)> {
+        if !self.release_cache.load(Ordering::Relaxed) {
+            return None;
+        }
+        // Whole pages: the one holding the durable end is still written.
+        let from = state.released_offset.max(LOG_HEADER_LEN as u64);
+        let to = state.durable_offset / RELEASE_PAGE_BYTES * RELEASE_PAGE_BYTES;
+        if to < from + RELEASE_STEP_BYTES {
+            return None;
+        }
+        state.released_offset = to;
+        Some((from, to))
     }
 
     /// Marks everything up to `lsn` (ending at `offset`) durable.
@@ -265,6 +348,10 @@ impl Shared {
 
 /// Capacity a written batch's buffer always keeps for the next one.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
+/// Durable bytes gathered before they are released from the page cache.
+const RELEASE_STEP_BYTES: u64 = 1 << 20;
+/// Releases end on a multiple of this (the page size).
+const RELEASE_PAGE_BYTES: u64 = 4096;
 
 /// Empties a written batch's buffer for reuse as the spare, giving back
 /// what a burst grew it to ([`ferrite_io::buf::give_back`]). Batches last

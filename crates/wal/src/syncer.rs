@@ -39,18 +39,29 @@ fn run(shared: &Shared, interval: Duration) {
         if state.segment.self_persist {
             continue;
         }
-        // A commit is writing: let it finish, then sync what it wrote. The
-        // sync is never started concurrently with another, so a sync slower
-        // than the interval simply delays the next one.
+        // A commit is writing: let it finish, then sync what it wrote. One
+        // sync runs at a time here, so a sync slower than the interval
+        // simply delays the next one.
         while state.io_active && !state.closed && state.poison.is_none() {
             state = shared.wait(state);
         }
         if state.closed || state.poison.is_some() || state.durable_lsn + 1 >= state.next_lsn {
             continue;
         }
-        state.sync_running = true;
-        let (mut state, result) = shared.leader_round(state, true);
-        state.sync_running = false;
+        // Hand the buffered records to the OS, then sync without holding
+        // the writers back (`Shared::sync_written`).
+        if !state.buffer.is_empty() {
+            let (next, result) = shared.leader_round(state, false);
+            if let Err(e) = result {
+                tracing::error!("periodic log write failed: {e}");
+                return;
+            }
+            state = next;
+            if state.closed || state.poison.is_some() {
+                continue;
+            }
+        }
+        let (_state, result) = shared.sync_written(state);
         if let Err(e) = result {
             tracing::error!("periodic log sync failed: {e}");
             return;

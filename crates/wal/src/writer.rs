@@ -80,6 +80,7 @@ impl Wal {
         let shared = Arc::new(Shared {
             durable: AtomicU64::new(state.durable_lsn),
             self_persist: AtomicBool::new(state.segment.self_persist),
+            release_cache: AtomicBool::new(config.release_synced_cache),
             state: Mutex::new(state),
             changed: Condvar::new(),
             syncer_wake: Condvar::new(),
@@ -142,6 +143,12 @@ impl Wal {
     pub fn refusal(&self) -> Option<Error> {
         let state = self.shared.lock();
         self.shared.refusal(&state)
+    }
+
+    /// Whether durable stretches of the log file leave the page cache from
+    /// now on (the open-time value is [`WalConfig::release_synced_cache`]).
+    pub fn set_release_cache(&self, release: bool) {
+        self.shared.release_cache.store(release, Ordering::Relaxed);
     }
 
     /// The configuration the log was opened with.
@@ -433,12 +440,6 @@ impl Wal {
             if state.segment.self_persist || state.written_lsn >= lsn {
                 return Ok(());
             }
-            if !state.io_active {
-                let (next, result) = self.shared.leader_round(state, false);
-                result?;
-                state = next;
-                continue;
-            }
             if periodic && state.sync_running && !delayed {
                 let since = *state.postponed_since.get_or_insert_with(Instant::now);
                 if since.elapsed() < PERIODIC_POSTPONE_MAX {
@@ -453,6 +454,12 @@ impl Wal {
                     .counters
                     .delayed_syncs
                     .fetch_add(1, Ordering::Relaxed);
+            }
+            if !state.io_active {
+                let (next, result) = self.shared.leader_round(state, false);
+                result?;
+                state = next;
+                continue;
             }
             state = self.shared.wait(state);
         }
@@ -605,6 +612,7 @@ impl State {
             postponed_since: None,
             durable_lsn: next_lsn - 1,
             durable_offset: end_offset,
+            released_offset: 0,
             pending: VecDeque::new(),
             allocated,
             poison: None,

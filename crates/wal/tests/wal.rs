@@ -430,21 +430,35 @@ fn a_write_postponed_behind_a_slow_sync_is_never_reported_written() {
     wal.commit(second).expect("commit");
     assert_eq!(wal.written_lsn(), first, "postponed, not written");
     assert_eq!(wal.stats().postponed_writes, 1);
-    // A commit whose caller acknowledges what it commits waits for the
-    // write instead; the gate opens from another thread once that commit
-    // has begun.
-    let commits = wal.stats().commits;
+    assert_eq!(wal.durable_lsn(), 0, "the sync still hangs");
+    // A commit whose caller acknowledges what it commits writes instead,
+    // and does not wait for the sync to end: the sync holds no writer
+    // back, it covers what was written before it began.
     std::thread::scope(|s| {
-        s.spawn(|| {
-            while wal.stats().commits == commits {
-                std::thread::yield_now();
+        let writer = s.spawn(|| wal.commit_written(second));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !writer.is_finished() {
+            if Instant::now() > deadline {
+                gated.open();
+                panic!("the write waited for the sync");
             }
-            gated.open();
-        });
-        wal.commit_written(second).expect("commit_written");
-        assert!(wal.written_lsn() >= second, "returned before the write");
+            std::thread::yield_now();
+        }
+        writer.join().expect("writer").expect("commit_written");
     });
+    assert!(wal.written_lsn() >= second, "returned before the write");
+    assert_eq!(wal.durable_lsn(), 0, "written while the sync hangs");
+    gated.open();
+    // The sync that hung covered the first record only; the second waits
+    // for the next one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wal.durable_lsn() < first {
+        assert!(Instant::now() < deadline, "the sync never ended");
+        std::thread::yield_now();
+    }
     let records = read_all(sim.device.clone());
     assert_eq!(records.last().map(|r| r.0), Some(second));
+    wal.sync().expect("sync");
+    assert_eq!(wal.durable_lsn(), second);
     wal.close().expect("close");
 }

@@ -89,6 +89,10 @@ pub trait CommandLog: Send + fmt::Debug {
     /// Changes the durability level (CONFIG SET appendfsync).
     fn set_fsync(&mut self, fsync: AppendFsync);
 
+    /// Whether synced stretches of the log file leave the page cache
+    /// (`aof-release-log-cache`); logs without a page cache ignore it.
+    fn set_release_cache(&mut self, _release: bool) {}
+
     /// Why the log refuses writes, once a write or sync failed.
     fn failure(&self) -> Option<String>;
 

@@ -169,6 +169,7 @@ pub fn open_log_on(
         state.log.load_ms
     );
     let log = WalLog::new(wal, config.appendfsync, notify)?;
+    log.wal().set_release_cache(config.release_log_cache());
     Ok(OpenedLog {
         log: Box::new(log),
         recovery: Some(recovery),

@@ -446,6 +446,8 @@ impl Server {
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
         self.log_command();
         self.log.set_fsync(self.state.config.appendfsync);
+        self.log
+            .set_release_cache(self.state.config.release_log_cache());
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
             self.log.info(&mut self.state.log);

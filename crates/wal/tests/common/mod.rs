@@ -113,6 +113,7 @@ pub fn test_config(durability: Durability) -> WalConfig {
         max_in_flight_bytes: 8 << 10,
         record_bytes_max: 1 << 10,
         preallocate_bytes: 4 << 10,
+        release_synced_cache: true,
         base_lsn: 1,
     }
 }
