@@ -153,6 +153,7 @@ impl Default for Config {
                 ("aof-rewrite-cpu-share", "11"),
                 ("aof-rewrite-lend-loop-core", "yes"),
                 ("aof-release-log-cache", "yes"),
+                ("aof-everysec-sync-bytes", "16mb"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -357,6 +358,16 @@ impl Config {
                 }
                 return self.set_passive(name, value);
             }
+            "aof-everysec-sync-bytes" => {
+                parse_memory(value).ok_or_else(|| {
+                    bad(
+                        name,
+                        value,
+                        "a size (bytes, or with kb, mb, gb), 0 = only every second",
+                    )
+                })?;
+                return self.set_passive(name, value);
+            }
             "aof-rewrite-io-share" => {
                 value
                     .parse::<u32>()
@@ -387,6 +398,15 @@ impl Config {
     /// the page cache (`ferrite_wal::WalConfig::release_synced_cache`).
     pub fn release_log_cache(&self) -> bool {
         self.passive_value("aof-release-log-cache") != Some("no")
+    }
+
+    /// `aof-everysec-sync-bytes`: at `everysec`, the log also syncs once
+    /// this many bytes are written but not synced (0: only every second;
+    /// `ferrite_wal::WalConfig::periodic_sync_bytes`).
+    pub fn everysec_sync_bytes(&self) -> u64 {
+        self.passive_value("aof-everysec-sync-bytes")
+            .and_then(parse_memory)
+            .unwrap_or(0)
     }
 
     /// A CPU list directive (`server_cpulist`, `aof_rewrite_cpulist`),
@@ -557,6 +577,23 @@ mod tests {
         assert!(c.release_log_cache());
         c.set_at_runtime("aof-release-log-cache", "no").unwrap();
         assert!(!c.release_log_cache());
+    }
+
+    #[test]
+    fn the_everysec_sync_bound_is_a_size_changeable_at_run_time() {
+        let mut c = Config::default();
+        assert_eq!(c.everysec_sync_bytes(), 16 << 20);
+        for bad in ["-1", "lots", "16xb", ""] {
+            let err = c
+                .set_at_runtime("aof-everysec-sync-bytes", bad)
+                .unwrap_err();
+            assert!(err.contains("aof-everysec-sync-bytes"), "{err}");
+        }
+        assert_eq!(c.everysec_sync_bytes(), 16 << 20);
+        c.set_at_runtime("aof-everysec-sync-bytes", "4mb").unwrap();
+        assert_eq!(c.everysec_sync_bytes(), 4 << 20);
+        c.set_at_runtime("aof-everysec-sync-bytes", "0").unwrap();
+        assert_eq!(c.everysec_sync_bytes(), 0);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct WalConfig {
     /// [`ferrite_io::Device::release_cache`]); [`crate::Wal::set_release_cache`]
     /// changes it while the log is open.
     pub release_synced_cache: bool,
+    /// [`Durability::Periodic`]: the syncer also syncs, before its interval
+    /// is up, once this many bytes are written but not durable (0: only on
+    /// the interval). A sync then writes back a bounded stretch, and its
+    /// disturbance of the writers is short and bounded too.
+    pub periodic_sync_bytes: u64,
     /// LSN of the first record of a new log.
     pub base_lsn: Lsn,
 }
@@ -73,6 +78,7 @@ impl Default for WalConfig {
             record_bytes_max: 1 << 20,
             preallocate_bytes: 4 << 20,
             release_synced_cache: true,
+            periodic_sync_bytes: 16 << 20,
             base_lsn: 1,
         }
     }

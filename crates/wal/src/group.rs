@@ -24,7 +24,7 @@ use std::time::Instant;
 use ferrite_io::Device;
 use ferrite_pmem::FlushStats;
 
-use crate::durability::WalConfig;
+use crate::durability::{Durability, WalConfig};
 use crate::error::{Error, Result};
 use crate::record::{LogHeader, Lsn, LOG_HEADER_LEN};
 use crate::stats::Counters;
@@ -118,6 +118,8 @@ pub(crate) struct Shared {
     pub(crate) self_persist: AtomicBool,
     /// File path: whether durable bytes leave the page cache after a sync.
     pub(crate) release_cache: AtomicBool,
+    /// `WalConfig::periodic_sync_bytes`, changeable while open.
+    pub(crate) periodic_sync_bytes: AtomicU64,
     pub(crate) config: WalConfig,
     pub(crate) counters: Counters,
 }
@@ -208,6 +210,9 @@ impl Shared {
                 state.written_lsn = last_lsn;
                 state.written_offset = end;
                 state.postponed_since = None;
+                if !sync {
+                    self.sync_early_if_due(&mut state);
+                }
                 if sync {
                     self.counters.syncs.fetch_add(1, Ordering::Relaxed);
                     self.counters.batch(last_lsn - state.durable_lsn);
@@ -228,6 +233,22 @@ impl Shared {
             state = self.lock();
         }
         (state, result.map(|_| ()))
+    }
+
+    /// [`Durability::Periodic`]: wakes the syncer before its interval is up
+    /// once `periodic_sync_bytes` are written but not durable.
+    fn sync_early_if_due(&self, state: &mut State) {
+        let bytes = self.periodic_sync_bytes.load(Ordering::Relaxed);
+        let periodic = matches!(self.config.durability, Durability::Periodic(_));
+        if periodic
+            && bytes > 0
+            && !state.sync_running
+            && !state.sync_soon
+            && state.written_offset - state.durable_offset >= bytes
+        {
+            state.sync_soon = true;
+            self.syncer_wake.notify_all();
+        }
     }
 
     /// The periodic syncer's sync of what leaders have handed to the OS. It

@@ -61,6 +61,9 @@ fn run(shared: &Shared, interval: Duration) {
                 continue;
             }
         }
+        // This sync covers every record appended so far: a request for an
+        // early one made meanwhile (`periodic_sync_bytes`) is met by it.
+        state.sync_soon = false;
         let (_state, result) = shared.sync_written(state);
         if let Err(e) = result {
             tracing::error!("periodic log sync failed: {e}");

@@ -81,6 +81,7 @@ impl Wal {
             durable: AtomicU64::new(state.durable_lsn),
             self_persist: AtomicBool::new(state.segment.self_persist),
             release_cache: AtomicBool::new(config.release_synced_cache),
+            periodic_sync_bytes: AtomicU64::new(config.periodic_sync_bytes),
             state: Mutex::new(state),
             changed: Condvar::new(),
             syncer_wake: Condvar::new(),
@@ -149,6 +150,15 @@ impl Wal {
     /// now on (the open-time value is [`WalConfig::release_synced_cache`]).
     pub fn set_release_cache(&self, release: bool) {
         self.shared.release_cache.store(release, Ordering::Relaxed);
+    }
+
+    /// [`Durability::Periodic`]: the unsynced bytes that make the syncer
+    /// sync before its interval is up, 0 for none (the open-time value is
+    /// [`WalConfig::periodic_sync_bytes`]).
+    pub fn set_periodic_sync_bytes(&self, bytes: u64) {
+        self.shared
+            .periodic_sync_bytes
+            .store(bytes, Ordering::Relaxed);
     }
 
     /// The configuration the log was opened with.

@@ -462,3 +462,40 @@ fn a_write_postponed_behind_a_slow_sync_is_never_reported_written() {
     assert_eq!(wal.durable_lsn(), second);
     wal.close().expect("close");
 }
+
+#[test]
+fn the_periodic_syncer_syncs_early_once_enough_bytes_are_written() {
+    let sim = Sim::new(Medium::File);
+    let mut config = test_config(Durability::Periodic(Duration::from_secs(3600)));
+    config.max_in_flight_bytes = 8 << 20;
+    config.periodic_sync_bytes = 1 << 20;
+    let wal = Wal::open(sim.device.clone(), config).expect("open");
+    let record = [3u8; 1000];
+    let mut last = 0;
+    for _ in 0..1100 {
+        last = wal.append(&record).expect("append");
+        wal.commit(last).expect("commit");
+    }
+    // Over 1 MiB written: the syncer syncs long before its hour is up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wal.durable_lsn() < 1000 {
+        assert!(Instant::now() < deadline, "no early sync");
+        std::thread::yield_now();
+    }
+    assert!(wal.durable_lsn() <= last);
+    wal.close().expect("close");
+
+    // Without the byte bound (here turned off while open) only the
+    // interval, or a request, syncs.
+    let sim = Sim::new(Medium::File);
+    let wal = Wal::open(sim.device.clone(), config).expect("open");
+    wal.set_periodic_sync_bytes(0);
+    let syncs = wal.stats().syncs;
+    for _ in 0..1100 {
+        let lsn = wal.append(&record).expect("append");
+        wal.commit(lsn).expect("commit");
+    }
+    assert_eq!(wal.stats().syncs, syncs);
+    assert_eq!(wal.durable_lsn(), 0);
+    wal.close().expect("close");
+}

@@ -93,6 +93,11 @@ pub trait CommandLog: Send + fmt::Debug {
     /// (`aof-release-log-cache`); logs without a page cache ignore it.
     fn set_release_cache(&mut self, _release: bool) {}
 
+    /// At `everysec`, also sync once this many bytes are written but not
+    /// synced, 0 for only every second (`aof-everysec-sync-bytes`); logs
+    /// that do not sync periodically ignore it.
+    fn set_everysec_sync_bytes(&mut self, _bytes: u64) {}
+
     /// Why the log refuses writes, once a write or sync failed.
     fn failure(&self) -> Option<String>;
 

@@ -170,6 +170,8 @@ pub fn open_log_on(
     );
     let log = WalLog::new(wal, config.appendfsync, notify)?;
     log.wal().set_release_cache(config.release_log_cache());
+    log.wal()
+        .set_periodic_sync_bytes(config.everysec_sync_bytes());
     Ok(OpenedLog {
         log: Box::new(log),
         recovery: Some(recovery),

@@ -231,6 +231,10 @@ impl CommandLog for WalLog {
         self.wal.set_release_cache(release);
     }
 
+    fn set_everysec_sync_bytes(&mut self, bytes: u64) {
+        self.wal.set_periodic_sync_bytes(bytes);
+    }
+
     fn set_fsync(&mut self, fsync: AppendFsync) {
         if fsync == self.fsync {
             return;

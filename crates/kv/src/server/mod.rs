@@ -448,6 +448,8 @@ impl Server {
         self.log.set_fsync(self.state.config.appendfsync);
         self.log
             .set_release_cache(self.state.config.release_log_cache());
+        self.log
+            .set_everysec_sync_bytes(self.state.config.everysec_sync_bytes());
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
             self.log.info(&mut self.state.log);

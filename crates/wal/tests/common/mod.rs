@@ -114,6 +114,7 @@ pub fn test_config(durability: Durability) -> WalConfig {
         record_bytes_max: 1 << 10,
         preallocate_bytes: 4 << 10,
         release_synced_cache: true,
+        periodic_sync_bytes: 16 << 20,
         base_lsn: 1,
     }
 }
