@@ -210,14 +210,13 @@ impl Shared {
                 state.written_lsn = last_lsn;
                 state.written_offset = end;
                 state.postponed_since = None;
-                if !sync {
-                    self.sync_early_if_due(&mut state);
-                }
                 if sync {
                     self.counters.syncs.fetch_add(1, Ordering::Relaxed);
                     self.counters.batch(last_lsn - state.durable_lsn);
                     self.advance_durable(&mut state, last_lsn, end);
                     release = self.take_release(&mut state);
+                } else {
+                    self.sync_early_if_due(&mut state);
                 }
                 self.notify(&state);
             }

@@ -23,6 +23,7 @@
 mod check;
 mod committer;
 mod open;
+mod prefetch;
 mod record;
 mod replay;
 mod wal_log;
@@ -37,6 +38,7 @@ pub use check::{check_device, CheckReport, LogEnd};
 pub use open::{
     open_device, open_device_at, open_log, open_log_on, replay_old_log, replay_resp, OpenedLog,
 };
+pub use prefetch::prefetch_logs;
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;

@@ -18,7 +18,8 @@ use super::priority::lower_cpu_priority;
 use super::seat::Seat;
 use super::worker::rewrite_and_finish;
 use crate::aof::{
-    open_device_at, open_log, open_log_on, replay_old_log, CommandLog, OpenedLog, SyncWait,
+    open_device_at, open_log, open_log_on, prefetch_logs, replay_old_log, CommandLog, OpenedLog,
+    SyncWait,
 };
 use crate::config::{parse_memory, Config, LogDevice};
 use crate::error::{Error, Result};
@@ -174,6 +175,15 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
         (Layout::Manifest(m), None) => {
             set_aside_redis_file(&dir)?;
             dir.remove_orphans(Some(&m))?;
+            // The logs were released from the page cache as they became
+            // durable: the device reads them while the parts load.
+            prefetch_logs(
+                m.incrs
+                    .iter()
+                    .filter(|incr| incr.kind == IncrKind::File)
+                    .map(|incr| dir.path(&incr.file))
+                    .collect(),
+            );
             let load = load_bases(&dir, &m, rewrite_threads(state), &mut state.keyspace)?;
             tracing::info!(
                 "loaded {} keys from {} base parts ({} bytes) with {} threads in {} ms",
