@@ -534,7 +534,19 @@ impl Wal {
         self.shared
             .self_persist
             .store(segment.self_persist, Ordering::Relaxed);
+        // Threads blocked on `changed` or parked stay counted and
+        // registered across the new file's state: a count reset under a
+        // waiting thread (its decrement then wrapped, and a later wait
+        // counted 0) skipped the wake-ups that thread needed, and the event
+        // loop hung in `wait_written`. The parked ones' records are durable
+        // now: they go and look.
+        let waiters = state.waiters;
+        let parked = std::mem::take(&mut state.parked);
         *state = State::new(segment, next_lsn, LOG_HEADER_LEN as u64);
+        state.waiters = waiters;
+        for (_, thread) in parked {
+            thread.unpark();
+        }
         tracing::info!(from = %old.path().display(), lsn = next_lsn, "log switched");
         (state, Ok(old))
     }
@@ -673,4 +685,36 @@ fn is_blank(device: &dyn Device) -> Result<bool> {
         offset += n as u64;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrite_io::SimFile;
+
+    /// A thread blocked on `changed` while the log switches files is still
+    /// counted afterwards, so the wake-ups it needs are not skipped.
+    #[test]
+    fn a_switch_keeps_the_threads_waiting_on_the_log_counted() {
+        let wal = Wal::open(Arc::new(SimFile::new("a.log")), WalConfig::default()).expect("open");
+        wal.append_commit(b"before the switch").expect("commit");
+        let shared = Arc::clone(&wal.shared);
+        let waiter = std::thread::spawn(move || {
+            let state = shared.lock();
+            let state = shared.wait(state);
+            state.waiters
+        });
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while wal.shared.lock().waiters == 0 {
+            assert!(Instant::now() < deadline, "the thread never waited");
+            std::thread::yield_now();
+        }
+        wal.switch(Arc::new(SimFile::new("b.log"))).expect("switch");
+        // The switch wakes it; it leaves the count as it found it.
+        let after_its_wait = waiter.join().expect("the waiting thread panicked");
+        assert_eq!(after_its_wait, 0);
+        assert_eq!(wal.shared.lock().waiters, 0);
+        let lsn = wal.append_commit(b"after the switch").expect("commit");
+        assert_eq!(wal.durable_lsn(), lsn);
+    }
 }
