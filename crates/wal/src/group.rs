@@ -212,9 +212,7 @@ impl Shared {
                 state.postponed_since = None;
                 if sync {
                     self.counters.syncs.fetch_add(1, Ordering::Relaxed);
-                    self.counters.batch(last_lsn - state.durable_lsn);
-                    self.advance_durable(&mut state, last_lsn, end);
-                    release = self.take_release(&mut state);
+                    release = self.synced(&mut state, last_lsn, end);
                 } else {
                     self.sync_early_if_due(&mut state);
                 }
@@ -222,16 +220,37 @@ impl Shared {
             }
             Err(e) => self.poison(&mut state, e),
         }
-        let wake = take_wakeable(&mut state);
-        if !wake.is_empty() || release.is_some() {
-            drop(state);
-            wake.iter().for_each(Thread::unpark);
-            if let Some((from, to)) = release {
-                device.release_cache(from, to - from);
-            }
-            state = self.lock();
-        }
+        let state = self.end_round(state, device.as_ref(), release);
         (state, result.map(|_| ()))
+    }
+
+    /// A sync made everything up to `lsn` (ending at `offset`) durable:
+    /// counts the batch, advances, and returns what to release.
+    fn synced(&self, state: &mut State, lsn: Lsn, offset: u64) -> Option<(u64, u64)> {
+        self.counters.batch(lsn - state.durable_lsn);
+        self.advance_durable(state, lsn, offset);
+        self.take_release(state)
+    }
+
+    /// The end of a round: wakes the parked committers it served (and the
+    /// next leader) and releases `release` from `device`'s cache, both
+    /// without the lock.
+    fn end_round<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        device: &dyn Device,
+        release: Option<(u64, u64)>,
+    ) -> MutexGuard<'a, State> {
+        let wake = take_wakeable(&mut state);
+        if wake.is_empty() && release.is_none() {
+            return state;
+        }
+        drop(state);
+        wake.iter().for_each(Thread::unpark);
+        if let Some((from, to)) = release {
+            device.release_cache(from, to - from);
+        }
+        self.lock()
     }
 
     /// [`Durability::Periodic`]: wakes the syncer before its interval is up
@@ -279,23 +298,13 @@ impl Shared {
             Ok(()) => {
                 self.counters.syncs.fetch_add(1, Ordering::Relaxed);
                 if same_file && lsn > state.durable_lsn {
-                    self.counters.batch(lsn - state.durable_lsn);
-                    self.advance_durable(&mut state, lsn, offset);
-                    release = self.take_release(&mut state);
+                    release = self.synced(&mut state, lsn, offset);
                 }
                 self.notify(&state);
             }
             Err(e) => self.poison(&mut state, e),
         }
-        let wake = take_wakeable(&mut state);
-        if !wake.is_empty() || release.is_some() {
-            drop(state);
-            wake.iter().for_each(Thread::unpark);
-            if let Some((from, to)) = release {
-                segment.device.release_cache(from, to - from);
-            }
-            state = self.lock();
-        }
+        let state = self.end_round(state, segment.device.as_ref(), release);
         (state, result)
     }
 
