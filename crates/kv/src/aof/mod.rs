@@ -42,7 +42,7 @@ pub use prefetch::prefetch_logs;
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;
-use crate::config::AppendFsync;
+use crate::config::{AppendFsync, Config};
 use crate::error::{Error, Result};
 use crate::state::LogInfo;
 
@@ -68,6 +68,15 @@ pub struct SwitchPoint {
     pub old_path: PathBuf,
     /// The file they go to now.
     pub new_path: PathBuf,
+}
+
+/// Applies the directives a log follows while it runs (`appendfsync`,
+/// `aof-release-log-cache`, `aof-everysec-sync-bytes`): when it opens, and
+/// from the server's timer after a CONFIG SET.
+pub fn apply_config(log: &mut dyn CommandLog, config: &Config) {
+    log.set_fsync(config.appendfsync);
+    log.set_release_cache(config.release_log_cache());
+    log.set_everysec_sync_bytes(config.everysec_sync_bytes());
 }
 
 /// The log as the server sees it; see the module documentation.

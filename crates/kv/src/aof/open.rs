@@ -168,10 +168,8 @@ pub fn open_log_on(
         commands,
         state.log.load_ms
     );
-    let log = WalLog::new(wal, config.appendfsync, notify)?;
-    log.wal().set_release_cache(config.release_log_cache());
-    log.wal()
-        .set_periodic_sync_bytes(config.everysec_sync_bytes());
+    let mut log = WalLog::new(wal, config.appendfsync, notify)?;
+    super::apply_config(&mut log, &config);
     Ok(OpenedLog {
         log: Box::new(log),
         recovery: Some(recovery),

@@ -445,11 +445,7 @@ impl Server {
             .keyspace
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
         self.log_command();
-        self.log.set_fsync(self.state.config.appendfsync);
-        self.log
-            .set_release_cache(self.state.config.release_log_cache());
-        self.log
-            .set_everysec_sync_bytes(self.state.config.everysec_sync_bytes());
+        crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
             self.log.info(&mut self.state.log);
