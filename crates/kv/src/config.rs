@@ -141,6 +141,7 @@ impl Default for Config {
             hz: 10,
             passive: [
                 ("save", ""),
+                ("enable-debug-command", "no"),
                 ("timeout", "0"),
                 ("tcp-keepalive", "300"),
                 ("loglevel", "notice"),

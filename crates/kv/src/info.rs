@@ -4,7 +4,6 @@
 
 use std::fmt::Write as _;
 
-use crate::commands::COMMANDS;
 use crate::state::State;
 
 /// `# Server`.
@@ -21,7 +20,7 @@ pub fn server(state: &State, out: &mut String) {
         state.port,
         uptime / 86400,
         state.config.hz,
-        COMMANDS.len(),
+        crate::commands::command_count(),
     );
 }
 

@@ -7,7 +7,7 @@
 //! whatever file (or rewrite part) precedes it. The concatenated payloads of
 //! a log are a valid Redis AOF.
 
-use crate::commands::{encode_command, lookup, Propagation};
+use crate::commands::{encode_command, full_name, resolve, Propagation};
 use crate::resp::{Args, Limits, Parser};
 
 /// Limits when parsing a payload back: anything the server could log.
@@ -75,13 +75,13 @@ pub(crate) fn for_each_command(
 /// Whether `args` is a command the server knows, with a valid number of
 /// arguments: what every logged command is.
 pub(crate) fn check_command(args: &Args<'_>) -> Result<(), String> {
-    match lookup(args.get(0)) {
-        Some(spec) if spec.arity_ok(args.len()) => Ok(()),
-        Some(spec) => Err(format!("wrong number of arguments for '{}'", spec.name)),
-        None => Err(format!(
-            "unknown command '{}'",
-            String::from_utf8_lossy(args.get(0))
+    match resolve(args) {
+        Ok((_, spec)) if spec.arity_ok(args.len()) => Ok(()),
+        Ok((container, spec)) => Err(format!(
+            "wrong number of arguments for '{}'",
+            full_name(container, spec)
         )),
+        Err(e) => Err(e.into_owned()),
     }
 }
 

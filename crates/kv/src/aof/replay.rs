@@ -22,7 +22,7 @@ use ferrite_wal::{Lsn, Visit, Wal, WalConfig};
 
 use super::open::start_error;
 use super::record::{check_command, for_each_command};
-use crate::commands::{execute, lookup, Ctx, Propagation, SegmentWalk, Session};
+use crate::commands::{execute, resolve, Ctx, Propagation, SegmentWalk, Session};
 use crate::error::{Error, Result};
 use crate::resp::{Args, Parser, Protocol, ReplyBuf};
 use crate::state::{unix_ms, State};
@@ -176,7 +176,7 @@ fn replay_applies(
     lsn: Lsn,
     segments: &mut Vec<u32>,
 ) -> std::result::Result<bool, String> {
-    let Some(spec) = lookup(args.get(0)) else {
+    let Ok((_, spec)) = resolve(args) else {
         return Ok(true);
     };
     segments.clear();

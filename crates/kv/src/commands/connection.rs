@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::table::*;
 use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
 
@@ -248,14 +249,11 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             let text: String = ids.into_iter().map(|id| client_line(ctx, id)).collect();
             ctx.reply.verbatim(&text);
         }
-        b"SETINFO" if args.len() == 4 => ctx.reply.ok(),
-        b"NO-EVICT" | b"NO-TOUCH" if args.len() == 3 => ctx.reply.ok(),
-        b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"SETINFO" | b"NO-EVICT" | b"NO-TOUCH" => {
-            return Err(arity_error())
-        }
-        b"HELP" => ctx.reply.bulks(
-            [&b"CLIENT <subcommand>: ID, GETNAME, SETNAME, LIST, INFO, SETINFO"[..]].into_iter(),
-        ),
+        b"NO-EVICT" if args.len() == 3 => match upper(args, 2).as_slice() {
+            b"ON" | b"OFF" => ctx.reply.ok(),
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        },
+        b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"NO-EVICT" => return Err(arity_error()),
         _ => {
             return Err(Cow::Owned(format!(
                 "ERR unknown subcommand '{}'. Try CLIENT HELP.",
@@ -265,3 +263,28 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("ping", -1, C, K0, "connection", "Returns PONG.", ping),
+    cmd!("echo", 2, C, K0, "connection", "Returns its argument.", echo),
+    cmd!("select", 2, C, K0, "connection", "Selects a database.", select),
+    cmd!("swapdb", 3, WRITE | FAST | WHOLE_DB, K0, "server", "Swaps two databases.", swapdb),
+    cmd!("auth", -2, C | NOAUTH | NOQUEUE, K0, "connection", "Authenticates.", auth),
+    cmd!("hello", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
+    cmd!("quit", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Closes the connection.", quit),
+    cmd!("reset", 1, C | NOAUTH | NOQUEUE, K0, "connection", "Resets the connection.", reset),
+    cmd!("client", -2, 0, K0, "connection", "Connection management.", client).with_subcommands(CLIENT),
+];
+
+/// CLIENT's subcommands.
+#[rustfmt::skip]
+static CLIENT: &[CommandSpec] = &[
+    cmd!("setname", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the connection's name.", client),
+    cmd!("getname", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's name.", client),
+    cmd!("id", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's id.", client),
+    cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
+    cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
+    cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
+];

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use super::keys::scan_options;
+use super::table::*;
 use super::{errors, int_arg, CmdError, CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
@@ -241,3 +242,24 @@ pub(super) fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("hset", -4, WF, K1, "hash", "Sets fields of a hash.", hset),
+    cmd!("hmset", -4, WF, K1, "hash", "Sets fields of a hash (old form).", hmset),
+    cmd!("hsetnx", 4, WF, K1, "hash", "Sets a field if it does not exist.", hsetnx),
+    cmd!("hget", 3, RF, K1, "hash", "Returns a field's value.", hget),
+    cmd!("hmget", -3, RF, K1, "hash", "Returns fields' values.", hmget),
+    cmd!("hdel", -3, D, K1, "hash", "Deletes fields.", hdel),
+    cmd!("hgetall", 2, R, K1, "hash", "Returns all fields and values.", hgetall),
+    cmd!("hkeys", 2, R, K1, "hash", "Returns all fields.", hkeys),
+    cmd!("hvals", 2, R, K1, "hash", "Returns all values.", hvals),
+    cmd!("hlen", 2, RF, K1, "hash", "Returns the number of fields.", hlen),
+    cmd!("hstrlen", 3, RF, K1, "hash", "Returns a value's length.", hstrlen),
+    cmd!("hexists", 3, RF, K1, "hash", "Tells whether a field exists.", hexists),
+    cmd!("hincrby", 4, WF, K1, "hash", "Increments an integer field.", hincrby),
+    cmd!("hincrbyfloat", 4, WF, K1, "hash", "Increments a float field.", hincrbyfloat),
+    cmd!("hrandfield", 2, READONLY | RANDOM, K1, "hash", "Returns a random field.", hrandfield),
+    cmd!("hscan", -3, READONLY, K1, "hash", "Iterates over fields.", hscan),
+];

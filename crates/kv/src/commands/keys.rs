@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::SEGMENTS_PER_DB;
@@ -318,3 +319,28 @@ pub(super) fn dbsize(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 pub(super) fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     exists(ctx, args)
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("del", -2, WRITE | SUPERSEDES, KALL, "keyspace", "Deletes keys.", del),
+    cmd!("unlink", -2, D | SUPERSEDES, KALL, "keyspace", "Deletes keys.", del),
+    cmd!("exists", -2, RF, KALL, "keyspace", "Counts existing keys.", exists),
+    cmd!("touch", -2, RF, KALL, "keyspace", "Counts existing keys.", touch),
+    cmd!("type", 2, RF, K1, "keyspace", "Returns a key's type.", type_),
+    cmd!("rename", 3, WRITE, (1, 2, 1), "keyspace", "Renames a key.", rename),
+    cmd!("renamenx", 3, D, (1, 2, 1), "keyspace", "Renames a key if the new name is free.", renamenx),
+    cmd!("keys", 2, READONLY, K0, "keyspace", "Returns keys matching a pattern.", keys),
+    cmd!("scan", -2, READONLY, K0, "keyspace", "Iterates over keys.", scan),
+    cmd!("randomkey", 1, READONLY | RANDOM, K0, "keyspace", "Returns a random key.", randomkey),
+    cmd!("dbsize", 1, RF, K0, "server", "Returns the number of keys.", dbsize),
+    cmd!("expire", -3, D, K1, "keyspace", "Sets an expiry in seconds.", expire),
+    cmd!("pexpire", -3, D, K1, "keyspace", "Sets an expiry in milliseconds.", pexpire),
+    cmd!("expireat", -3, D, K1, "keyspace", "Sets an expiry as a Unix time.", expireat),
+    cmd!("pexpireat", -3, D, K1, "keyspace", "Sets an expiry as a Unix time in ms.", pexpireat),
+    cmd!("ttl", 2, RF, K1, "keyspace", "Returns the time to live in seconds.", ttl),
+    cmd!("pttl", 2, RF, K1, "keyspace", "Returns the time to live in ms.", pttl),
+    cmd!("expiretime", 2, RF, K1, "keyspace", "Returns the expiry as a Unix time.", expiretime),
+    cmd!("pexpiretime", 2, RF, K1, "keyspace", "Returns the expiry as a Unix time in ms.", pexpiretime),
+    cmd!("persist", 2, D, K1, "keyspace", "Removes an expiry.", persist),
+];

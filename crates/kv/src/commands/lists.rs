@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
@@ -244,3 +245,21 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.int(len as i64);
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("lpush", -3, WF, K1, "list", "Prepends elements.", lpush),
+    cmd!("rpush", -3, WF, K1, "list", "Appends elements.", rpush),
+    cmd!("lpushx", -3, WF, K1, "list", "Prepends if the list exists.", lpushx),
+    cmd!("rpushx", -3, WF, K1, "list", "Appends if the list exists.", rpushx),
+    cmd!("lpop", -2, D, K1, "list", "Removes and returns the first elements.", lpop),
+    cmd!("rpop", -2, D, K1, "list", "Removes and returns the last elements.", rpop),
+    cmd!("lrange", 4, R, K1, "list", "Returns a range of elements.", lrange),
+    cmd!("llen", 2, RF, K1, "list", "Returns the length.", llen),
+    cmd!("lindex", 3, R, K1, "list", "Returns an element by index.", lindex),
+    cmd!("lset", 4, W, K1, "list", "Sets an element by index.", lset),
+    cmd!("lrem", 4, WRITE, K1, "list", "Removes elements equal to a value.", lrem),
+    cmd!("ltrim", 4, WRITE, K1, "list", "Keeps only a range.", ltrim),
+    cmd!("linsert", 5, W, K1, "list", "Inserts before or after an element.", linsert),
+];

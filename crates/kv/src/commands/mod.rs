@@ -27,7 +27,7 @@ use crate::state::State;
 use crate::types::Bytes;
 
 pub use connection::REDIS_VERSION;
-pub use table::{lookup, CommandSpec, COMMANDS};
+pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 
 /// A command's error reply, without the leading `-`.
@@ -60,24 +60,201 @@ pub mod errors {
     pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 
-/// Command properties, as bits.
+/// Command properties, as bits: Redis's command flags (COMMAND INFO names
+/// them), then Ferrite's own, which say how a command meets the rewrite.
 pub mod flags {
     /// Modifies data: logged, refused when the log failed.
     pub const WRITE: u32 = 1;
     /// Only reads data.
     pub const READONLY: u32 = 1 << 1;
-    /// Refused when memory is above `maxmemory`.
+    /// May grow memory: refused when memory is above `maxmemory`.
     pub const DENYOOM: u32 = 1 << 2;
-    /// Allowed before AUTH.
+    /// Allowed before AUTH (`no_auth`).
     pub const NOAUTH: u32 = 1 << 3;
-    /// Runs even inside MULTI instead of being queued.
+    /// Runs even inside MULTI instead of being queued (MULTI, EXEC,
+    /// DISCARD, WATCH, UNWATCH, QUIT, RESET); not a flag COMMAND shows.
     pub const NOQUEUE: u32 = 1 << 4;
-    /// Administrative.
+    /// Administrative (`admin`; ACL `@admin` and `@dangerous`).
     pub const ADMIN: u32 = 1 << 5;
-    /// O(1) or O(log n).
+    /// O(1) or O(log n) (`fast`).
     pub const FAST: u32 = 1 << 6;
-    /// Reads the clock or randomness; listed for COMMAND INFO.
+    /// Reads the clock or randomness; Redis 7 no longer lists it, Ferrite
+    /// keeps it for the log (such commands log their effects).
     pub const RANDOM: u32 = 1 << 7;
+    /// Refused inside MULTI (`no_multi`).
+    pub const NO_MULTI: u32 = 1 << 8;
+    /// Publish/subscribe (`pubsub`).
+    pub const PUBSUB: u32 = 1 << 9;
+    /// May block the client (`blocking`).
+    pub const BLOCKING: u32 = 1 << 10;
+    /// Allowed while loading (`loading`).
+    pub const LOADING: u32 = 1 << 11;
+    /// Allowed on a stale replica (`stale`).
+    pub const STALE: u32 = 1 << 12;
+    /// Refused in scripts (`noscript`).
+    pub const NOSCRIPT: u32 = 1 << 13;
+    /// Not shown to MONITOR (`skip_monitor`).
+    pub const SKIP_MONITOR: u32 = 1 << 14;
+    /// Not recorded by SLOWLOG (`skip_slowlog`).
+    pub const SKIP_SLOWLOG: u32 = 1 << 15;
+    /// Allowed while a script is busy (`allow_busy`).
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// Keys are optional (`no_mandatory_keys`).
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// May replicate though not a write (`may_replicate`).
+    pub const MAY_REPLICATE: u32 = 1 << 18;
+    /// Not allowed while a replica loads asynchronously
+    /// (`no_async_loading`).
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    /// Ferrite: touches whole databases rather than named keys (FLUSHDB,
+    /// FLUSHALL, SWAPDB); the rewrite captures every segment it names.
+    pub const WHOLE_DB: u32 = 1 << 24;
+    /// Ferrite: its log record sets the whole state of the keys it names
+    /// and reads no other key (DEL, UNLINK, MSET), so a running rewrite
+    /// need not pin them (`keyspace/supersede.rs`).
+    pub const SUPERSEDES: u32 = 1 << 25;
+
+    /// The names COMMAND INFO gives Redis's flags, in Redis's order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NOAUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories, as bits. A command's categories are those its flags and
+/// group imply ([`acl::of`]) plus [`CommandSpec::acl`].
+pub mod acl {
+    use super::flags;
+    use super::CommandSpec;
+
+    /// Every category with its bit, as ACL CAT lists them.
+    pub const NAMES: &[&str] = &[
+        "keyspace",
+        "read",
+        "write",
+        "set",
+        "sortedset",
+        "list",
+        "hash",
+        "string",
+        "bitmap",
+        "hyperloglog",
+        "geo",
+        "stream",
+        "pubsub",
+        "admin",
+        "fast",
+        "slow",
+        "blocking",
+        "dangerous",
+        "connection",
+        "transaction",
+        "scripting",
+    ];
+
+    /// The bit of category `name` (without `@`).
+    pub const fn bit(name: &str) -> u64 {
+        let mut i = 0;
+        while i < NAMES.len() {
+            if const_eq(NAMES[i], name) {
+                return 1 << i;
+            }
+            i += 1;
+        }
+        panic!("unknown ACL category")
+    }
+
+    const fn const_eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    /// `@keyspace`.
+    pub const KEYSPACE: u64 = bit("keyspace");
+    /// `@dangerous`.
+    pub const DANGEROUS: u64 = bit("dangerous");
+    /// `@slow`.
+    pub const SLOW: u64 = bit("slow");
+    /// `@connection`.
+    pub const CONNECTION: u64 = bit("connection");
+
+    /// Every category of `spec`: implied by its flags (as Redis implies
+    /// them: write, read, admin and dangerous, pubsub, fast or slow,
+    /// blocking), by its group, and listed in the table.
+    pub fn of(spec: &CommandSpec) -> u64 {
+        let mut bits = spec.acl;
+        let implied = [
+            (flags::WRITE, "write"),
+            (flags::READONLY, "read"),
+            (flags::ADMIN, "admin"),
+            (flags::ADMIN, "dangerous"),
+            (flags::PUBSUB, "pubsub"),
+            (flags::FAST, "fast"),
+            (flags::BLOCKING, "blocking"),
+        ];
+        for (flag, name) in implied {
+            if spec.flags & flag != 0 {
+                bits |= bit(name);
+            }
+        }
+        if spec.flags & flags::FAST == 0 {
+            bits |= SLOW;
+        }
+        let group = match spec.group {
+            "string" => Some("string"),
+            "list" => Some("list"),
+            "hash" => Some("hash"),
+            "set" => Some("set"),
+            "sorted-set" => Some("sortedset"),
+            "bitmap" => Some("bitmap"),
+            "hyperloglog" => Some("hyperloglog"),
+            "geo" => Some("geo"),
+            "stream" => Some("stream"),
+            "pubsub" => Some("pubsub"),
+            "transactions" => Some("transaction"),
+            "scripting" => Some("scripting"),
+            _ => None,
+        };
+        if let Some(name) = group {
+            bits |= bit(name);
+        }
+        bits
+    }
+
+    /// The names of the categories in `bits`.
+    pub fn names(bits: u64) -> impl Iterator<Item = &'static str> {
+        NAMES
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| bits & (1 << i) != 0)
+            .map(|(_, n)| *n)
+    }
 }
 
 /// The log form of one client command: RESP commands, with `SELECT` added
@@ -221,16 +398,51 @@ pub(crate) fn int_arg(args: &Args<'_>, index: usize) -> Result<i64, CmdError> {
     crate::types::number::parse_i64(args.get(index)).ok_or(Cow::Borrowed(errors::NOT_INTEGER))
 }
 
+/// Finds the spec that runs `args`: the command, or for a container
+/// (CLIENT, CONFIG...) its subcommand. `Err` is the error reply.
+pub fn resolve(
+    args: &Args<'_>,
+) -> Result<(Option<&'static CommandSpec>, &'static CommandSpec), CmdError> {
+    let Some(spec) = lookup(args.get(0)) else {
+        return Err(Cow::Owned(unknown_command_text(args)));
+    };
+    if spec.subcommands.is_empty() {
+        return Ok((None, spec));
+    }
+    if args.len() < 2 && spec.arity_ok(1) {
+        // COMMAND alone lists every command.
+        return Ok((None, spec));
+    }
+    if args.len() < 2 {
+        return Err(Cow::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            spec.name
+        )));
+    }
+    match spec.subcommand(args.get(1)) {
+        Some(sub) => Ok((Some(spec), sub)),
+        None => Err(Cow::Owned(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            truncate(&String::from_utf8_lossy(args.get(1)), 128),
+            spec.name.to_ascii_uppercase()
+        ))),
+    }
+}
+
 /// Runs one parsed command for a client: checks, MULTI queueing, dispatch.
 pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if args.is_empty() {
         return;
     }
-    let Some(spec) = lookup(args.get(0)) else {
-        unknown_command(ctx, args);
-        return;
+    let (container, spec) = match resolve(args) {
+        Ok(found) => found,
+        Err(e) => {
+            ctx.session.multi_error |= ctx.session.multi.is_some();
+            ctx.reply.error(&e);
+            return;
+        }
     };
-    if !ctx.session.authenticated && spec.flags & flags::NOAUTH == 0 {
+    if !ctx.session.authenticated && !spec.has(flags::NOAUTH) {
         ctx.reply.error("NOAUTH Authentication required.");
         return;
     }
@@ -238,14 +450,25 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
         ctx.reply.error(&format!(
             "ERR wrong number of arguments for '{}' command",
-            spec.name
+            full_name(container, spec)
         ));
         return;
     }
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
-    ctx.session.last_cmd = Some(command_label(spec, args));
-    if ctx.session.multi.is_some() && spec.flags & flags::NOQUEUE == 0 {
+    ctx.session.last_cmd = Some(command_label(container, spec));
+    if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {
+        if spec.has(flags::NO_MULTI) {
+            ctx.session.multi_error = true;
+            ctx.reply
+                .error("ERR Command not allowed inside a transaction");
+            return;
+        }
+        if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
+            ctx.session.multi_error = true;
+            ctx.reply.error(OOM);
+            return;
+        }
         if let Some(queue) = ctx.session.multi.as_mut() {
             queue.push(args.to_vec());
         }
@@ -254,6 +477,9 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     run(ctx, spec, args);
 }
+
+/// The OOM refusal, worded as Redis words it.
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Runs a command that passed the checks of [`execute`] (also used by EXEC).
 pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
@@ -285,12 +511,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
 /// Whether a command may touch more than one segment: it names several
 /// keys, or whole databases (FLUSHDB, FLUSHALL, SWAPDB).
 fn spans_segments(spec: &CommandSpec) -> bool {
-    let (first, last, _) = spec.keys;
-    first != last || WHOLE_DATABASES.contains(&spec.name)
+    spec.keys.may_be_many() || spec.has(flags::WHOLE_DB)
 }
-
-/// Write commands that touch whole databases rather than named keys.
-const WHOLE_DATABASES: [&str; 3] = ["flushdb", "flushall", "swapdb"];
 
 /// Appends to `out` the global segments (`db * SEGMENTS_PER_DB +
 /// segment`) that command `args` may read or write when it runs in
@@ -320,21 +542,14 @@ pub fn touched_segments(
             }
         }
         _ => {
-            let (first, last, step) = spec.keys;
-            if first <= 0 || step <= 0 {
-                return;
-            }
-            let end = if last < 0 {
-                args.len() as i64 + i64::from(last)
-            } else {
-                i64::from(last).min(args.len() as i64 - 1)
-            };
+            let mut positions = Vec::new();
+            spec.keys.positions(args, &mut positions);
             let base = db * SEGMENTS_PER_DB;
-            let mut at = i64::from(first);
-            while at <= end {
-                out.push((base + segment_of(args.get(at as usize))) as u32);
-                at += i64::from(step);
-            }
+            out.extend(
+                positions
+                    .into_iter()
+                    .map(|at| (base + segment_of(args.get(at))) as u32),
+            );
         }
     }
 }
@@ -377,48 +592,41 @@ impl SegmentWalk {
     }
 }
 
-/// Commands whose first argument is a subcommand, which CLIENT LIST's
-/// `cmd` names too (`client|list`).
-const CONTAINERS: [&str; 3] = ["client", "config", "command"];
-
-/// How CLIENT LIST names a command: its name, and for a container command
-/// its subcommand in lower case (allocating only then).
-fn command_label(spec: &CommandSpec, args: &Args<'_>) -> Cow<'static, str> {
-    if args.len() > 1 && CONTAINERS.contains(&spec.name) {
-        let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
-        Cow::Owned(format!("{}|{sub}", spec.name))
-    } else {
-        Cow::Borrowed(spec.name)
+/// How CLIENT LIST names a command: its name, and for a subcommand
+/// `container|sub` (allocating only then).
+fn command_label(container: Option<&CommandSpec>, spec: &CommandSpec) -> Cow<'static, str> {
+    match container {
+        Some(c) => Cow::Owned(format!("{}|{}", c.name, spec.name)),
+        None => Cow::Borrowed(spec.name),
     }
 }
 
-/// Write commands whose log records set the whole state of the keys they
-/// name and read no other key (the handlers call `Keyspace::supersede`).
-const SUPERSEDING: [&str; 3] = ["del", "unlink", "mset"];
+/// A command's full name: `config|get` for a subcommand.
+pub fn full_name(container: Option<&CommandSpec>, spec: &CommandSpec) -> String {
+    match container {
+        Some(c) => format!("{}|{}", c.name, spec.name),
+        None => spec.name.to_string(),
+    }
+}
 
 /// While a rewrite may leave superseded keys out of its parts
 /// (`keyspace/supersede.rs`): a write naming several keys may read one
-/// into another's state when the log is replayed, so its keys are pinned;
-/// after SWAPDB a database index no longer names the snapshot's database.
+/// into another's state when the log is replayed, so its keys are pinned
+/// (unless the command [`flags::SUPERSEDES`] them); after SWAPDB a
+/// database index no longer names the snapshot's database.
 fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
-    let (first, last, step) = spec.keys;
     if spec.name == "swapdb" {
         ctx.state.keyspace.stop_superseding();
         return;
     }
-    if first <= 0 || first == last || step <= 0 || SUPERSEDING.contains(&spec.name) {
+    if !spec.keys.may_be_many() || spec.has(flags::SUPERSEDES) {
         return;
     }
-    let end = if last < 0 {
-        args.len() as i64 + i64::from(last)
-    } else {
-        i64::from(last).min(args.len() as i64 - 1)
-    };
+    let mut positions = Vec::new();
+    spec.keys.positions(args, &mut positions);
     let db = ctx.session.db;
-    let mut at = i64::from(first);
-    while at <= end {
-        ctx.state.keyspace.pin(db, args.get(at as usize));
-        at += i64::from(step);
+    for at in positions {
+        ctx.state.keyspace.pin(db, args.get(at));
     }
 }
 
@@ -435,15 +643,12 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
         }
     }
     if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
-        return Err(Cow::Borrowed(
-            "OOM command not allowed when used memory > 'maxmemory'.",
-        ));
+        return Err(Cow::Borrowed(OOM));
     }
     Ok(())
 }
 
-fn unknown_command(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    ctx.session.multi_error |= ctx.session.multi.is_some();
+fn unknown_command_text(args: &Args<'_>) -> String {
     let name = String::from_utf8_lossy(args.get(0));
     let mut text = format!(
         "ERR unknown command '{}', with args beginning with: ",
@@ -459,7 +664,7 @@ fn unknown_command(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         budget = budget.saturating_sub(shown.len());
         text.push_str(&format!("'{shown}' "));
     }
-    ctx.reply.error(&text);
+    text
 }
 
 fn truncate(text: &str, max: usize) -> &str {

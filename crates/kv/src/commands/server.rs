@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::{errors, flags, upper, CmdResult, Ctx, COMMANDS};
+use super::table::*;
+use super::{all_commands, command_count, errors, flags, upper, CmdResult, Ctx};
 use crate::resp::Args;
 use crate::state::State;
 
@@ -153,16 +154,7 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn flag_names(bits: u32) -> Vec<&'static str> {
-    let names = [
-        (flags::WRITE, "write"),
-        (flags::READONLY, "readonly"),
-        (flags::DENYOOM, "denyoom"),
-        (flags::NOAUTH, "no_auth"),
-        (flags::ADMIN, "admin"),
-        (flags::FAST, "fast"),
-        (flags::RANDOM, "random"),
-    ];
-    names
+    flags::NAMES
         .iter()
         .filter(|(b, _)| bits & b != 0)
         .map(|(_, n)| *n)
@@ -179,11 +171,15 @@ fn command_info(ctx: &mut Ctx<'_>, spec: &super::CommandSpec) {
     for n in names {
         r.simple(n);
     }
-    r.int(i64::from(spec.keys.0));
-    r.int(i64::from(spec.keys.1));
-    r.int(i64::from(spec.keys.2));
-    r.set(1);
-    r.simple(&format!("@{}", spec.group));
+    let (first, last, step) = spec.keys.legacy();
+    r.int(i64::from(first));
+    r.int(i64::from(last));
+    r.int(i64::from(step));
+    let categories: Vec<&str> = super::acl::names(super::acl::of(spec)).collect();
+    r.set(categories.len());
+    for c in categories {
+        r.simple(&format!("@{c}"));
+    }
     r.array(0);
     r.array(0);
     r.array(0);
@@ -191,19 +187,22 @@ fn command_info(ctx: &mut Ctx<'_>, spec: &super::CommandSpec) {
 
 pub(super) fn command(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if args.len() == 1 {
-        ctx.reply.array(COMMANDS.len());
-        for spec in COMMANDS {
+        ctx.reply.array(command_count());
+        for spec in all_commands() {
             command_info(ctx, spec);
         }
         return Ok(());
     }
     match upper(args, 1).as_slice() {
-        b"COUNT" => ctx.reply.int(COMMANDS.len() as i64),
-        b"LIST" => ctx.reply.bulks(COMMANDS.iter().map(|c| c.name.as_bytes())),
+        b"COUNT" => ctx.reply.int(command_count() as i64),
+        b"LIST" => {
+            let names: Vec<&[u8]> = all_commands().map(|c| c.name.as_bytes()).collect();
+            ctx.reply.bulks(names.into_iter());
+        }
         b"INFO" => {
             let names: Vec<&[u8]> = args.iter().skip(2).collect();
             let specs: Vec<Option<&super::CommandSpec>> = if names.is_empty() {
-                COMMANDS.iter().map(Some).collect()
+                all_commands().map(Some).collect()
             } else {
                 names.iter().map(|n| super::lookup(n)).collect()
             };
@@ -217,7 +216,7 @@ pub(super) fn command(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         b"DOCS" => {
             let specs: Vec<&super::CommandSpec> = if args.len() == 2 {
-                COMMANDS.iter().collect()
+                all_commands().collect()
             } else {
                 args.iter().skip(2).filter_map(super::lookup).collect()
             };
@@ -287,3 +286,78 @@ pub fn info_text(state: &State, wanted: &[String]) -> String {
     }
     out
 }
+
+/// FUNCTION FLUSH and FUNCTION LIST. No library can be loaded until
+/// scripting exists (FUNCTION LOAD is unknown), so the set of libraries is
+/// always empty: FLUSH has nothing to delete and LIST nothing to show.
+fn function(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    match upper(args, 1).as_slice() {
+        b"FLUSH" => {
+            if args.len() == 3 && !matches!(upper(args, 2).as_slice(), b"ASYNC" | b"SYNC") {
+                return Err(Cow::Borrowed(
+                    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+                ));
+            }
+            ctx.reply.ok();
+        }
+        _ => {
+            let mut at = 2;
+            while at < args.len() {
+                match upper(args, at).as_slice() {
+                    b"WITHCODE" => at += 1,
+                    b"LIBRARYNAME" if at + 1 < args.len() => at += 2,
+                    b"LIBRARYNAME" => {
+                        return Err(Cow::Borrowed("ERR library name argument was not given"))
+                    }
+                    _ => {
+                        return Err(Cow::Owned(format!(
+                            "ERR Unknown argument {}",
+                            String::from_utf8_lossy(args.get(at))
+                        )))
+                    }
+                }
+            }
+            ctx.reply.array(0);
+        }
+    }
+    Ok(())
+}
+
+/// FUNCTION's subcommands.
+#[rustfmt::skip]
+static FUNCTION: &[CommandSpec] = &[
+    cmd!("flush", -2, WRITE | NOSCRIPT, K0, "scripting", "Deletes all libraries.", function),
+    cmd!("list", -2, NOSCRIPT, K0, "scripting", "Returns information about all libraries.", function),
+];
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("info", -1, RANDOM, K0, "server", "Returns server information.", info),
+    cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
+    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes commands.", command).with_subcommands(COMMAND),
+    cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
+    cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
+    cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
+    cmd!("lastsave", 1, C | RANDOM, K0, "server", "Returns when data was last known durable.", lastsave),
+    cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
+    cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
+    cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
+];
+
+/// CONFIG's subcommands.
+#[rustfmt::skip]
+static CONFIG: &[CommandSpec] = &[
+    cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the values of configuration directives.", config),
+    cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration directives at run time.", config),
+    cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
+];
+
+/// COMMAND's subcommands.
+#[rustfmt::skip]
+static COMMAND: &[CommandSpec] = &[
+    cmd!("count", 2, LOADING | STALE, K0, "server", "Returns a count of commands.", command),
+    cmd!("list", -2, LOADING | STALE, K0, "server", "Returns a list of command names.", command),
+    cmd!("info", -2, LOADING | STALE, K0, "server", "Returns information about commands.", command),
+    cmd!("docs", -2, LOADING | STALE, K0, "server", "Returns documentary information about commands.", command),
+];

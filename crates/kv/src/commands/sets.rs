@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use super::keys::scan_options;
+use super::table::*;
 use super::{errors, int_arg, CmdError, CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
@@ -298,3 +299,24 @@ pub(super) fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.bulks(members.into_iter());
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("sadd", -3, WF, K1, "set", "Adds members.", sadd),
+    cmd!("srem", -3, D, K1, "set", "Removes members.", srem),
+    cmd!("smembers", 2, R, K1, "set", "Returns all members.", smembers),
+    cmd!("sismember", 3, RF, K1, "set", "Tells whether a member exists.", sismember),
+    cmd!("smismember", -3, RF, K1, "set", "Tells whether members exist.", smismember),
+    cmd!("scard", 2, RF, K1, "set", "Returns the number of members.", scard),
+    cmd!("spop", -2, D | RANDOM, K1, "set", "Removes and returns random members.", spop),
+    cmd!("srandmember", -2, READONLY | RANDOM, K1, "set", "Returns random members.", srandmember),
+    cmd!("sinter", -2, R, KALL, "set", "Intersects sets.", sinter),
+    cmd!("sunion", -2, R, KALL, "set", "Unites sets.", sunion),
+    cmd!("sdiff", -2, R, KALL, "set", "Subtracts sets.", sdiff),
+    cmd!("sinterstore", -3, W, KALL, "set", "Stores an intersection.", sinterstore),
+    cmd!("sunionstore", -3, W, KALL, "set", "Stores a union.", sunionstore),
+    cmd!("sdiffstore", -3, W, KALL, "set", "Stores a difference.", sdiffstore),
+    cmd!("smove", 4, D, (1, 2, 1), "set", "Moves a member between sets.", smove),
+    cmd!("sscan", -3, READONLY, K1, "set", "Iterates over members.", sscan),
+];

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
@@ -426,3 +427,29 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.int(len as i64);
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("get", 2, RF, K1, "string", "Returns the string value of a key.", get),
+    cmd!("set", -3, W, K1, "string", "Sets the string value of a key, with options.", set),
+    cmd!("setnx", 3, WF, K1, "string", "Sets a key only if it does not exist.", setnx),
+    cmd!("setex", 4, W, K1, "string", "Sets a key with an expiry in seconds.", setex),
+    cmd!("psetex", 4, W, K1, "string", "Sets a key with an expiry in milliseconds.", psetex),
+    cmd!("getset", 3, WF, K1, "string", "Sets a key and returns its old value.", getset),
+    cmd!("getdel", 2, D, K1, "string", "Returns a key's value and deletes it.", getdel),
+    cmd!("getex", -2, D, K1, "string", "Returns a key's value and changes its expiry.", getex),
+    cmd!("mget", -2, RF, KALL, "string", "Returns the values of keys.", mget),
+    cmd!("mset", -3, W | SUPERSEDES, (1, -1, 2), "string", "Sets several keys.", mset),
+    cmd!("msetnx", -3, W, (1, -1, 2), "string", "Sets several keys only if none exists.", msetnx),
+    cmd!("incr", 2, WF, K1, "string", "Increments an integer by one.", incr),
+    cmd!("decr", 2, WF, K1, "string", "Decrements an integer by one.", decr),
+    cmd!("incrby", 3, WF, K1, "string", "Increments an integer.", incrby),
+    cmd!("decrby", 3, WF, K1, "string", "Decrements an integer.", decrby),
+    cmd!("incrbyfloat", 3, WF, K1, "string", "Increments a float.", incrbyfloat),
+    cmd!("append", 3, WF, K1, "string", "Appends to a string.", append),
+    cmd!("strlen", 2, RF, K1, "string", "Returns a string's length.", strlen),
+    cmd!("getrange", 4, R, K1, "string", "Returns a substring.", getrange),
+    cmd!("substr", 4, R, K1, "string", "Returns a substring (old name).", getrange),
+    cmd!("setrange", 4, W, K1, "string", "Overwrites part of a string.", setrange),
+];

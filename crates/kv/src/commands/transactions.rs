@@ -7,7 +7,8 @@
 use std::borrow::Cow;
 
 use super::flags::WRITE;
-use super::{lookup, run, CmdResult, Ctx, QueuedCommand, SegmentWalk, Session};
+use super::table::*;
+use super::{resolve, run, CmdResult, Ctx, QueuedCommand, SegmentWalk, Session};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 
@@ -75,9 +76,9 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     for command in &queue {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
-        match lookup(args.get(0)) {
-            Some(spec) => run(ctx, spec, &args),
-            None => ctx.reply.error("ERR unknown command"),
+        match resolve(&args) {
+            Ok((_, spec)) => run(ctx, spec, &args),
+            Err(e) => ctx.reply.error(&e),
         }
     }
     Ok(())
@@ -92,8 +93,8 @@ fn capture_before_exec(ctx: &mut Ctx<'_>, queue: &[QueuedCommand]) {
     for command in queue {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
-        match lookup(args.get(0)) {
-            Some(spec) if spec.flags & WRITE != 0 || spec.name == "select" => {
+        match resolve(&args) {
+            Ok((_, spec)) if spec.flags & WRITE != 0 || spec.name == "select" => {
                 walk.step(spec, &args, &mut segments)
             }
             _ => {}
@@ -125,3 +126,13 @@ pub(super) fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ctx.reply.ok();
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("multi", 1, C | NOQUEUE, K0, "transactions", "Starts a transaction.", multi),
+    cmd!("exec", 1, NOQUEUE, K0, "transactions", "Runs a transaction.", exec),
+    cmd!("discard", 1, C | NOQUEUE, K0, "transactions", "Discards a transaction.", discard),
+    cmd!("watch", -2, C | NOQUEUE, KALL, "transactions", "Watches keys for EXEC.", watch),
+    cmd!("unwatch", 1, C | NOQUEUE, K0, "transactions", "Forgets watched keys.", unwatch),
+];

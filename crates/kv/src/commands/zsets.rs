@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use super::keys::scan_options;
+use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
@@ -496,3 +497,26 @@ pub(super) fn zscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     Ok(())
 }
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("zadd", -4, WF, K1, "sorted-set", "Adds members or updates scores.", zadd),
+    cmd!("zincrby", 4, WF, K1, "sorted-set", "Increments a member's score.", zincrby),
+    cmd!("zrem", -3, D, K1, "sorted-set", "Removes members.", zrem),
+    cmd!("zscore", 3, RF, K1, "sorted-set", "Returns a member's score.", zscore),
+    cmd!("zmscore", -3, RF, K1, "sorted-set", "Returns members' scores.", zmscore),
+    cmd!("zcard", 2, RF, K1, "sorted-set", "Returns the number of members.", zcard),
+    cmd!("zrank", 3, RF, K1, "sorted-set", "Returns a member's rank.", zrank),
+    cmd!("zrevrank", 3, RF, K1, "sorted-set", "Returns a member's rank, highest first.", zrevrank),
+    cmd!("zrange", -4, R, K1, "sorted-set", "Returns a range by rank, score or name.", zrange),
+    cmd!("zrevrange", -4, R, K1, "sorted-set", "Returns a range by rank, highest first.", zrevrange),
+    cmd!("zrangebyscore", -4, R, K1, "sorted-set", "Returns a range by score.", zrangebyscore),
+    cmd!("zrevrangebyscore", -4, R, K1, "sorted-set", "Returns a range by score, highest first.", zrevrangebyscore),
+    cmd!("zrangebylex", -4, R, K1, "sorted-set", "Returns a range by name.", zrangebylex),
+    cmd!("zcount", 4, RF, K1, "sorted-set", "Counts members in a score range.", zcount),
+    cmd!("zlexcount", 4, RF, K1, "sorted-set", "Counts members in a name range.", zlexcount),
+    cmd!("zpopmin", -2, D, K1, "sorted-set", "Removes and returns the lowest members.", zpopmin),
+    cmd!("zpopmax", -2, D, K1, "sorted-set", "Removes and returns the highest members.", zpopmax),
+    cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan),
+];

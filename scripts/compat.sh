@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs units of Redis 7.0.15's own test suite against `ferrite serve` and
+# against real redis-server 7.0 in the same way, and prints a per-unit table
+# of passed tests (the baseline is what real Redis passes).
+#
+#   scripts/compat.sh REDIS_SRC [unit ...]
+#
+# REDIS_SRC is a checkout of the Redis source at tag 7.0.15 (github
+# redis/redis); only its tests/ directory is used, unmodified. The harness
+# runs in external mode (`--singledb --ignore-encoding --ignore-digest`)
+# against a fresh server per unit. Installs tclsh and redis-server/redis-cli
+# from Debian's packages if they are missing. Results go to
+# target/compat/<server>/<unit>.log; the table to stdout.
+#
+# Environment: FERRITE_BIN (default: target/release/ferrite, built here),
+# COMPAT_SERVERS (default "ferrite redis"), COMPAT_TIMEOUT (seconds a unit
+# may take, default 600).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+src="${1:?usage: scripts/compat.sh REDIS_SRC [unit ...]}"
+shift
+src="$(cd "$src" && pwd)"
+units=("$@")
+if [ ${#units[@]} -eq 0 ]; then
+  units=(type/string type/incr type/hash type/list type/list-2 type/list-3 type/set
+    type/zset expire keyspace multi protocol scan info-command info introspection
+    introspection-2 bitops bitfield hyperloglog geo sort dump pubsub pubsubshard
+    slowlog latency-monitor tracking maxmemory pause querybuf limits quit)
+fi
+servers=(${COMPAT_SERVERS:-ferrite redis})
+timeout_s="${COMPAT_TIMEOUT:-600}"
+
+need=()
+command -v tclsh >/dev/null || need+=(tcl)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+ferrite="${FERRITE_BIN:-$root/target/release/ferrite}"
+if [ -z "${FERRITE_BIN:-}" ]; then
+  (cd "$root" && cargo build --release -q -p ferrite)
+fi
+
+# The harness reads helpers from its own src/ (redis-cli, redis-benchmark):
+# run it from a scratch copy of tests/ with those pointing at the installed ones.
+work="$root/target/compat"
+rm -rf "$work/suite" && mkdir -p "$work/suite/src"
+cp -r "$src/tests" "$work/suite/tests"
+cp "$src/runtest" "$work/suite/" 2>/dev/null || true
+for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
+  if command -v "$tool" >/dev/null; then ln -sf "$(command -v "$tool")" "$work/suite/src/$tool"; fi
+done
+port=21600
+
+start_server() { # server dir -> pid
+  local server=$1 dir=$2
+  case $server in
+    ferrite) "$ferrite" serve --port "$port" --dir "$dir" --enable-debug-command yes \
+      >"$dir/server.log" 2>&1 & ;;
+    redis) redis-server --port "$port" --dir "$dir" --save '' --appendonly no \
+      --enable-debug-command yes >"$dir/server.log" 2>&1 & ;;
+  esac
+  echo $!
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+}
+
+declare -A total_ok
+for s in "${servers[@]}"; do total_ok[$s]=0; done
+total_both=0
+printf '%-18s' unit
+for s in "${servers[@]}"; do printf ' %9s' "$s"; done
+printf ' %9s %7s\n' "both" "ratio"
+for unit in "${units[@]}"; do
+  printf '%-18s' "$unit"
+  for s in "${servers[@]}"; do
+    dir="$work/$s/data-${unit//\//_}"
+    log="$work/$s/${unit//\//_}.log"
+    rm -rf "$dir" && mkdir -p "$dir"
+    pid=$(start_server "$s" "$dir")
+    (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
+      --port "$port" --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
+      --clients 1 >"$log" 2>&1) || true
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    sed 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"
+    grep '^\[ok\]: ' "$log.plain" | sed 's/^\[ok\]: //; s/ ([0-9]* ms)$//' | sort -u \
+      >"${log%.log}.passed" || true
+    ok=$(wc -l <"${log%.log}.passed")
+    total_ok[$s]=$(( ${total_ok[$s]} + ok ))
+    printf ' %9s' "$ok"
+  done
+  # Tests both servers pass, against what the baseline (the last server) passes.
+  base="${servers[-1]}"; first="${servers[0]}"
+  both=$(comm -12 "$work/$first/${unit//\//_}.passed" "$work/$base/${unit//\//_}.passed" | wc -l)
+  basen=$(wc -l <"$work/$base/${unit//\//_}.passed")
+  total_both=$(( total_both + both ))
+  printf ' %9s %7s\n' "$both" "$(awk -v a="$both" -v b="$basen" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else print "-" }')"
+done
+printf '%-18s' total
+for s in "${servers[@]}"; do printf ' %9s' "${total_ok[$s]}"; done
+printf ' %9s %7s\n' "$total_both" "$(awk -v a="$total_both" -v b="${total_ok[${servers[-1]}]}" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else print "-" }')"
