@@ -14,7 +14,8 @@
 #
 # Environment: FERRITE_BIN (default: target/release/ferrite, built here),
 # COMPAT_SERVERS (default "ferrite redis"), COMPAT_TIMEOUT (seconds a unit
-# may take, default 600).
+# may take, default 600), COMPAT_PORT (the server's port, default 21600; give
+# concurrent runs different ports).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 src="${1:?usage: scripts/compat.sh REDIS_SRC [unit ...]}"
@@ -51,7 +52,7 @@ cp "$src/runtest" "$work/suite/" 2>/dev/null || true
 for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
   if command -v "$tool" >/dev/null; then ln -sf "$(command -v "$tool")" "$work/suite/src/$tool"; fi
 done
-port=21600
+port="${COMPAT_PORT:-21600}"
 
 start_server() { # server dir -> pid
   local server=$1 dir=$2
