@@ -22,8 +22,10 @@ impl Protocol {
     }
 }
 
-/// Formats a double the way Redis 7.2 replies with one: the shortest text
-/// that reads back to the same value, `inf`/`-inf` for infinities.
+/// Formats a double the way Redis 7.0 replies with one (ZSCORE, ZRANGE
+/// WITHSCORES, RESP3 doubles): C's `%.17g`, so 1.1 reads
+/// `1.1000000000000001`; `inf`/`-inf` for infinities. Seventeen
+/// significant digits always read back to the same double.
 pub fn format_double(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 {
@@ -35,9 +37,36 @@ pub fn format_double(value: f64) -> String {
     if value.is_nan() {
         return "nan".into();
     }
-    // Rust's shortest round-trip formatting already prints integral values
-    // without a fraction (`3`, `-0`), as Redis does.
-    format!("{value}")
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    const PRECISION: i32 = 17;
+    // Rust's `e` formatting rounds the exact binary value to 17 significant
+    // digits, as printf does; it only differs in how it writes them.
+    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if exponent < -4 || exponent >= PRECISION {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            strip_fraction_zeros(mantissa),
+            exponent.unsigned_abs()
+        )
+    } else {
+        let decimals = (PRECISION - 1 - exponent) as usize;
+        strip_fraction_zeros(&format!("{value:.decimals$}")).to_string()
+    }
+}
+
+/// `%g` drops trailing zeros of the fraction, and the point if nothing is
+/// left after it.
+fn strip_fraction_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
 }
 
 /// Writes `value` in decimal without going through `fmt`.
@@ -215,9 +244,20 @@ mod tests {
         assert_eq!(format_double(3.0), "3");
         assert_eq!(format_double(-2.0), "-2");
         assert_eq!(format_double(1.5), "1.5");
-        assert_eq!(format_double(0.1), "0.1");
+        assert_eq!(format_double(0.1), "0.10000000000000001");
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        // C's %.17g, as Redis 7.0's replies.
+        assert_eq!(format_double(1.1), "1.1000000000000001");
+        assert_eq!(format_double(0.3), "0.29999999999999999");
+        assert_eq!(format_double(1e20), "1e+20");
+        assert_eq!(format_double(1.5e-7), "1.4999999999999999e-07");
+        assert_eq!(format_double(0.0001), "0.0001");
+        assert_eq!(format_double(123456789.0), "123456789");
+        assert_eq!(format_double(1e16), "10000000000000000");
+        assert_eq!(format_double(1e17), "1e+17");
+        assert_eq!(format_double(-0.0), "-0");
+        assert_eq!(format_double(3.0e-5), "3.0000000000000001e-05");
     }
 
     #[test]
