@@ -4,7 +4,7 @@
 //! plot `DIR/<name>.svg`.
 //!
 //! Run one with `cargo run --release -p ferrite-bench -- <experiment> --out DIR`
-//! (add `--quick` for a short run), or `ferrite bench <experiment>`.
+//! (add `--quick` for a short run).
 
 // A benchmark harness reports its tables to the person running it.
 #![allow(clippy::print_stdout)]

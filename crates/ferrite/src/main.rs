@@ -1,8 +1,8 @@
 //! The `ferrite` command: `serve` runs the Redis-compatible server, `check`
 //! verifies (and optionally repairs) a data directory, `export` writes its
-//! dataset as a RESP append-only file for Redis, `bench <experiment>`
-//! runs one of the benchmark crate's experiments (the same as
-//! `cargo run --release -p ferrite-bench -- ...`).
+//! dataset as a RESP append-only file for Redis. The experiments are a
+//! separate binary, `ferrite-bench` (`cargo run --release -p ferrite-bench
+//! -- <experiment>`), so the server links none of their dependencies.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -28,11 +28,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an experiment of the benchmark suite.
-    Bench {
-        #[command(subcommand)]
-        experiment: ferrite_bench::Experiment,
-    },
     /// Runs the Redis-compatible server (127.0.0.1:6379, data in ./ferrite-data).
     ///
     /// Any redis.conf directive can be given as a flag: `--port 6380
@@ -200,7 +195,6 @@ fn main() -> ExitCode {
         ferrite_kv::heap::tune().log();
     }
     let result = match cli.command {
-        Command::Bench { experiment } => ferrite_bench::run(experiment).map(|()| ExitCode::SUCCESS),
         Command::Serve { args } => serve(args),
         Command::Check {
             fix,
