@@ -93,3 +93,31 @@ fn lock_transitions_between_two_connections() {
         assert_eq!(b.unlock(LOCK_NONE), ffi::SQLITE_OK);
     }
 }
+
+/// In-place reads are offered on the mapped modes once SQLite sets a mmap
+/// limit, and never when the options turn them off (a host SQLite built
+/// with `SQLITE_MMAP_READWRITE` would write through them).
+#[test]
+fn fetch_is_refused_when_in_place_reads_are_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for mode in [Mode::Mmap, Mode::Pmem] {
+        let media = RealMedia::new(mode);
+        let path = dir.path().join(format!("{mode}-fetch.db"));
+        let path = path.to_str().expect("utf-8");
+        for in_place_reads in [true, false] {
+            let opened = media.open(path, true).expect("open");
+            let options = VfsOptions {
+                in_place_reads,
+                ..VfsOptions::new(mode)
+            };
+            let mut file = OpenFile::new(opened, options, false);
+            assert_eq!(file.write(&[9u8; 4096], 0), ffi::SQLITE_OK);
+            file.set_mmap_limit(1 << 20);
+            assert_eq!(
+                file.fetch(0, 4096).is_some(),
+                in_place_reads,
+                "{mode}: in_place_reads={in_place_reads}"
+            );
+        }
+    }
+}

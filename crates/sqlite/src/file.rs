@@ -35,6 +35,25 @@ pub(crate) struct OpenFile {
     mmap_limit: u64,
 }
 
+/// Runs the body of a callback SQLite makes into this crate, turning a
+/// panic into `fallback`: a panic must never unwind into SQLite's C frames
+/// (Rust would abort the host program there). The panic is logged; SQLite
+/// sees an I/O error and reports it to the application.
+pub(crate) fn guard<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!("a SQLite callback panicked ({why}); returning an error to SQLite");
+            fallback
+        }
+    }
+}
+
 /// Logs `error` and picks the SQLite code for it: `SQLITE_FULL` for a full
 /// medium, else `code`.
 pub(crate) fn report(error: &Error, what: &str, code: i32) -> i32 {
@@ -155,7 +174,7 @@ impl OpenFile {
     /// `xUnfetch` has nothing to do.
     pub(crate) fn fetch(&self, offset: u64, len: usize) -> Option<*const u8> {
         let end = offset.checked_add(len as u64)?;
-        if self.temporary || end > self.mmap_limit {
+        if self.temporary || end > self.mmap_limit || !self.options.in_place_reads {
             return None;
         }
         self.device().read_ptr(offset, len)
@@ -269,5 +288,22 @@ impl OpenFile {
             None | Some(Ok(())) => ffi::SQLITE_OK,
             Some(Err(e)) => report(&e, "shm unmap", ffi::SQLITE_IOERR_SHMMAP),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guard;
+
+    #[test]
+    fn a_panicking_callback_returns_its_fallback_code() {
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let code = guard(libsqlite3_sys::SQLITE_IOERR_READ, || -> i32 {
+            panic!("a bug in a read")
+        });
+        std::panic::set_hook(quiet);
+        assert_eq!(code, libsqlite3_sys::SQLITE_IOERR_READ);
+        assert_eq!(guard(libsqlite3_sys::SQLITE_IOERR, || 0), 0);
     }
 }

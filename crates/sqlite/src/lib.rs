@@ -75,6 +75,8 @@ fn register_once(host: Host, name: &str, options: VfsOptions) -> Result<()> {
     if host.has(&c_name) {
         return Ok(());
     }
+    let mut options = options;
+    options.in_place_reads &= !host.mmap_readwrite;
     let media = Box::new(RealMedia::new(options.mode));
     // Registered for the life of the process.
     vfs::register(host, name, options, media).map(drop)

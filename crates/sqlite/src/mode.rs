@@ -85,6 +85,12 @@ pub struct VfsOptions {
     /// default: it is unsafe with `journal_mode=PERSIST` (see
     /// `device_characteristics`); on only to measure what it is worth.
     pub safe_append: bool,
+    /// Let SQLite read pages in place through `xFetch` (when it asks for
+    /// memory-mapped I/O). Turned off when the host SQLite was built with
+    /// `SQLITE_MMAP_READWRITE`: that SQLite would then write through the
+    /// fetched pointers, bypassing the VFS's flushes and fences, so a
+    /// write would not be durable when SQLite believes it is.
+    pub in_place_reads: bool,
 }
 
 impl VfsOptions {
@@ -94,6 +100,7 @@ impl VfsOptions {
         VfsOptions {
             mode,
             safe_append: false,
+            in_place_reads: true,
         }
     }
 

@@ -28,6 +28,9 @@ pub(crate) struct Host {
     pub(crate) find: unsafe extern "C" fn(*const c_char) -> *mut ffi::sqlite3_vfs,
     pub(crate) register: unsafe extern "C" fn(*mut ffi::sqlite3_vfs, c_int) -> c_int,
     pub(crate) unregister: unsafe extern "C" fn(*mut ffi::sqlite3_vfs) -> c_int,
+    /// The host SQLite was compiled with `SQLITE_MMAP_READWRITE`: it writes
+    /// through pages fetched with `xFetch`, so the VFS must not offer them.
+    pub(crate) mmap_readwrite: bool,
 }
 
 impl Host {
@@ -37,6 +40,9 @@ impl Host {
             find: ffi::sqlite3_vfs_find,
             register: ffi::sqlite3_vfs_register,
             unregister: ffi::sqlite3_vfs_unregister,
+            // SAFETY: the name is NUL-terminated; SQLite only reads it.
+            mmap_readwrite: unsafe { ffi::sqlite3_compileoption_used(c"MMAP_READWRITE".as_ptr()) }
+                != 0,
         }
     }
 
@@ -206,43 +212,45 @@ unsafe extern "C" fn x_open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    // SAFETY: SQLite passes our VFS and szOsFile bytes at `file`; clearing
-    // pMethods first means SQLite will not call xClose if the open fails.
-    let (state, name) = unsafe {
-        (*file).pMethods = ptr::null();
-        (state(vfs), text(z_name))
-    };
-    let opened = match (z_name.is_null(), name) {
-        (true, _) => media::open_temp(),
-        (false, Some(name)) => state.media.open(name, flags & ffi::SQLITE_OPEN_CREATE != 0),
-        (false, None) => return ffi::SQLITE_CANTOPEN,
-    };
-    let opened = match opened {
-        Ok(opened) => opened,
-        Err(Error::NotFound { .. }) => return ffi::SQLITE_CANTOPEN,
-        Err(e) => return report(&e, "open", ffi::SQLITE_CANTOPEN),
-    };
-    let mut open = OpenFile::new(opened, state.options, z_name.is_null());
-    if flags & ffi::SQLITE_OPEN_DELETEONCLOSE != 0 {
-        open.delete_on_close = name.map(str::to_owned);
-    }
-    open.main_journal = flags & ffi::SQLITE_OPEN_MAIN_JOURNAL != 0;
-    let handle = FileHandle {
-        base: ffi::sqlite3_file {
-            pMethods: &IO_METHODS,
-        },
-        open: Box::into_raw(Box::new(open)),
-        vfs,
-    };
-    // SAFETY: `file` points at szOsFile = size_of::<FileHandle>() writable
-    // bytes, suitably aligned by SQLite's allocator; `out_flags` may be null.
-    unsafe {
-        ptr::write(file.cast::<FileHandle>(), handle);
-        if !out_flags.is_null() {
-            *out_flags = flags;
+    crate::file::guard(ffi::SQLITE_CANTOPEN, || {
+        // SAFETY: SQLite passes our VFS and szOsFile bytes at `file`; clearing
+        // pMethods first means SQLite will not call xClose if the open fails.
+        let (state, name) = unsafe {
+            (*file).pMethods = ptr::null();
+            (state(vfs), text(z_name))
+        };
+        let opened = match (z_name.is_null(), name) {
+            (true, _) => media::open_temp(),
+            (false, Some(name)) => state.media.open(name, flags & ffi::SQLITE_OPEN_CREATE != 0),
+            (false, None) => return ffi::SQLITE_CANTOPEN,
+        };
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(Error::NotFound { .. }) => return ffi::SQLITE_CANTOPEN,
+            Err(e) => return report(&e, "open", ffi::SQLITE_CANTOPEN),
+        };
+        let mut open = OpenFile::new(opened, state.options, z_name.is_null());
+        if flags & ffi::SQLITE_OPEN_DELETEONCLOSE != 0 {
+            open.delete_on_close = name.map(str::to_owned);
         }
-    }
-    ffi::SQLITE_OK
+        open.main_journal = flags & ffi::SQLITE_OPEN_MAIN_JOURNAL != 0;
+        let handle = FileHandle {
+            base: ffi::sqlite3_file {
+                pMethods: &IO_METHODS,
+            },
+            open: Box::into_raw(Box::new(open)),
+            vfs,
+        };
+        // SAFETY: `file` points at szOsFile = size_of::<FileHandle>() writable
+        // bytes, suitably aligned by SQLite's allocator; `out_flags` may be null.
+        unsafe {
+            ptr::write(file.cast::<FileHandle>(), handle);
+            if !out_flags.is_null() {
+                *out_flags = flags;
+            }
+        }
+        ffi::SQLITE_OK
+    })
 }
 
 /// Deletes `name` through the VFS behind `vfs` (also used by xClose for
@@ -265,12 +273,14 @@ unsafe extern "C" fn x_delete(
     z_name: *const c_char,
     sync_dir: c_int,
 ) -> c_int {
-    // SAFETY: SQLite passes our VFS and a NUL-terminated name.
-    match unsafe { text(z_name) } {
-        // SAFETY: `vfs` is ours.
-        Some(name) => unsafe { delete(vfs, name, sync_dir != 0) },
-        None => ffi::SQLITE_IOERR_DELETE,
-    }
+    crate::file::guard(ffi::SQLITE_IOERR_DELETE, || {
+        // SAFETY: SQLite passes our VFS and a NUL-terminated name.
+        match unsafe { text(z_name) } {
+            // SAFETY: `vfs` is ours.
+            Some(name) => unsafe { delete(vfs, name, sync_dir != 0) },
+            None => ffi::SQLITE_IOERR_DELETE,
+        }
+    })
 }
 
 unsafe extern "C" fn x_access(
@@ -279,17 +289,19 @@ unsafe extern "C" fn x_access(
     _flags: c_int,
     res_out: *mut c_int,
 ) -> c_int {
-    // SAFETY: SQLite passes our VFS and a NUL-terminated name.
-    let (state, name) = unsafe { (state(vfs), text(z_name)) };
-    let exists = match name.map(|n| state.media.exists(n)) {
-        Some(Ok(exists)) => exists,
-        Some(Err(e)) => return report(&e, "access", ffi::SQLITE_IOERR_ACCESS),
-        None => false,
-    };
-    // SAFETY: SQLite passes a valid int to write the answer to. Existing
-    // files are readable and writable for this VFS (it opens read-write).
-    unsafe { *res_out = c_int::from(exists) };
-    ffi::SQLITE_OK
+    crate::file::guard(ffi::SQLITE_IOERR_ACCESS, || {
+        // SAFETY: SQLite passes our VFS and a NUL-terminated name.
+        let (state, name) = unsafe { (state(vfs), text(z_name)) };
+        let exists = match name.map(|n| state.media.exists(n)) {
+            Some(Ok(exists)) => exists,
+            Some(Err(e)) => return report(&e, "access", ffi::SQLITE_IOERR_ACCESS),
+            None => false,
+        };
+        // SAFETY: SQLite passes a valid int to write the answer to. Existing
+        // files are readable and writable for this VFS (it opens read-write).
+        unsafe { *res_out = c_int::from(exists) };
+        ffi::SQLITE_OK
+    })
 }
 
 unsafe extern "C" fn x_full_pathname(
@@ -298,22 +310,24 @@ unsafe extern "C" fn x_full_pathname(
     n_out: c_int,
     z_out: *mut c_char,
 ) -> c_int {
-    // SAFETY: SQLite passes our VFS and a NUL-terminated name.
-    let (state, name) = unsafe { (state(vfs), text(z_name)) };
-    let Some(full) = name.and_then(|n| state.media.full_path(n).ok()) else {
-        return ffi::SQLITE_CANTOPEN;
-    };
-    let bytes = full.as_bytes();
-    if bytes.len() + 1 > usize::try_from(n_out).unwrap_or(0) || bytes.contains(&0) {
-        return ffi::SQLITE_CANTOPEN;
-    }
-    // SAFETY: `z_out` has `n_out` writable bytes, checked to fit the name
-    // and its NUL.
-    unsafe {
-        ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), z_out, bytes.len());
-        *z_out.add(bytes.len()) = 0;
-    }
-    ffi::SQLITE_OK
+    crate::file::guard(ffi::SQLITE_CANTOPEN, || {
+        // SAFETY: SQLite passes our VFS and a NUL-terminated name.
+        let (state, name) = unsafe { (state(vfs), text(z_name)) };
+        let Some(full) = name.and_then(|n| state.media.full_path(n).ok()) else {
+            return ffi::SQLITE_CANTOPEN;
+        };
+        let bytes = full.as_bytes();
+        if bytes.len() + 1 > usize::try_from(n_out).unwrap_or(0) || bytes.contains(&0) {
+            return ffi::SQLITE_CANTOPEN;
+        }
+        // SAFETY: `z_out` has `n_out` writable bytes, checked to fit the name
+        // and its NUL.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), z_out, bytes.len());
+            *z_out.add(bytes.len()) = 0;
+        }
+        ffi::SQLITE_OK
+    })
 }
 
 /// The host's default VFS, for the methods forwarded to it.

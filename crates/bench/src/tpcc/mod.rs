@@ -184,6 +184,7 @@ fn register_vfses() -> Result<()> {
     // The experimental variant: SAFE_APPEND on, to measure what the
     // default (off, see docs/sqlite.md) costs.
     let options = VfsOptions {
+        in_place_reads: true,
         safe_append: true,
         ..VfsOptions::new(Mode::Pmem)
     };
