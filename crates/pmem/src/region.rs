@@ -122,6 +122,8 @@ impl PmemRegion {
         } else {
             MapMode::Emulated
         };
+        let dispatch = options.dispatch.unwrap_or_else(|| Dispatch::for_mode(mode));
+        check_flush_for_mode(&dispatch, mode)?;
         let region = PmemRegion {
             base,
             reserved,
@@ -129,7 +131,7 @@ impl PmemRegion {
             file,
             path,
             mode,
-            dispatch: options.dispatch.unwrap_or_else(|| Dispatch::for_mode(mode)),
+            dispatch,
             populate: options.populate,
             sink: StatsSink::new(),
             grow_lock: Mutex::new(()),
@@ -458,6 +460,22 @@ fn reserve(len: usize, path: &Path) -> Result<*mut u8> {
     Ok(addr.cast())
 }
 
+/// Refuses a flush choice that cannot make stores durable on `mode`:
+/// `none` skips the write-back of cache lines, which on real PM means a
+/// power failure loses what the region reported as persisted. On emulated
+/// PM (page cache behind the mapping) it only measures what flushing costs.
+fn check_flush_for_mode(dispatch: &Dispatch, mode: MapMode) -> Result<()> {
+    if mode == MapMode::RealPm && dispatch.flush == FlushInstruction::None {
+        return Err(Error::Config {
+            reason: format!(
+                "{}=none is refused on real persistent memory: stores would not be durable",
+                crate::cpu::ENV_FLUSH
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Whether the file can be mapped with `MAP_SYNC` (it is on a DAX file
 /// system), tried on one page at an address of the kernel's choosing.
 fn probe_map_sync(file: &File) -> bool {
@@ -519,5 +537,23 @@ fn allocate(file: &File, path: &Path, start: usize, end: usize) -> Result<()> {
                 .map_err(|e| Error::io("ftruncate", path, e))
         }
         _ => Err(Error::io("fallocate", path, err)),
+    }
+}
+
+#[cfg(test)]
+mod flush_choice_tests {
+    use super::*;
+
+    /// `none` is a measuring aid on emulated PM and a durability bug on
+    /// real PM: only the latter is refused.
+    #[test]
+    fn no_flush_is_refused_on_real_pm_only() {
+        let mut dispatch = Dispatch::detect();
+        dispatch.flush = FlushInstruction::None;
+        assert!(check_flush_for_mode(&dispatch, MapMode::Emulated).is_ok());
+        let refused = check_flush_for_mode(&dispatch, MapMode::RealPm);
+        assert!(matches!(refused, Err(Error::Config { .. })), "{refused:?}");
+        let detected = Dispatch::detect();
+        assert!(check_flush_for_mode(&detected, MapMode::RealPm).is_ok());
     }
 }
