@@ -368,19 +368,106 @@ mod manifests {
             let _ = Manifest::decode(&bytes);
         }
 
+        /// Checksummed manifests built from lines that are valid, subtly
+        /// wrong or garbage: decoding succeeds exactly when an independent
+        /// rule says the lines form a manifest (bases before logs, at least
+        /// one log, no file named twice, known log kinds), and then yields
+        /// exactly the entries written, which encode back to the same bytes.
         #[test]
-        fn arbitrary_manifest_lines_with_a_valid_checksum(lines in prop::collection::vec("[a-z0-9 ./]{0,40}", 0..6)) {
-            let mut body = String::from("ferrite-aof-manifest 1\ngeneration 1\n");
+        fn checksummed_manifests_decode_exactly_when_well_formed(
+            lines in prop::collection::vec(line(), 0..6),
+            generation in 0u64..1000,
+        ) {
+            let mut body = format!("ferrite-aof-manifest 1\ngeneration {generation}\n");
             for l in &lines {
-                body.push_str(l);
+                body.push_str(&l.text);
                 body.push('\n');
             }
             let crc = crc32c::crc32c(body.as_bytes());
             body.push_str(&format!("crc32c {crc:08x}\n"));
-            if let Ok(m) = Manifest::decode(body.as_bytes()) {
-                prop_assert!(!m.incrs.is_empty());
-                prop_assert_eq!(Manifest::decode(&m.encode()), Ok(m));
+            let decoded = Manifest::decode(body.as_bytes());
+            let expected = well_formed(&lines);
+            prop_assert_eq!(decoded.is_ok(), expected.is_some(), "{:?}", decoded);
+            if let (Ok(m), Some((bases, incrs))) = (decoded, expected) {
+                prop_assert_eq!(m.generation, generation);
+                let got_bases: Vec<(String, u64, u64)> =
+                    m.bases.iter().map(|b| (b.file.clone(), b.bytes, b.keys)).collect();
+                let got_incrs: Vec<(String, &str)> =
+                    m.incrs.iter().map(|i| (i.file.clone(), i.kind.name())).collect();
+                prop_assert_eq!(got_bases, bases);
+                prop_assert_eq!(got_incrs, incrs);
+                prop_assert_eq!(m.encode(), body.into_bytes());
             }
         }
+    }
+
+    /// One generated manifest line and what it means.
+    #[derive(Clone, Debug)]
+    enum Meaning {
+        Base(String, u64, u64),
+        Incr(String, &'static str),
+        Invalid,
+    }
+
+    #[derive(Clone, Debug)]
+    struct Line {
+        text: String,
+        meaning: Meaning,
+    }
+
+    /// File names from a small pool, so duplicates happen.
+    fn file_name() -> impl Strategy<Value = String> {
+        (0u8..4).prop_map(|i| format!("appendonly.aof.{i}"))
+    }
+
+    fn line() -> impl Strategy<Value = Line> {
+        prop_oneof![
+            3 => (file_name(), any::<u64>(), any::<u64>()).prop_map(|(f, b, k)| Line {
+                text: format!("base {f}.base bytes {b} keys {k}"),
+                meaning: Meaning::Base(format!("{f}.base"), b, k),
+            }),
+            3 => (file_name(), prop::sample::select(vec!["file", "pm"])).prop_map(|(f, kind)| Line {
+                text: format!("incr {f}.incr {kind}"),
+                meaning: Meaning::Incr(format!("{f}.incr"), kind),
+            }),
+            1 => (file_name(), "[a-z]{1,5}")
+                .prop_filter("not a known kind", |(_, k)| k != "file" && k != "pm")
+                .prop_map(|(f, kind)| Line {
+                    text: format!("incr {f}.incr {kind}"),
+                    meaning: Meaning::Invalid,
+                }),
+            1 => (file_name(), "[a-z ]{0,3}").prop_map(|(f, junk)| Line {
+                text: format!("base {f}.base bytes x{junk} keys 1"),
+                meaning: Meaning::Invalid,
+            }),
+            1 => "[a-z0-9 ./]{0,40}".prop_map(|junk| Line {
+                text: format!("#{junk}"),
+                meaning: Meaning::Invalid,
+            }),
+        ]
+    }
+
+    type Entries = (Vec<(String, u64, u64)>, Vec<(String, &'static str)>);
+
+    /// The rule, stated apart from the decoder: the entries when `lines`
+    /// form a manifest.
+    fn well_formed(lines: &[Line]) -> Option<Entries> {
+        let (mut bases, mut incrs) = (Vec::new(), Vec::new());
+        let mut names = std::collections::HashSet::new();
+        for l in lines {
+            match &l.meaning {
+                Meaning::Base(f, b, k) if incrs.is_empty() => bases.push((f.clone(), *b, *k)),
+                Meaning::Incr(f, kind) => incrs.push((f.clone(), *kind)),
+                Meaning::Base(..) | Meaning::Invalid => return None,
+            }
+            let name = match &l.meaning {
+                Meaning::Base(f, ..) | Meaning::Incr(f, _) => f.clone(),
+                Meaning::Invalid => unreachable!(),
+            };
+            if !names.insert(name) {
+                return None;
+            }
+        }
+        (!incrs.is_empty()).then_some((bases, incrs))
     }
 }
