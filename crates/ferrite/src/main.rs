@@ -54,6 +54,13 @@ enum Command {
         /// The data directory.
         dir: PathBuf,
     },
+    /// Moves SQLite databases between Ferrite's PM device files
+    /// (`ferrite-pmem`, `ferrite-mmap`: a 4 KiB header, then the database)
+    /// and plain SQLite files that stock `sqlite3` opens.
+    Sqlite {
+        #[command(subcommand)]
+        action: SqliteAction,
+    },
     /// Writes a data directory's dataset as a plain RESP append-only file
     /// that Redis loads (run it on a stopped server's directory).
     Export {
@@ -65,6 +72,48 @@ enum Command {
         /// The file to write.
         file: PathBuf,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum SqliteAction {
+    /// Copies a database on `ferrite-pmem`/`ferrite-mmap` to a new plain
+    /// SQLite file. Refused while a hot journal or an uncheckpointed WAL
+    /// lies beside it.
+    Export {
+        /// The PM device file (what `file:PATH?vfs=ferrite-pmem` opened).
+        pm: PathBuf,
+        /// The plain SQLite file to create (must not exist).
+        plain: PathBuf,
+    },
+    /// Copies a plain SQLite file into a new PM device file.
+    Import {
+        /// The plain SQLite file.
+        plain: PathBuf,
+        /// The PM device file to create (must not exist).
+        pm: PathBuf,
+    },
+}
+
+fn sqlite(action: SqliteAction) -> anyhow::Result<ExitCode> {
+    let (from, to, bytes) = match action {
+        SqliteAction::Export { pm, plain } => {
+            let bytes = ferrite_sqlite::export(&pm, &plain)
+                .with_context(|| format!("exporting {}", pm.display()))?;
+            (pm, plain, bytes)
+        }
+        SqliteAction::Import { plain, pm } => {
+            let bytes = ferrite_sqlite::import(&plain, &pm)
+                .with_context(|| format!("importing {}", plain.display()))?;
+            (plain, pm, bytes)
+        }
+    };
+    writeln!(
+        std::io::stdout().lock(),
+        "{} -> {}: {bytes} bytes",
+        from.display(),
+        to.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(args: Vec<String>) -> anyhow::Result<ExitCode> {
@@ -207,6 +256,7 @@ fn main() -> ExitCode {
             dir,
             file,
         } => export(dir, &appendfilename, file),
+        Command::Sqlite { action } => sqlite(action),
     };
     match result {
         Ok(code) => code,

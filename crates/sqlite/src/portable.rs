@@ -41,11 +41,55 @@ fn refuse_existing(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The magic that starts a rollback journal SQLite may still need: a
+/// journal whose header is zeroed (`journal_mode=PERSIST`) or that is
+/// empty (TRUNCATE) or gone (DELETE) holds nothing to roll back.
+const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
+
+/// Refuses to export `pm` while changes beside it are not in it: a hot
+/// rollback journal (a transaction to roll back) or a WAL with frames (a
+/// checkpoint to run). Copying the database alone would then give a
+/// corrupt or stale copy.
+fn refuse_pending(pm: &Path) -> Result<()> {
+    let beside = |suffix: &str| {
+        let mut name = pm.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    let pending = |why: &str, path: &Path| {
+        Err(Error::io(
+            "export",
+            path,
+            std::io::Error::other(format!(
+                "{why}: open the database once through the extension (ferrite-pmem or ferrite-mmap) and close it cleanly, then export"
+            )),
+        ))
+    };
+    let wal = beside("-wal");
+    if wal.exists() && PmemDevice::open(&wal, PmPolicy::DrainEveryWrite)?.len() > 0 {
+        return pending("a WAL with frames not yet checkpointed", &wal);
+    }
+    let journal = beside("-journal");
+    if journal.exists() {
+        let device = PmemDevice::open(&journal, PmPolicy::DrainEveryWrite)?;
+        let mut magic = [0u8; 8];
+        if device.len() >= magic.len() as u64 {
+            ferrite_io::read_exact_at(&device, 0, &mut magic)?;
+            if magic == JOURNAL_MAGIC {
+                return pending("a hot rollback journal", &journal);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Copies the database in PM device file `pm` to a new plain SQLite file
 /// `plain`, durably; returns its size. Close every connection to `pm`
-/// first (a hot journal or WAL beside it is not included).
+/// first: a hot journal or a WAL with frames beside it is refused, since
+/// the copy would not include it.
 pub fn export(pm: &Path, plain: &Path) -> Result<u64> {
     refuse_existing(plain)?;
+    refuse_pending(pm)?;
     let from = PmemDevice::open(pm, PmPolicy::DrainEveryWrite)?;
     let to = FileDevice::open(plain)?;
     copy(&from, &to)
