@@ -4,7 +4,8 @@
 //! SET and GET of 256-byte values from 50 clients, pipeline 1 and 16, for
 //! `appendfsync always | everysec | no`, Redis's AOF on the disk and
 //! Ferrite's log on the disk and on emulated PM; plus resident memory for
-//! one million 100-byte values.
+//! one million 100-byte values; and blocking pops (`kv_blocking`): BLPOP
+//! woken by LPUSH, and 1,000 blocked clients woken in FIFO order.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -362,6 +363,48 @@ fn plot(dir: &Path, results: &BTreeMap<String, BTreeMap<String, f64>>) -> Result
     Ok(path)
 }
 
+/// Blocking pops on both servers with AOF everysec on the disk (the same
+/// durability): `blpop_rtt_p50_ferrite_over_redis` (latency: < 1 means
+/// Ferrite wakes a blocked client sooner) and the FIFO figures.
+fn blocking(report: &mut Report, disk: &Path, common: &Common) -> Result<()> {
+    let mut figures: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for (i, system) in ["redis", "ferrite"].into_iter().enumerate() {
+        let spec = ServerSpec {
+            system,
+            fsync: "everysec",
+            medium: "disk",
+        };
+        let port = BASE_PORT + 200 + i as u16;
+        let server = start(&spec, port, &disk.join(format!("blocking-{system}")))?;
+        let mut runs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for _ in 0..common.runs() {
+            for (k, v) in crate::kv_blocking::measure(server.port, common.quick)? {
+                runs.entry(k).or_default().push(v);
+            }
+        }
+        drop(server);
+        let medians: BTreeMap<String, f64> =
+            runs.into_iter().map(|(k, v)| (k, median(&v))).collect();
+        println!("blocking {system:<8} {medians:?}");
+        figures.insert(spec.label(), medians);
+    }
+    let get = |server: &str, key: &str| figures.get(server).and_then(|m| m.get(key)).copied();
+    for (key, ratio) in [
+        ("blpop_rtt_us_p50", "blpop_rtt_p50_ferrite_over_redis"),
+        ("blpop_rtt_us_p99", "blpop_rtt_p99_ferrite_over_redis"),
+        ("fifo_1000_wake_ms", "fifo_1000_wake_ferrite_over_redis"),
+    ] {
+        if let (Some(f), Some(r)) = (
+            get("ferrite_everysec_disk", key),
+            get("redis_everysec", key),
+        ) {
+            report.ratio(ratio, f / r);
+        }
+    }
+    report.figure("blocking", &figures);
+    Ok(())
+}
+
 /// Runs the experiment.
 pub fn run(common: &Common) -> Result<()> {
     ensure_redis()?;
@@ -394,6 +437,7 @@ pub fn run(common: &Common) -> Result<()> {
         results.insert(spec.label(), figures);
     }
     add_ratios(&mut report, &results);
+    blocking(&mut report, &disk, common)?;
     let mem = memory(&disk.join("memory"), BASE_PORT + 100)?;
     if let (Some(f), Some(r)) = (mem.get("ferrite"), mem.get("redis")) {
         report.ratio("memory_1m_keys_vs_redis", f / r);

@@ -15,6 +15,7 @@ use anyhow::Result;
 
 pub mod idle;
 pub mod kv;
+mod kv_blocking;
 pub mod kvload;
 pub mod pmem;
 pub mod report;
