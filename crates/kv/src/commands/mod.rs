@@ -7,7 +7,9 @@
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
 mod connection;
+mod geo;
 mod hashes;
+mod hll;
 mod keys;
 mod lists;
 mod server;

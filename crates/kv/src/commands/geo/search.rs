@@ -1,0 +1,396 @@
+//! GEORADIUS, GEORADIUSBYMEMBER (and their `_RO` forms), GEOSEARCH and
+//! GEOSEARCHSTORE: one parser and one search, as in Redis, so options,
+//! errors and their order are the same for all six.
+
+use std::borrow::Cow;
+
+use super::{float_arg, format_distance, lon_lat, reply_coordinate, shape, unit_m, zset_at};
+use crate::commands::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::resp::Args;
+use crate::types::geohash::{self, Extent, Shape};
+use crate::types::{ScoreBound, Shared, Value, ZSet};
+
+/// Which command is running.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// GEORADIUS: centre from longitude and latitude.
+    Radius,
+    /// GEORADIUSBYMEMBER: centre from a member.
+    RadiusByMember,
+    /// GEOSEARCH.
+    Search,
+    /// GEOSEARCHSTORE.
+    SearchStore,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    None,
+    Asc,
+    Desc,
+}
+
+/// A parsed request.
+struct Request {
+    shape: Option<Shape>,
+    centre: Option<(f64, f64)>,
+    extent: Option<(Extent, f64)>,
+    sort: Sort,
+    count: usize,
+    any: bool,
+    with_dist: bool,
+    with_hash: bool,
+    with_coord: bool,
+    store: Option<usize>,
+    store_dist: bool,
+}
+
+/// One point found.
+struct Found {
+    member: Vec<u8>,
+    lon: f64,
+    lat: f64,
+    dist_m: f64,
+    score: f64,
+}
+
+pub(in crate::commands) fn georadius(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::Radius, false)
+}
+
+pub(in crate::commands) fn georadius_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::Radius, true)
+}
+
+pub(in crate::commands) fn georadiusbymember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::RadiusByMember, false)
+}
+
+pub(in crate::commands) fn georadiusbymember_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::RadiusByMember, true)
+}
+
+pub(in crate::commands) fn geosearch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::Search, true)
+}
+
+pub(in crate::commands) fn geosearchstore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    generic(ctx, args, Kind::SearchStore, true)
+}
+
+/// The position of `member` in `z`, or Redis's error.
+fn member_position(z: &ZSet, member: &[u8]) -> Result<(f64, f64), CmdError> {
+    z.score(member)
+        .and_then(geohash::position_of)
+        .ok_or(Cow::Borrowed("ERR could not decode requested zset member"))
+}
+
+/// A radius and unit from two arguments.
+fn radius_extent(args: &Args<'_>, at: usize) -> Result<(Extent, f64), CmdError> {
+    let r = float_arg(args.get(at), "ERR need numeric radius")?;
+    if r < 0.0 {
+        return Err(Cow::Borrowed("ERR radius cannot be negative"));
+    }
+    Ok((Extent::Radius(r), unit_m(args.get(at + 1))?))
+}
+
+/// A width, height and unit from three arguments.
+fn box_extent(args: &Args<'_>, at: usize) -> Result<(Extent, f64), CmdError> {
+    let width = float_arg(args.get(at), "ERR need numeric width")?;
+    let height = float_arg(args.get(at + 1), "ERR need numeric height")?;
+    if height < 0.0 || width < 0.0 {
+        return Err(Cow::Borrowed("ERR height or width cannot be negative"));
+    }
+    Ok((Extent::Box { width, height }, unit_m(args.get(at + 2))?))
+}
+
+/// Parses the fixed arguments of `kind`; returns where options start.
+fn fixed_arguments(
+    args: &Args<'_>,
+    kind: Kind,
+    z: Option<&ZSet>,
+    req: &mut Request,
+) -> Result<usize, CmdError> {
+    match kind {
+        Kind::Radius => {
+            req.centre = Some(lon_lat(args.get(2), args.get(3))?);
+            req.extent = Some(radius_extent(args, 4)?);
+            Ok(6)
+        }
+        Kind::RadiusByMember => {
+            if let Some(z) = z {
+                req.centre = Some(member_position(z, args.get(2))?);
+                req.extent = Some(radius_extent(args, 3)?);
+            }
+            Ok(5)
+        }
+        Kind::Search => Ok(2),
+        Kind::SearchStore => {
+            req.store = Some(1);
+            Ok(3)
+        }
+    }
+}
+
+/// Parses the options from `base` on, in Redis's order of checks.
+fn options(
+    args: &Args<'_>,
+    kind: Kind,
+    read_only: bool,
+    z: Option<&ZSet>,
+    base: usize,
+    req: &mut Request,
+) -> CmdResult {
+    let searching = matches!(kind, Kind::Search | Kind::SearchStore);
+    let may_store = !read_only && !searching;
+    let (mut from_member, mut from_lonlat, mut by_radius, mut by_box) =
+        (false, false, false, false);
+    let remaining = args.len() - base;
+    let mut i = 0;
+    while i < remaining {
+        let at = base + i;
+        match args.get(at).to_ascii_lowercase().as_slice() {
+            b"withdist" => req.with_dist = true,
+            b"withhash" => req.with_hash = true,
+            b"withcoord" => req.with_coord = true,
+            b"any" => req.any = true,
+            b"asc" => req.sort = Sort::Asc,
+            b"desc" => req.sort = Sort::Desc,
+            b"count" if i + 1 < remaining => {
+                let n = int_arg(args, at + 1)?;
+                if n <= 0 {
+                    return Err(Cow::Borrowed("ERR COUNT must be > 0"));
+                }
+                req.count = usize::try_from(n).unwrap_or(usize::MAX);
+                i += 1;
+            }
+            word @ (b"store" | b"storedist") if i + 1 < remaining && may_store => {
+                req.store = Some(at + 1);
+                req.store_dist = word == b"storedist";
+                i += 1;
+            }
+            b"storedist" if kind == Kind::SearchStore => req.store_dist = true,
+            b"frommember" if i + 1 < remaining && searching && !from_lonlat => {
+                if let Some(z) = z {
+                    req.centre = Some(member_position(z, args.get(at + 1))?);
+                }
+                from_member = true;
+                i += 1;
+            }
+            b"fromlonlat" if i + 2 < remaining && searching && !from_member => {
+                req.centre = Some(lon_lat(args.get(at + 1), args.get(at + 2))?);
+                from_lonlat = true;
+                i += 2;
+            }
+            b"byradius" if i + 2 < remaining && searching && !by_box => {
+                req.extent = Some(radius_extent(args, at + 1)?);
+                by_radius = true;
+                i += 2;
+            }
+            b"bybox" if i + 3 < remaining && searching && !by_radius => {
+                req.extent = Some(box_extent(args, at + 1)?);
+                by_box = true;
+                i += 3;
+            }
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 1;
+    }
+    if req.store.is_some() && (req.with_dist || req.with_hash || req.with_coord) {
+        let what = if kind == Kind::SearchStore {
+            "GEOSEARCHSTORE"
+        } else {
+            "STORE option in GEORADIUS"
+        };
+        return Err(Cow::Owned(format!(
+            "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+        )));
+    }
+    let name = String::from_utf8_lossy(args.get(0));
+    if searching && !(from_member || from_lonlat) {
+        return Err(Cow::Owned(format!(
+            "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
+        )));
+    }
+    if searching && !(by_radius || by_box) {
+        return Err(Cow::Owned(format!(
+            "ERR exactly one of BYRADIUS and BYBOX can be specified for {name}"
+        )));
+    }
+    if req.any && req.count == 0 {
+        return Err(Cow::Borrowed(
+            "ERR the ANY argument requires COUNT argument",
+        ));
+    }
+    Ok(())
+}
+
+fn generic(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind, read_only: bool) -> CmdResult {
+    let source = if kind == Kind::SearchStore { 2 } else { 1 };
+    let z = zset_at(ctx, args.get(source))?;
+    let mut req = Request {
+        shape: None,
+        centre: None,
+        extent: None,
+        sort: Sort::None,
+        count: 0,
+        any: false,
+        with_dist: false,
+        with_hash: false,
+        with_coord: false,
+        store: None,
+        store_dist: false,
+    };
+    let base = fixed_arguments(args, kind, z.as_deref(), &mut req)?;
+    options(args, kind, read_only, z.as_deref(), base, &mut req)?;
+    let (Some(z), Some(centre), Some((extent, unit))) = (z, req.centre, req.extent) else {
+        return missing_source(ctx, args, &req);
+    };
+    req.shape = Some(shape(centre, extent, unit));
+    if req.count != 0 && req.sort == Sort::None && !req.any {
+        req.sort = Sort::Asc;
+    }
+    let mut found = find(&z, &req);
+    if found.is_empty() && req.store.is_none() {
+        ctx.reply.array(0);
+        return Ok(());
+    }
+    match req.sort {
+        Sort::Asc => found.sort_by(|a, b| a.dist_m.total_cmp(&b.dist_m)),
+        Sort::Desc => found.sort_by(|a, b| b.dist_m.total_cmp(&a.dist_m)),
+        Sort::None => {}
+    }
+    if req.count != 0 {
+        found.truncate(req.count);
+    }
+    for f in &mut found {
+        f.dist_m /= unit;
+    }
+    match req.store {
+        None => reply_found(ctx, &req, &found),
+        Some(at) => store_found(ctx, args, &req, at, found),
+    }
+    Ok(())
+}
+
+/// The reply when the source key does not exist: the destination (if
+/// any) is deleted and 0 returned, else an empty array.
+fn missing_source(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request) -> CmdResult {
+    match req.store {
+        Some(at) => {
+            if ctx
+                .state
+                .keyspace
+                .remove(ctx.session.db, args.get(at))
+                .is_some()
+            {
+                ctx.propagate_args(args);
+            }
+            ctx.reply.int(0);
+        }
+        None => ctx.reply.array(0),
+    }
+    Ok(())
+}
+
+/// The points inside the shape, cell by cell in Redis's order (stopping
+/// at COUNT with ANY).
+fn find(z: &ZSet, req: &Request) -> Vec<Found> {
+    let Some(shape) = req.shape else {
+        return Vec::new();
+    };
+    let limit = if req.any { req.count } else { 0 };
+    let full = |found: &Vec<Found>| limit != 0 && found.len() >= limit;
+    let cells = geohash::search_cells(&shape);
+    let mut found = Vec::new();
+    let mut last = 0usize;
+    for (i, &cell) in cells.iter().enumerate() {
+        if geohash::is_skipped(cell) {
+            continue;
+        }
+        // Very large searches can repeat a cell: skip one equal to the
+        // last read (Redis never compares with the centre's, index 0).
+        if last != 0 && cell == cells[last] {
+            continue;
+        }
+        if full(&found) {
+            break;
+        }
+        let (min, max) = geohash::cell_scores(cell);
+        let range = z.range_by_score(
+            ScoreBound {
+                value: min as f64,
+                exclusive: false,
+            },
+            ScoreBound {
+                value: max as f64,
+                exclusive: true,
+            },
+        );
+        for (member, score) in range {
+            let inside = geohash::position_of(score)
+                .and_then(|(lon, lat)| Some((lon, lat, shape.contains(lon, lat)?)));
+            if let Some((lon, lat, dist_m)) = inside {
+                found.push(Found {
+                    member: member.to_vec(),
+                    lon,
+                    lat,
+                    dist_m,
+                    score,
+                });
+            }
+            if full(&found) {
+                break;
+            }
+        }
+        last = i;
+    }
+    found
+}
+
+fn reply_found(ctx: &mut Ctx<'_>, req: &Request, found: &[Found]) {
+    let extras =
+        usize::from(req.with_dist) + usize::from(req.with_hash) + usize::from(req.with_coord);
+    ctx.reply.array(found.len());
+    for f in found {
+        if extras > 0 {
+            ctx.reply.array(extras + 1);
+        }
+        ctx.reply.bulk(&f.member);
+        if req.with_dist {
+            ctx.reply.bulk(format_distance(f.dist_m).as_bytes());
+        }
+        if req.with_hash {
+            ctx.reply.int(f.score as i64);
+        }
+        if req.with_coord {
+            ctx.reply.array(2);
+            reply_coordinate(ctx, f.lon);
+            reply_coordinate(ctx, f.lat);
+        }
+    }
+}
+
+/// Stores the points found at argument `at` (scores, or distances for
+/// STOREDIST), or deletes it when nothing was found; logs the command
+/// when the destination changed.
+fn store_found(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request, at: usize, found: Vec<Found>) {
+    let (db, dest) = (ctx.session.db, args.get(at));
+    let stored = found.len();
+    let changed = if found.is_empty() {
+        ctx.state.keyspace.remove(db, dest).is_some()
+    } else {
+        let mut z = ZSet::default();
+        for f in found {
+            z.insert(&f.member, if req.store_dist { f.dist_m } else { f.score });
+        }
+        ctx.state
+            .keyspace
+            .set(db, dest, Value::ZSet(Shared::new(z)), false);
+        true
+    };
+    if changed {
+        ctx.propagate_args(args);
+    }
+    ctx.reply.int(stored as i64);
+}
