@@ -41,9 +41,8 @@ fn lon_lat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), CmdError> {
     if !(geohash::LON_MIN..=geohash::LON_MAX).contains(&lon)
         || !(geohash::LAT_MIN..=geohash::LAT_MAX).contains(&lat)
     {
-        // Redis's text ends in CRLF, which the reply turns into two spaces.
         return Err(Cow::Owned(format!(
-            "ERR invalid longitude,latitude pair {lon:.6},{lat:.6}\r\n"
+            "ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"
         )));
     }
     Ok((lon, lat))

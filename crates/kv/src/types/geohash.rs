@@ -149,11 +149,36 @@ fn align52(hash: Hash) -> u64 {
     hash.bits << (52 - u32::from(hash.step) * 2)
 }
 
+/// A score's bits as Redis's C cast of a double to a 64-bit unsigned
+/// integer gives them on x86-64, so that a score no GEOADD made (negative,
+/// or 2^64 and above) decodes where Redis decodes it: a negative score
+/// wraps around, and one too large for the conversion reads as zero.
+fn score_bits(score: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if score < TWO_63 {
+        // Below -2^63 (and NaN) the conversion yields 2^63, which
+        // `i64::MIN` is.
+        let signed = if score.is_nan() {
+            i64::MIN
+        } else {
+            score as i64
+        };
+        signed as u64
+    } else {
+        let rest = score - TWO_63;
+        if rest < TWO_63 {
+            (rest as i64 as u64) ^ (1 << 63)
+        } else {
+            0
+        }
+    }
+}
+
 /// The position (longitude, latitude) a score stands for: the centre of
 /// its cell, clamped to the encodable limits.
 pub fn position_of(score: f64) -> Option<(f64, f64)> {
     let hash = Hash {
-        bits: score as u64,
+        bits: score_bits(score),
         step: STEP_MAX,
     };
     let area = decode(LON_RANGE, LAT_RANGE, hash)?;

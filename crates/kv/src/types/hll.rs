@@ -55,6 +55,12 @@ const STALE_BIT: u8 = 0x80;
 
 const _: () = assert!(DENSE_BYTES == 12304);
 
+/// The register count a sparse walk reports when a VAL run crosses the
+/// last register. Redis as shipped with its out-of-bounds fix
+/// (CVE-2025-32023) refuses such a value even when the runs before it add
+/// up to exactly 16384, and so does this.
+const OVERFLOWED: usize = usize::MAX;
+
 /// Why a string cannot be used as a HyperLogLog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HllError {
@@ -369,6 +375,7 @@ impl Hll {
                 Op::Zero { run, .. } => index += run,
                 Op::Val { value, run } => {
                     if index + run > REGISTERS {
+                        index = OVERFLOWED;
                         return false;
                     }
                     for i in index..index + run {
@@ -445,6 +452,7 @@ impl Hll {
                     }
                     Op::Val { value, run } => {
                         if index + run > REGISTERS {
+                            index = OVERFLOWED;
                             return false;
                         }
                         for m in &mut max[index..index + run] {
