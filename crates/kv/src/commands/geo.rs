@@ -268,3 +268,63 @@ fn shape(centre: (f64, f64), extent: Extent, unit_m: f64) -> Shape {
         unit_m,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finds the keys of `words` as the command table would.
+    fn keys_of(words: &[&str]) -> Vec<String> {
+        let base: Vec<u8> = words.concat().into_bytes();
+        let mut ranges = Vec::new();
+        let mut at = 0;
+        for w in words {
+            ranges.push((at, at + w.len()));
+            at += w.len();
+        }
+        let args = Args::new(&base, &ranges);
+        let mut out = Vec::new();
+        radius_keys(&args, &mut out);
+        out.iter()
+            .map(|&i| String::from_utf8_lossy(args.get(i)).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_radius_search_names_its_source_and_last_destination() {
+        let plain = ["GEORADIUS", "src", "1", "2", "3", "km", "ASC"];
+        assert_eq!(keys_of(&plain), ["src"]);
+        let stores = [
+            "GEORADIUS",
+            "src",
+            "1",
+            "2",
+            "3",
+            "km",
+            "STORE",
+            "a",
+            "storedist",
+            "b",
+        ];
+        assert_eq!(keys_of(&stores), ["src", "b"]);
+        let by_member = ["GEORADIUSBYMEMBER", "src", "m", "3", "km", "STORE", "d"];
+        assert_eq!(keys_of(&by_member), ["src", "d"]);
+        assert_eq!(
+            keys_of(&["GEORADIUS", "src", "1", "2", "3", "km", "STORE"]),
+            ["src"]
+        );
+    }
+
+    #[test]
+    fn distances_and_coordinates_print_as_redis_prints_them() {
+        assert_eq!(format_distance(0.0), "0.0000");
+        assert_eq!(format_distance(0.775), "0.7750");
+        assert_eq!(format_distance(166.27415156960033), "166.2742");
+        assert_eq!(
+            format_coordinate(13.361389338970184),
+            "13.36138933897018433"
+        );
+        assert_eq!(format_coordinate(-0.0), "0");
+        assert_eq!(format_coordinate(180.0), "180");
+    }
+}
