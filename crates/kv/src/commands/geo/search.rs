@@ -255,10 +255,15 @@ fn generic(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind, read_only: bool) -> C
         ctx.reply.array(0);
         return Ok(());
     }
-    match req.sort {
-        Sort::Asc => found.sort_by(|a, b| a.dist_m.total_cmp(&b.dist_m)),
-        Sort::Desc => found.sort_by(|a, b| b.dist_m.total_cmp(&a.dist_m)),
-        Sort::None => {}
+    if req.sort != Sort::None {
+        let desc = req.sort == Sort::Desc;
+        if req.count == 0 || req.count >= found.len() {
+            // Redis sorts everything with the C library's qsort, a stable
+            // merge sort in glibc.
+            found.sort_by(|a, b| by_distance(a, b, desc).cmp(&0));
+        } else {
+            partial_sort(&mut found, req.count, desc);
+        }
     }
     if req.count != 0 {
         found.truncate(req.count);
@@ -393,4 +398,143 @@ fn store_found(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request, at: usize, fou
         ctx.propagate_args(args);
     }
     ctx.reply.int(stored as i64);
+}
+
+/// Redis's comparison of two points: -1, 0 or 1 by distance (reversed for
+/// DESC).
+fn by_distance(a: &Found, b: &Found, desc: bool) -> i32 {
+    let order = if a.dist_m > b.dist_m {
+        1
+    } else if a.dist_m == b.dist_m {
+        0
+    } else {
+        -1
+    };
+    if desc {
+        -order
+    } else {
+        order
+    }
+}
+
+/// Sorts the first `count` points into place the way Redis's partial
+/// quicksort (`pqsort`, after Bentley and McIlroy's) does, so that points
+/// at equal distances come out in Redis's order when COUNT cuts the list.
+fn partial_sort(v: &mut [Found], count: usize, desc: bool) {
+    let wanted = (0, count.saturating_sub(1));
+    partial_sort_range(v, 0, v.len(), wanted, desc);
+}
+
+/// Whether the elements `start..start + len` overlap the wanted ranks.
+fn overlaps(start: usize, len: usize, wanted: (usize, usize)) -> bool {
+    let end = start + len;
+    !((wanted.0 < start && wanted.1 < start) || (wanted.0 >= end && wanted.1 >= end))
+}
+
+fn partial_sort_range(
+    v: &mut [Found],
+    mut a: usize,
+    mut n: usize,
+    wanted: (usize, usize),
+    desc: bool,
+) {
+    let cmp = |v: &[Found], i: usize, j: usize| by_distance(&v[i], &v[j], desc);
+    loop {
+        if n < 7 {
+            for m in a + 1..a + n {
+                let mut l = m;
+                while l > a && cmp(v, l - 1, l) > 0 {
+                    v.swap(l, l - 1);
+                    l -= 1;
+                }
+            }
+            return;
+        }
+        let median = |v: &[Found], x: usize, y: usize, z: usize| {
+            if cmp(v, x, y) < 0 {
+                if cmp(v, y, z) < 0 {
+                    y
+                } else if cmp(v, x, z) < 0 {
+                    z
+                } else {
+                    x
+                }
+            } else if cmp(v, y, z) > 0 {
+                y
+            } else if cmp(v, x, z) < 0 {
+                x
+            } else {
+                z
+            }
+        };
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let (mut pl, mut pn) = (a, a + n - 1);
+            if n > 40 {
+                let d = n / 8;
+                pl = median(v, pl, pl + d, pl + 2 * d);
+                pm = median(v, pm - d, pm, pm + d);
+                pn = median(v, pn - 2 * d, pn - d, pn);
+            }
+            pm = median(v, pl, pm, pn);
+        }
+        v.swap(a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+        loop {
+            while pb <= pc {
+                let c = cmp(v, pb, a);
+                if c > 0 {
+                    break;
+                }
+                if c == 0 {
+                    v.swap(pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb <= pc {
+                let c = cmp(v, pc, a);
+                if c < 0 {
+                    break;
+                }
+                if c == 0 {
+                    v.swap(pc, pd);
+                    pd -= 1;
+                }
+                pc -= 1;
+            }
+            if pb > pc {
+                break;
+            }
+            v.swap(pb, pc);
+            pb += 1;
+            pc -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        swap_blocks(v, a, pb - r, r);
+        let r = (pd - pc).min(pn - pd - 1);
+        swap_blocks(v, pb, pn - r, r);
+        let r = pb - pa;
+        if r > 1 && overlaps(a, r, wanted) {
+            partial_sort_range(v, a, r, wanted, desc);
+        }
+        let r = pd - pc;
+        if r <= 1 {
+            return;
+        }
+        a = pn - r;
+        n = r;
+        if !overlaps(a, n, wanted) {
+            return;
+        }
+    }
+}
+
+/// Swaps the `n` elements from `x` with the `n` from `y`, pairwise.
+fn swap_blocks(v: &mut [Found], x: usize, y: usize, n: usize) {
+    for i in 0..n {
+        v.swap(x + i, y + i);
+    }
 }
