@@ -206,3 +206,23 @@ fn a_restart_keeps_positions_and_stored_searches() {
         b"*1\r\n*2\r\n$20\r\n13.36138933897018433\r\n$20\r\n38.11555639549629859\r\n",
     );
 }
+
+#[test]
+fn equal_distances_come_out_in_redis_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"GEOADD ties 1 40 a 1 40 b 1 40 c 1 40 d 1 40 e 2 40 f 2 40 g 1 40 h 2 40 i 1 40 j\r\n",
+        b":10\r\n",
+    );
+    c.check(
+        b"GEORADIUS ties 1 40 500 km COUNT 3\r\n",
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    // Redis's partial quicksort, not a stable sort, decides the fourth.
+    c.check(
+        b"GEORADIUS ties 1 40 500 km COUNT 4 DESC\r\n",
+        b"*4\r\n$1\r\nf\r\n$1\r\ng\r\n$1\r\ni\r\n$1\r\nd\r\n",
+    );
+}
