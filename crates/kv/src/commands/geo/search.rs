@@ -196,6 +196,20 @@ fn options(
         }
         i += 1;
     }
+    let centre_given = from_member || from_lonlat;
+    let extent_given = by_radius || by_box;
+    check_request(args, kind, req, centre_given, extent_given)
+}
+
+/// The checks Redis makes once the options are read, in its order.
+fn check_request(
+    args: &Args<'_>,
+    kind: Kind,
+    req: &Request,
+    centre_given: bool,
+    extent_given: bool,
+) -> CmdResult {
+    let searching = matches!(kind, Kind::Search | Kind::SearchStore);
     if req.store.is_some() && (req.with_dist || req.with_hash || req.with_coord) {
         let what = if kind == Kind::SearchStore {
             "GEOSEARCHSTORE"
@@ -207,12 +221,12 @@ fn options(
         )));
     }
     let name = String::from_utf8_lossy(args.get(0));
-    if searching && !(from_member || from_lonlat) {
+    if searching && !centre_given {
         return Err(Cow::Owned(format!(
             "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
         )));
     }
-    if searching && !(by_radius || by_box) {
+    if searching && !extent_given {
         return Err(Cow::Owned(format!(
             "ERR exactly one of BYRADIUS and BYBOX can be specified for {name}"
         )));
@@ -431,6 +445,82 @@ fn overlaps(start: usize, len: usize, wanted: (usize, usize)) -> bool {
     !((wanted.0 < start && wanted.1 < start) || (wanted.0 >= end && wanted.1 >= end))
 }
 
+/// The median of elements `x`, `y` and `z`, as Redis's `med3` picks it.
+fn median(v: &[Found], x: usize, y: usize, z: usize, desc: bool) -> usize {
+    let cmp = |i: usize, j: usize| by_distance(&v[i], &v[j], desc);
+    if cmp(x, y) < 0 {
+        if cmp(y, z) < 0 {
+            y
+        } else if cmp(x, z) < 0 {
+            z
+        } else {
+            x
+        }
+    } else if cmp(y, z) > 0 {
+        y
+    } else if cmp(x, z) < 0 {
+        x
+    } else {
+        z
+    }
+}
+
+/// The pivot of `n` elements from `a`: the middle one, the median of
+/// three above 7 elements, the median of three medians above 40.
+fn pivot(v: &[Found], a: usize, n: usize, desc: bool) -> usize {
+    let mut pm = a + n / 2;
+    if n > 7 {
+        let (mut pl, mut pn) = (a, a + n - 1);
+        if n > 40 {
+            let d = n / 8;
+            pl = median(v, pl, pl + d, pl + 2 * d, desc);
+            pm = median(v, pm - d, pm, pm + d, desc);
+            pn = median(v, pn - 2 * d, pn - d, pn, desc);
+        }
+        pm = median(v, pl, pm, pn, desc);
+    }
+    pm
+}
+
+/// Splits `n` elements from `a` around the pivot at `a` into
+/// `[equal | less | unsorted | greater | equal]`; returns the ends
+/// `(pa, pb, pc, pd)` of Bentley and McIlroy's partition.
+fn partition(v: &mut [Found], a: usize, n: usize, desc: bool) -> (usize, usize, usize, usize) {
+    let cmp = |v: &[Found], i: usize, j: usize| by_distance(&v[i], &v[j], desc);
+    let (mut pa, mut pb) = (a + 1, a + 1);
+    let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+    loop {
+        while pb <= pc {
+            let c = cmp(v, pb, a);
+            if c > 0 {
+                break;
+            }
+            if c == 0 {
+                v.swap(pa, pb);
+                pa += 1;
+            }
+            pb += 1;
+        }
+        while pb <= pc {
+            let c = cmp(v, pc, a);
+            if c < 0 {
+                break;
+            }
+            if c == 0 {
+                v.swap(pc, pd);
+                pd -= 1;
+            }
+            pc -= 1;
+        }
+        if pb > pc {
+            return (pa, pb, pc, pd);
+        }
+        v.swap(pb, pc);
+        pb += 1;
+        pc -= 1;
+    }
+}
+
 fn partial_sort_range(
     v: &mut [Found],
     mut a: usize,
@@ -438,84 +528,27 @@ fn partial_sort_range(
     wanted: (usize, usize),
     desc: bool,
 ) {
-    let cmp = |v: &[Found], i: usize, j: usize| by_distance(&v[i], &v[j], desc);
     loop {
         if n < 7 {
             for m in a + 1..a + n {
                 let mut l = m;
-                while l > a && cmp(v, l - 1, l) > 0 {
+                while l > a && by_distance(&v[l - 1], &v[l], desc) > 0 {
                     v.swap(l, l - 1);
                     l -= 1;
                 }
             }
             return;
         }
-        let median = |v: &[Found], x: usize, y: usize, z: usize| {
-            if cmp(v, x, y) < 0 {
-                if cmp(v, y, z) < 0 {
-                    y
-                } else if cmp(v, x, z) < 0 {
-                    z
-                } else {
-                    x
-                }
-            } else if cmp(v, y, z) > 0 {
-                y
-            } else if cmp(v, x, z) < 0 {
-                x
-            } else {
-                z
-            }
-        };
-        let mut pm = a + n / 2;
-        if n > 7 {
-            let (mut pl, mut pn) = (a, a + n - 1);
-            if n > 40 {
-                let d = n / 8;
-                pl = median(v, pl, pl + d, pl + 2 * d);
-                pm = median(v, pm - d, pm, pm + d);
-                pn = median(v, pn - 2 * d, pn - d, pn);
-            }
-            pm = median(v, pl, pm, pn);
-        }
+        let pm = pivot(v, a, n, desc);
         v.swap(a, pm);
-        let (mut pa, mut pb) = (a + 1, a + 1);
-        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
-        loop {
-            while pb <= pc {
-                let c = cmp(v, pb, a);
-                if c > 0 {
-                    break;
-                }
-                if c == 0 {
-                    v.swap(pa, pb);
-                    pa += 1;
-                }
-                pb += 1;
-            }
-            while pb <= pc {
-                let c = cmp(v, pc, a);
-                if c < 0 {
-                    break;
-                }
-                if c == 0 {
-                    v.swap(pc, pd);
-                    pd -= 1;
-                }
-                pc -= 1;
-            }
-            if pb > pc {
-                break;
-            }
-            v.swap(pb, pc);
-            pb += 1;
-            pc -= 1;
-        }
+        let (pa, pb, pc, pd) = partition(v, a, n, desc);
+        // Move the runs equal to the pivot from both ends to the middle.
         let pn = a + n;
         let r = (pa - a).min(pb - pa);
         swap_blocks(v, a, pb - r, r);
         let r = (pd - pc).min(pn - pd - 1);
         swap_blocks(v, pb, pn - r, r);
+        // Sort only the sides that hold wanted ranks.
         let r = pb - pa;
         if r > 1 && overlaps(a, r, wanted) {
             partial_sort_range(v, a, r, wanted, desc);
