@@ -196,3 +196,17 @@ fn a_restart_keeps_values_and_counts() {
         b"+dense\r\n$1\r\n\x00\r\n",
     );
 }
+
+#[test]
+fn command_info_shows_redis_flags_and_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    // PFCOUNT may replicate, but Redis keeps that flag out of COMMAND INFO.
+    let info = c.roundtrip_any(b"COMMAND INFO pfcount\r\n");
+    let head = b"*1\r\n*10\r\n$7\r\npfcount\r\n:-2\r\n*1\r\n+readonly\r\n:1\r\n:-1\r\n:1\r\n*3\r\n+@read\r\n+@hyperloglog\r\n+@slow\r\n";
+    assert!(info.starts_with(head), "{}", String::from_utf8_lossy(&info));
+    let info = c.roundtrip_any(b"COMMAND INFO pfdebug\r\n");
+    let head = b"*1\r\n*10\r\n$7\r\npfdebug\r\n:3\r\n*3\r\n+write\r\n+denyoom\r\n+admin\r\n:2\r\n:2\r\n:1\r\n";
+    assert!(info.starts_with(head), "{}", String::from_utf8_lossy(&info));
+}
