@@ -157,6 +157,7 @@ impl Default for Config {
                 ("aof-everysec-sync-bytes", "16mb"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
+                ("hll-sparse-max-bytes", "3000"),
             ]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -377,6 +378,12 @@ impl Config {
                     .ok_or_else(|| bad(name, value, "a percentage from 1 to 100"))?;
                 return self.set_passive(name, value);
             }
+            "hll-sparse-max-bytes" => {
+                let bytes = parse_memory(value)
+                    .filter(|n| *n <= i64::MAX as u64)
+                    .ok_or_else(|| bad(name, value, "a size like 3000 or 3kb"))?;
+                return self.set_passive(name, &bytes.to_string());
+            }
             "server_cpulist" | "aof_rewrite_cpulist" => {
                 crate::cpus::parse(value).map_err(|e| bad(name, value, &e))?;
                 return self.set_passive(name, value);
@@ -408,6 +415,15 @@ impl Config {
         self.passive_value("aof-everysec-sync-bytes")
             .and_then(parse_memory)
             .unwrap_or(0)
+    }
+
+    /// `hll-sparse-max-bytes`: the largest sparse HyperLogLog, header
+    /// included, before it turns dense (`types/hll.rs`).
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.passive_value("hll-sparse-max-bytes")
+            .and_then(parse_memory)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(crate::types::hll::SPARSE_MAX_BYTES_DEFAULT)
     }
 
     /// A CPU list directive (`server_cpulist`, `aof_rewrite_cpulist`),

@@ -7,7 +7,9 @@
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
 mod connection;
+mod geo;
 mod hashes;
+mod hll;
 mod keys;
 mod lists;
 mod server;
@@ -129,7 +131,7 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NOAUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        // `may_replicate` is a flag Redis 7.0 keeps out of COMMAND INFO.
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{
+    connection, geo, hashes, hll, keys, lists, server, sets, strings, transactions, zsets,
+};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -213,6 +215,8 @@ const FAMILIES: &[&[CommandSpec]] = &[
     lists::COMMANDS,
     sets::COMMANDS,
     zsets::COMMANDS,
+    hll::COMMANDS,
+    geo::COMMANDS,
     transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,

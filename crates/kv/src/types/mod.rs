@@ -1,6 +1,8 @@
 //! The values a key can hold, and the number parsing and formatting rules
 //! Redis applies to them.
 
+pub mod geohash;
+pub mod hll;
 pub mod number;
 pub mod zset;
 
