@@ -6,6 +6,7 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod bits;
 mod connection;
 mod hashes;
 mod keys;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{bits, connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -208,6 +208,7 @@ pub(super) const K0: (i32, i32, i32) = (0, 0, 0);
 /// Every family's table, in COMMAND's order.
 const FAMILIES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
+    bits::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
