@@ -8,7 +8,8 @@ use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
-use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::types::long_double::LongDouble;
+use crate::types::number::value_as_i64;
 use crate::types::Value;
 
 /// The string at `key`: `Ok(None)` if missing, WRONGTYPE if not a string.
@@ -375,16 +376,18 @@ pub(super) fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let delta = parse_f64(args.get(2)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    let not_float = || Cow::Borrowed(errors::NOT_FLOAT);
+    // Redis reads the key (type, then value) before the increment.
     let current = match get_str(&mut ctx.state.keyspace, db, key)? {
-        None => 0.0,
-        Some(text) => parse_f64(text).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?,
+        None => LongDouble::ZERO,
+        Some(text) => LongDouble::parse(text).ok_or_else(not_float)?,
     };
-    let next = current + delta;
-    if !next.is_finite() {
-        return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
-    }
-    let text = format_float_human(next);
+    let delta = LongDouble::parse(args.get(2)).ok_or_else(not_float)?;
+    let next = current
+        .checked_add(&delta)
+        .filter(|v| !v.is_infinite())
+        .ok_or(Cow::Borrowed("ERR increment would produce NaN or Infinity"))?;
+    let text = next.to_human();
     ctx.state
         .keyspace
         .set(db, key, Value::Str(text.as_bytes().into()), true);
