@@ -398,9 +398,19 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// The longest string a client may build (`proto-max-bulk-len`); replay
+/// is not limited, so a string grown under a larger setting still loads.
+fn string_len_max(ctx: &Ctx<'_>) -> usize {
+    if ctx.session.is_replay {
+        usize::MAX
+    } else {
+        ctx.state.config.proto_max_bulk_len_bytes
+    }
+}
+
 pub(super) fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key, tail) = (ctx.session.db, args.get(1), args.get(2));
-    let limit = ctx.state.config.proto_max_bulk_len_bytes;
+    let limit = string_len_max(ctx);
     let current = get_str(&mut ctx.state.keyspace, db, key)?.unwrap_or_default();
     if current.len() + tail.len() > limit {
         return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
@@ -457,13 +467,14 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         return Err(Cow::Borrowed("ERR offset is out of range"));
     }
     let offset = offset as usize;
+    let limit = string_len_max(ctx);
     let current = get_str(&mut ctx.state.keyspace, db, key)?;
     if patch.is_empty() {
         let len = current.map_or(0, <[u8]>::len);
         ctx.reply.int(len as i64);
         return Ok(());
     }
-    if offset.saturating_add(patch.len()) > ctx.state.config.proto_max_bulk_len_bytes {
+    if offset.saturating_add(patch.len()) > limit {
         return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
     }
     let mut bytes = current.map(<[u8]>::to_vec).unwrap_or_default();
