@@ -11,6 +11,7 @@ mod connection;
 mod hashes;
 mod keys;
 mod lists;
+mod replication;
 mod server;
 mod sets;
 mod strings;
@@ -340,6 +341,8 @@ pub struct Session {
     pub watched: Vec<(usize, Bytes, u64)>,
     /// QUIT: close once the reply is written.
     pub close_after_reply: bool,
+    /// SYNC: the server sends the dataset, then the stream of writes.
+    pub sync_requested: bool,
     /// Replaying the log: no auth, no refusals, nothing logged.
     pub is_replay: bool,
     /// The last command run, as CLIENT LIST's `cmd` names it (`set`,

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{bits, connection, hashes, keys, lists, replication, server, sets, strings};
+use super::{transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -217,6 +218,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -9,6 +9,7 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod conn;
+mod replicas;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -69,6 +70,8 @@ pub struct Server {
     /// on an injected device).
     rewriter: Option<crate::rewrite::driver::Rewriter>,
     prop: Propagation,
+    /// Connections that asked for SYNC.
+    replicas: replicas::Replicas,
     next_client_id: u64,
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
@@ -159,6 +162,7 @@ impl Server {
             log: opened.log,
             rewriter,
             prop: Propagation::default(),
+            replicas: replicas::Replicas::default(),
             next_client_id: 1,
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
@@ -366,7 +370,17 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
-        self.run_commands(&mut conn);
+        if self.replicas.contains(index) {
+            // A replica's acknowledgements need no answer.
+            conn.inbuf.clear();
+        } else {
+            self.run_commands(&mut conn);
+        }
+        if conn.session.sync_requested && !self.replicas.contains(index) {
+            let rdb = crate::rdb::encode(&self.state.keyspace, self.state.keyspace.now_ms);
+            self.replicas.attach(index, &mut conn, &rdb);
+            conn.inbuf.clear();
+        }
         note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
@@ -378,7 +392,7 @@ impl Server {
     /// Runs every complete command in the connection's buffer.
     fn run_commands(&mut self, conn: &mut Conn) {
         let mut at = 0;
-        while at < conn.inbuf.len() && !conn.closing {
+        while at < conn.inbuf.len() && !conn.closing && !conn.session.sync_requested {
             let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
@@ -417,9 +431,13 @@ impl Server {
                 dels.push(db, &[b"DEL", &key]);
             }
             ticket = Some(self.log.append(&dels));
+            self.feed_replicas(&dels);
         }
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));
+            let prop = std::mem::take(&mut self.prop);
+            self.feed_replicas(&prop);
+            self.prop = prop;
             self.prop.clear();
         }
         if let Some(lsn) = ticket {
@@ -429,7 +447,15 @@ impl Server {
         ticket
     }
 
+    /// Sends what the log just got to the replicas too.
+    fn feed_replicas(&mut self, records: &Propagation) {
+        for index in self.replicas.feed(records, &mut self.conns) {
+            self.mark_ready(index);
+        }
+    }
+
     fn close(&mut self, mut conn: Conn, index: usize) {
+        self.replicas.detach(index);
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
         self.state.clients.remove(&conn.session.id);
@@ -445,6 +471,10 @@ impl Server {
             .keyspace
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
         self.log_command();
+        let period = self.state.config.passive_value("repl-ping-replica-period");
+        for index in self.replicas.ping_if_due(period, &mut self.conns) {
+            self.mark_ready(index);
+        }
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
