@@ -71,6 +71,33 @@ fn store(ctx: &mut Ctx<'_>, key: &[u8], bytes: Vec<u8>) {
         .set(db, key, Value::Str(bytes.into()), true);
 }
 
+/// Sets bit `offset` of an existing string long enough to hold it, in
+/// place when no snapshot shares the string: `Some(old bit)` if done.
+fn setbit_in_place(ctx: &mut Ctx<'_>, key: &[u8], offset: u64, on: u8) -> Option<u8> {
+    let db = ctx.session.db;
+    let byte = usize::try_from(offset >> 3).ok()?;
+    let shift = 7 - (offset & 7) as u32;
+    let Some(Value::Str(s)) = ctx.state.keyspace.get(db, key) else {
+        return None;
+    };
+    let old = (s.get(byte)? >> shift) & 1;
+    if old == on {
+        return Some(old);
+    }
+    let Some(Value::Str(s)) = ctx.state.keyspace.get_mut(db, key) else {
+        return None;
+    };
+    let flip = |bytes: &mut [u8]| {
+        if let Some(b) = bytes.get_mut(byte) {
+            *b ^= 1 << shift;
+        }
+    };
+    if !s.change_in_place(flip) {
+        return None;
+    }
+    Some(old)
+}
+
 pub(super) fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let offset = bit_offset(ctx, args.get(2), None)?;
     let on = match parse_i64(args.get(3)) {
@@ -78,6 +105,13 @@ pub(super) fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         _ => return Err(Cow::Borrowed(BAD_BIT)),
     };
     let key = args.get(1);
+    if let Some(old) = setbit_in_place(ctx, key, offset, on) {
+        if old != on {
+            ctx.propagate_args(args);
+        }
+        ctx.reply.int(i64::from(old));
+        return Ok(());
+    }
     let (mut bytes, grew) = grown_string(ctx, key, offset)?;
     let byte = (offset >> 3) as usize;
     let shift = 7 - (offset & 7) as u32;
