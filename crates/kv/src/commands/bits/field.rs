@@ -3,12 +3,14 @@
 //! chosen overflow policy.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
-use super::{bit_offset, grown_string, store};
+use super::{bit_offset, store};
 use crate::commands::strings::get_str;
 use crate::commands::{errors, CmdError, CmdResult, Ctx};
-use crate::resp::Args;
+use crate::resp::{Args, ReplyBuf};
 use crate::types::number::parse_i64;
+use crate::types::Value;
 
 /// The refusal of a malformed type, worded as Redis words it.
 const BAD_TYPE: &str =
@@ -109,40 +111,62 @@ fn parse_ops(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<(Vec<FieldOp>, bool), Cmd
     Ok((ops, writes))
 }
 
-/// Reads `bits` bits at bit `offset` as an unsigned number; bits past the
-/// end of `bytes` read as zero.
-fn read_bits(bytes: &[u8], offset: u64, bits: u32) -> u64 {
-    (0..u64::from(bits)).fold(0u64, |acc, i| {
-        let at = offset + i;
-        let byte = usize::try_from(at >> 3)
-            .ok()
-            .and_then(|b| bytes.get(b))
-            .copied()
-            .unwrap_or(0);
-        (acc << 1) | u64::from((byte >> (7 - (at & 7))) & 1)
-    })
+/// A string as one BITFIELD sees it: the stored bytes (zero past their
+/// end) under the bytes its writes changed, so no write copies the whole
+/// string and a GET-only call copies nothing.
+struct Overlay<'a> {
+    base: &'a [u8],
+    patch: BTreeMap<u64, u8>,
 }
 
-/// Writes the low `bits` bits of `value` at bit `offset`; `bytes` holds
-/// them (the caller grew it).
-fn write_bits(bytes: &mut [u8], offset: u64, bits: u32, value: u64) {
-    for i in 0..u64::from(bits) {
-        let at = offset + i;
-        let bit = ((value >> (u64::from(bits) - 1 - i)) & 1) as u8;
-        if let Some(byte) = bytes.get_mut((at >> 3) as usize) {
+impl Overlay<'_> {
+    fn byte(&self, index: u64) -> u8 {
+        match self.patch.get(&index) {
+            Some(&b) => b,
+            None => usize::try_from(index)
+                .ok()
+                .and_then(|i| self.base.get(i))
+                .copied()
+                .unwrap_or(0),
+        }
+    }
+
+    /// Reads `bits` bits at bit `offset` as an unsigned number.
+    fn read(&self, offset: u64, bits: u32) -> u64 {
+        (0..u64::from(bits)).fold(0u64, |acc, i| {
+            let at = offset + i;
+            (acc << 1) | u64::from((self.byte(at >> 3) >> (7 - (at & 7))) & 1)
+        })
+    }
+
+    /// Reads a signed field: the unsigned bits, sign-extended.
+    fn read_signed(&self, offset: u64, bits: u32) -> i64 {
+        let raw = self.read(offset, bits);
+        if bits < 64 && raw & (1 << (bits - 1)) != 0 {
+            (raw | (u64::MAX << bits)) as i64
+        } else {
+            raw as i64
+        }
+    }
+
+    /// Writes the low `bits` bits of `value` at bit `offset`.
+    fn write(&mut self, offset: u64, bits: u32, value: u64) {
+        for i in 0..u64::from(bits) {
+            let at = offset + i;
+            let bit = ((value >> (u64::from(bits) - 1 - i)) & 1) as u8;
             let shift = 7 - (at & 7);
-            *byte = (*byte & !(1 << shift)) | (bit << shift);
+            let byte = (self.byte(at >> 3) & !(1 << shift)) | (bit << shift);
+            self.patch.insert(at >> 3, byte);
         }
     }
 }
 
-/// Reads a signed field: the unsigned bits, sign-extended.
-fn read_signed(bytes: &[u8], offset: u64, bits: u32) -> i64 {
-    let raw = read_bits(bytes, offset, bits);
-    if bits < 64 && raw & (1 << (bits - 1)) != 0 {
-        (raw | (u64::MAX << bits)) as i64
-    } else {
-        raw as i64
+/// Copies the changed bytes into `bytes` (long enough for them).
+fn apply_patch(bytes: &mut [u8], patch: &BTreeMap<u64, u8>) {
+    for (&index, &b) in patch {
+        if let Some(slot) = usize::try_from(index).ok().and_then(|i| bytes.get_mut(i)) {
+            *slot = b;
+        }
     }
 }
 
@@ -204,12 +228,12 @@ fn add_unsigned(value: u64, incr: i64, bits: u32, overflow: Overflow) -> Result<
     }
 }
 
-/// Runs one SET or INCRBY on `bytes`: the reply value (`None` when FAIL
-/// refused it) and whether the field changed.
-fn apply(bytes: &mut [u8], op: &FieldOp) -> (Option<i64>, bool) {
+/// Runs one SET or INCRBY: the reply value (`None` when FAIL refused it)
+/// and whether the field changed.
+fn apply(bytes: &mut Overlay<'_>, op: &FieldOp) -> (Option<i64>, bool) {
     let (offset, bits) = (op.offset, op.bits);
     let (reply, old, new) = if op.signed {
-        let old = read_signed(bytes, offset, bits);
+        let old = bytes.read_signed(offset, bits);
         let (start, incr) = match op.op {
             Op::IncrBy => (old, op.operand),
             _ => (op.operand, 0),
@@ -221,7 +245,7 @@ fn apply(bytes: &mut [u8], op: &FieldOp) -> (Option<i64>, bool) {
         let reply = if op.op == Op::IncrBy { new } else { old };
         (reply, old as u64, new as u64)
     } else {
-        let old = read_bits(bytes, offset, bits);
+        let old = bytes.read(offset, bits);
         let (start, incr) = match op.op {
             Op::IncrBy => (old, op.operand),
             _ => (op.operand as u64, 0),
@@ -233,65 +257,86 @@ fn apply(bytes: &mut [u8], op: &FieldOp) -> (Option<i64>, bool) {
         let reply = if op.op == Op::IncrBy { new } else { old };
         (reply as i64, old, new)
     };
-    write_bits(bytes, offset, bits, new);
+    bytes.write(offset, bits, new);
     (Some(reply), old != new)
 }
 
-fn reply_get(ctx: &mut Ctx<'_>, bytes: &[u8], op: &FieldOp) {
-    let value = if op.signed {
-        read_signed(bytes, op.offset, op.bits)
-    } else {
-        read_bits(bytes, op.offset, op.bits) as i64
-    };
-    ctx.reply.int(value);
-}
-
-/// Answers a BITFIELD made of GETs only: nothing is created.
-fn run_reads(ctx: &mut Ctx<'_>, args: &Args<'_>, ops: &[FieldOp]) -> CmdResult {
-    let db = ctx.session.db;
-    let bytes = get_str(&mut ctx.state.keyspace, db, args.get(1))?
-        .map(<[u8]>::to_vec)
-        .unwrap_or_default();
-    ctx.reply.array(ops.len());
+/// Runs every op over `bytes`, replying; whether any field changed.
+fn run_ops(reply: &mut ReplyBuf, bytes: &mut Overlay<'_>, ops: &[FieldOp]) -> bool {
+    reply.array(ops.len());
+    let mut changed = false;
     for op in ops {
-        reply_get(ctx, &bytes, op);
+        if op.op == Op::Get {
+            let value = if op.signed {
+                bytes.read_signed(op.offset, op.bits)
+            } else {
+                bytes.read(op.offset, op.bits) as i64
+            };
+            reply.int(value);
+            continue;
+        }
+        let (value, field_changed) = apply(bytes, op);
+        changed |= field_changed;
+        match value {
+            Some(v) => reply.int(v),
+            None => reply.null(),
+        }
     }
-    Ok(())
+    changed
 }
 
 pub(in crate::commands) fn bitfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (ops, writes) = parse_ops(ctx, args)?;
+    let (db, key) = (ctx.session.db, args.get(1));
+    let base = get_str(&mut ctx.state.keyspace, db, key)?;
+    let existed = base.is_some();
+    let mut overlay = Overlay {
+        base: base.unwrap_or_default(),
+        patch: BTreeMap::new(),
+    };
     if !writes {
-        return run_reads(ctx, args, &ops);
+        run_ops(ctx.reply, &mut overlay, &ops);
+        return Ok(());
     }
+    // The string grows to hold the farthest bit any write reaches.
     let highest = ops
         .iter()
         .filter(|o| o.op != Op::Get)
         .map(|o| o.offset + u64::from(o.bits) - 1)
         .max()
         .unwrap_or(0);
-    let key = args.get(1);
-    let (mut bytes, grew) = grown_string(ctx, key, highest)?;
-    let mut changed = grew;
-    ctx.reply.array(ops.len());
-    for op in &ops {
-        if op.op == Op::Get {
-            reply_get(ctx, &bytes, op);
-            continue;
-        }
-        let (reply, field_changed) = apply(&mut bytes, op);
-        changed |= field_changed;
-        match reply {
-            Some(v) => ctx.reply.int(v),
-            None => ctx.reply.null(),
-        }
+    let len_needed = usize::try_from(highest >> 3)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    let grows = !existed || overlay.base.len() < len_needed;
+    let changed = run_ops(ctx.reply, &mut overlay, &ops) || grows;
+    let Overlay { base, patch } = overlay;
+    if !changed {
+        return Ok(());
     }
     // A grown key is logged too, though Redis would not replicate it when
     // every write failed: replay must rebuild the same bytes.
-    if changed {
+    let copy = if grows {
+        let mut bytes = base.to_vec();
+        bytes.resize(len_needed, 0);
+        Some(bytes)
+    } else {
+        None
+    };
+    let in_place = copy.is_none()
+        && match ctx.state.keyspace.get_mut(db, key) {
+            Some(Value::Str(s)) => s.change_in_place(|bytes| apply_patch(bytes, &patch)),
+            _ => false,
+        };
+    if !in_place {
+        let mut bytes = copy.unwrap_or_else(|| match ctx.state.keyspace.get(db, key) {
+            Some(Value::Str(s)) => s.to_vec(),
+            _ => Vec::new(),
+        });
+        apply_patch(&mut bytes, &patch);
         store(ctx, key, bytes);
-        ctx.propagate_args(args);
     }
+    ctx.propagate_args(args);
     Ok(())
 }
 
@@ -302,5 +347,11 @@ pub(in crate::commands) fn bitfield_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Cm
             "ERR BITFIELD_RO only supports the GET subcommand",
         ));
     }
-    run_reads(ctx, args, &ops)
+    let base = get_str(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
+    let mut overlay = Overlay {
+        base: base.unwrap_or_default(),
+        patch: BTreeMap::new(),
+    };
+    run_ops(ctx.reply, &mut overlay, &ops);
+    Ok(())
 }
