@@ -159,6 +159,14 @@ fn ranges_and_limits() {
     c.check(b"SUBSTR k 3 100\r\n", b"$1\r\nb\r\n");
     c.check(b"GETRANGE nokey 0 -1\r\n", b"$0\r\n\r\n");
     c.check(b"STRLEN k\r\n", b":4\r\n");
+    // Inside the string (changed in place), then past its end.
+    c.check(b"SET h hello\r\n", b"+OK\r\n");
+    c.check(b"SETRANGE h 1 EY\r\n", b":5\r\n");
+    c.check(b"GET h\r\n", b"$5\r\nhEYlo\r\n");
+    c.check(b"SETRANGE h 4 !!\r\n", b":6\r\n");
+    c.check(b"GET h\r\n", b"$6\r\nhEYl!!\r\n");
+    c.check(b"RPUSH l a\r\n", b":1\r\n");
+    c.check(b"SETRANGE l 0 x\r\n", WRONGTYPE);
     c.check(
         b"MSETNX a 1 b\r\n",
         b"-ERR wrong number of arguments for 'msetnx' command\r\n",
@@ -242,6 +250,7 @@ fn string_writes_replay_to_the_same_state() {
         c.check(b"GETEX d PXAT 1\r\n", b"$1\r\nv\r\n");
         c.check(b"SETRANGE r 3 xyz\r\n", b":6\r\n");
         c.check(b"APPEND r !\r\n", b":7\r\n");
+        c.check(b"SETRANGE r 0 ab\r\n", b":7\r\n");
         c.check(b"MSETNX m1 a m2 b\r\n", b":1\r\n");
         server.stop();
     }
@@ -251,7 +260,7 @@ fn string_writes_replay_to_the_same_state() {
     c.check(b"GET e\r\n", b"$1\r\nv\r\n");
     c.check(b"GET g\r\n", b"$1\r\nv\r\n");
     c.check(b"EXISTS d\r\n", b":0\r\n");
-    c.check(b"GET r\r\n", b"$7\r\n\x00\x00\x00xyz!\r\n");
+    c.check(b"GET r\r\n", b"$7\r\nab\x00xyz!\r\n");
     c.check(b"MGET m1 m2\r\n", b"*2\r\n$1\r\na\r\n$1\r\nb\r\n");
     // Expiries come back as the absolute times they were logged with.
     for (key, floor) in [("f", 99_990u64), ("e", 99_990), ("g", 99_990)] {

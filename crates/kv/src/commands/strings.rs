@@ -474,9 +474,29 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.reply.int(len as i64);
         return Ok(());
     }
-    if offset.saturating_add(patch.len()) > limit {
+    let end = offset.saturating_add(patch.len());
+    if end > limit {
         return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
     }
+    // Within the string, the bytes change in place unless a rewrite
+    // snapshot shares them.
+    let len_now = current.map_or(0, <[u8]>::len);
+    if end <= len_now {
+        let written = match ctx.state.keyspace.get_mut(db, key) {
+            Some(Value::Str(s)) => s.change_in_place(|bytes| {
+                if let Some(range) = bytes.get_mut(offset..end) {
+                    range.copy_from_slice(patch);
+                }
+            }),
+            _ => false,
+        };
+        if written {
+            ctx.propagate_args(args);
+            ctx.reply.int(len_now as i64);
+            return Ok(());
+        }
+    }
+    let current = get_str(&mut ctx.state.keyspace, db, key)?;
     let mut bytes = current.map(<[u8]>::to_vec).unwrap_or_default();
     if bytes.len() < offset + patch.len() {
         bytes.resize(offset + patch.len(), 0);
