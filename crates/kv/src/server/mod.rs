@@ -447,10 +447,20 @@ impl Server {
         ticket
     }
 
-    /// Sends what the log just got to the replicas too.
+    /// Sends what the log just got to the replicas too; drops a replica
+    /// that leaves too much of it unread.
     fn feed_replicas(&mut self, records: &Propagation) {
         for index in self.replicas.feed(records, &mut self.conns) {
-            self.mark_ready(index);
+            let Some(conn) = self.conns.get_mut(index).and_then(Option::take) else {
+                continue;
+            };
+            if conn.reply.buf.len().saturating_sub(conn.out_sent) > replicas::OUTPUT_MAX_BYTES {
+                tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
+                self.close(conn, index);
+            } else {
+                self.conns[index] = Some(conn);
+                self.mark_ready(index);
+            }
         }
     }
 

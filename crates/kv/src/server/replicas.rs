@@ -10,6 +10,9 @@ use crate::commands::{encode_command, Propagation};
 
 /// Seconds between PINGs when `repl-ping-replica-period` is not set.
 const PING_PERIOD_DEFAULT_S: u64 = 10;
+/// Output a replica may leave unread before it is dropped (Redis's hard
+/// `client-output-buffer-limit` for replicas).
+pub const OUTPUT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 #[derive(Debug)]
 struct Replica {
@@ -56,7 +59,8 @@ impl Replicas {
     }
 
     /// Appends `records` to every replica's output; returns the indices
-    /// that now have output to send.
+    /// that now have output to send (those past [`OUTPUT_MAX_BYTES`] are
+    /// for the caller to drop).
     pub fn feed(&mut self, records: &Propagation, conns: &mut [Option<Conn>]) -> Vec<usize> {
         let Some(first_db) = records.first_db else {
             return Vec::new();
