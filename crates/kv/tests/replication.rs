@@ -47,11 +47,20 @@ fn sync_sends_the_dataset_then_the_writes() {
     client.check(b"GETEX pre\r\n", b"$1\r\n1\r\n");
     client.check(b"SELECT 2\r\n", b"+OK\r\n");
     client.check(b"INCRBYFLOAT f 1.5\r\n", b"$3\r\n1.5\r\n");
+    client.check(b"MULTI\r\n", b"+OK\r\n");
+    client.check(b"SET x 1\r\n", b"+QUEUED\r\n");
+    client.check(b"GET x\r\n", b"+QUEUED\r\n");
+    client.check(b"SET y 2\r\n", b"+QUEUED\r\n");
+    client.check(b"EXEC\r\n", b"*3\r\n+OK\r\n$1\r\n1\r\n+OK\r\n");
     let mut expected = resp(&["SELECT", "0"]);
     expected.extend(resp(&["SET", "foo", "bar"]));
     expected.extend(resp(&["DEL", "foo"]));
     expected.extend(resp(&["SELECT", "2"]));
     expected.extend(resp(&["SET", "f", "1.5", "KEEPTTL"]));
+    expected.extend(resp(&["MULTI"]));
+    expected.extend(resp(&["SET", "x", "1"]));
+    expected.extend(resp(&["SET", "y", "2"]));
+    expected.extend(resp(&["EXEC"]));
     assert_eq!(
         String::from_utf8_lossy(&read_exact(&mut replica, expected.len())),
         String::from_utf8_lossy(&expected)

@@ -427,11 +427,17 @@ impl Server {
         let mut ticket = None;
         if !self.state.keyspace.expired.is_empty() {
             let mut dels = Propagation::default();
-            for (db, key) in self.state.keyspace.expired.drain(..) {
-                dels.push(db, &[b"DEL", &key]);
+            let expired = std::mem::take(&mut self.state.keyspace.expired);
+            for (db, key) in &expired {
+                dels.push(*db, &[b"DEL", key]);
             }
             ticket = Some(self.log.append(&dels));
-            self.feed_replicas(&dels);
+            // Replicas get each expiry on its own, as Redis sends them.
+            for (db, key) in &expired {
+                let mut one = Propagation::default();
+                one.push(*db, &[b"DEL", key]);
+                self.feed_replicas(&one);
+            }
         }
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));

@@ -1,6 +1,7 @@
 //! Replicas attached by SYNC: each got the dataset as an RDB file, then
-//! receives every record the log receives, in the same form, with SELECT
-//! wherever the database changes, and a PING every
+//! receives every record the log receives, in the same form (a record of
+//! several commands wrapped in MULTI/EXEC), with SELECT wherever the
+//! database changes, and a PING every
 //! `repl-ping-replica-period` seconds so it can tell the link is alive.
 
 use std::time::{Duration, Instant};
@@ -74,7 +75,16 @@ impl Replicas {
                 let db = first_db.to_string();
                 encode_command(&mut conn.reply.buf, &[b"SELECT", db.as_bytes()]);
             }
+            // Several commands from one client command (a transaction) go
+            // as one, as in the log.
+            let wrap = records.commands > 1;
+            if wrap {
+                encode_command(&mut conn.reply.buf, &[b"MULTI"]);
+            }
             conn.reply.buf.extend_from_slice(&records.buf);
+            if wrap {
+                encode_command(&mut conn.reply.buf, &[b"EXEC"]);
+            }
             replica.db = Some(records.last_db);
             fed.push(replica.index);
         }
