@@ -9,6 +9,7 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod conn;
+mod rdb_file;
 mod replicas;
 
 use std::io;
@@ -377,7 +378,7 @@ impl Server {
             self.run_commands(&mut conn);
         }
         if conn.session.sync_requested && !self.replicas.contains(index) {
-            let rdb = crate::rdb::encode(&self.state.keyspace, self.state.keyspace.now_ms);
+            let rdb = rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
             self.replicas.attach(index, &mut conn, &rdb);
             conn.inbuf.clear();
         }
@@ -487,9 +488,19 @@ impl Server {
             .keyspace
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
         self.log_command();
-        let period = self.state.config.passive_value("repl-ping-replica-period");
-        for index in self.replicas.ping_if_due(period, &mut self.conns) {
-            self.mark_ready(index);
+        if !self.replicas.is_empty() {
+            let period = self
+                .state
+                .config
+                .get_matching("repl-ping-replica-period")
+                .pop()
+                .map(|(_, v)| v);
+            for index in self
+                .replicas
+                .ping_if_due(period.as_deref(), &mut self.conns)
+            {
+                self.mark_ready(index);
+            }
         }
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();

@@ -40,6 +40,11 @@ impl Default for Replicas {
 }
 
 impl Replicas {
+    /// Whether no replica is attached.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Whether connection `index` is a replica.
     pub fn contains(&self, index: usize) -> bool {
         self.list.iter().any(|r| r.index == index)
