@@ -144,6 +144,7 @@ impl Default for Config {
                 ("enable-debug-command", "no"),
                 ("timeout", "0"),
                 ("tcp-keepalive", "300"),
+                ("repl-ping-replica-period", "10"),
                 ("loglevel", "notice"),
                 ("daemonize", "no"),
                 ("maxmemory-policy", "noeviction"),

@@ -35,6 +35,10 @@ enum Op {
     Del(u8),
     Incr(u8),
     Append(u8, u8),
+    /// SETBIT key offset bit.
+    SetBit(u8, u8, bool),
+    /// SETRANGE key offset value.
+    SetRange(u8, u8, u8),
     LPush(u8, u8),
     RPop(u8),
     LRange(u8),
@@ -70,6 +74,8 @@ fn op() -> impl Strategy<Value = Op> {
         k.clone().prop_map(Op::Del),
         k.clone().prop_map(Op::Incr),
         (k.clone(), v.clone()).prop_map(|(k, v)| Op::Append(k, v)),
+        (k.clone(), 0u8..40, any::<bool>()).prop_map(|(k, o, b)| Op::SetBit(k, o, b)),
+        (k.clone(), 0u8..8, v.clone()).prop_map(|(k, o, v)| Op::SetRange(k, o, v)),
         (k.clone(), v.clone()).prop_map(|(k, v)| Op::LPush(k, v)),
         k.clone().prop_map(Op::RPop),
         k.clone().prop_map(Op::LRange),
@@ -129,6 +135,34 @@ fn apply(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
             }
             _ => wrong(),
         },
+        Op::SetBit(k, offset, on) => {
+            match m.entry(key(*k)).or_insert_with(|| Model::Str(Vec::new())) {
+                Model::Str(s) => {
+                    let byte = usize::from(*offset / 8);
+                    if s.len() <= byte {
+                        s.resize(byte + 1, 0);
+                    }
+                    let mask = 0x80u8 >> (offset % 8);
+                    let old = s[byte] & mask != 0;
+                    s[byte] = if *on { s[byte] | mask } else { s[byte] & !mask };
+                    R::Int(i64::from(old))
+                }
+                _ => wrong(),
+            }
+        }
+        Op::SetRange(k, offset, v) => {
+            match m.entry(key(*k)).or_insert_with(|| Model::Str(Vec::new())) {
+                Model::Str(s) => {
+                    let (at, patch) = (usize::from(*offset), val(*v));
+                    if s.len() < at + patch.len() {
+                        s.resize(at + patch.len(), 0);
+                    }
+                    s[at..at + patch.len()].copy_from_slice(&patch);
+                    R::Int(s.len() as i64)
+                }
+                _ => wrong(),
+            }
+        }
         Op::LPush(k, v) => match m
             .entry(key(*k))
             .or_insert_with(|| Model::List(VecDeque::new()))
@@ -277,6 +311,14 @@ fn command(op: &Op) -> redis::Cmd {
         Op::Append(k, v) => {
             c = redis::cmd("APPEND");
             c.arg(key(*k)).arg(val(*v));
+        }
+        Op::SetBit(k, offset, on) => {
+            c = redis::cmd("SETBIT");
+            c.arg(key(*k)).arg(*offset).arg(u8::from(*on));
+        }
+        Op::SetRange(k, offset, v) => {
+            c = redis::cmd("SETRANGE");
+            c.arg(key(*k)).arg(*offset).arg(val(*v));
         }
         Op::LPush(k, v) => {
             c = redis::cmd("LPUSH");

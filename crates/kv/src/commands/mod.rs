@@ -6,12 +6,14 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod bits;
 mod connection;
 mod geo;
 mod hashes;
 mod hll;
 mod keys;
 mod lists;
+mod replication;
 mod server;
 mod sets;
 mod strings;
@@ -341,6 +343,8 @@ pub struct Session {
     pub watched: Vec<(usize, Bytes, u64)>,
     /// QUIT: close once the reply is written.
     pub close_after_reply: bool,
+    /// SYNC: the server sends the dataset, then the stream of writes.
+    pub sync_requested: bool,
     /// Replaying the log: no auth, no refusals, nothing logged.
     pub is_replay: bool,
     /// The last command run, as CLIENT LIST's `cmd` names it (`set`,

@@ -1,12 +1,15 @@
 //! String commands.
 
+mod lcs;
+
 use std::borrow::Cow;
 
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
-use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::types::long_double::LongDouble;
+use crate::types::number::value_as_i64;
 use crate::types::Value;
 
 /// The string at `key`: `Ok(None)` if missing, WRONGTYPE if not a string.
@@ -32,8 +35,9 @@ pub(super) fn get(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expiry {
     None,
-    /// Absolute Unix ms.
-    At(i64),
+    /// `EX`, `PX`, `EXAT` or `PXAT`: the option's index in the arguments
+    /// (its value follows it), checked only once the syntax is known good.
+    Option(usize),
     KeepTtl,
     Persist,
 }
@@ -55,6 +59,60 @@ fn expiry_option(option: &[u8], value: &[u8], now_ms: i64, command: &str) -> Res
     at.ok_or_else(invalid)
 }
 
+/// The absolute time an [`Expiry::Option`] names, if it is one.
+fn expiry_at(
+    ctx: &Ctx<'_>,
+    args: &Args<'_>,
+    expiry: Expiry,
+    command: &str,
+) -> Result<Option<i64>, CmdError> {
+    let Expiry::Option(at) = expiry else {
+        return Ok(None);
+    };
+    let option = upper(args, at);
+    let now = ctx.state.keyspace.now_ms;
+    expiry_option(&option, args.get(at + 1), now, command).map(Some)
+}
+
+/// Parses the expiry options from argument `first` on, with `extra`
+/// deciding the command's own flags (NX, XX, GET): Redis allows an option
+/// twice, but not two kinds of expiry, nor KEEPTTL or PERSIST with one.
+fn parse_expiry_options(
+    args: &Args<'_>,
+    first: usize,
+    keep_ttl_allowed: bool,
+    mut extra: impl FnMut(&[u8]) -> bool,
+) -> Result<Expiry, CmdError> {
+    let mut expiry = Expiry::None;
+    let mut i = first;
+    while i < args.len() {
+        let opt = upper(args, i);
+        let has_value = i + 1 < args.len();
+        let same_kind = |e: Expiry| match e {
+            Expiry::Option(at) => args.get(at).eq_ignore_ascii_case(&opt),
+            _ => false,
+        };
+        match opt.as_slice() {
+            b"KEEPTTL" if keep_ttl_allowed && matches!(expiry, Expiry::None | Expiry::KeepTtl) => {
+                expiry = Expiry::KeepTtl;
+            }
+            b"PERSIST" if !keep_ttl_allowed && matches!(expiry, Expiry::None | Expiry::Persist) => {
+                expiry = Expiry::Persist;
+            }
+            b"EX" | b"PX" | b"EXAT" | b"PXAT"
+                if has_value && (expiry == Expiry::None || same_kind(expiry)) =>
+            {
+                expiry = Expiry::Option(i);
+                i += 1;
+            }
+            _ if extra(&opt) => {}
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 1;
+    }
+    Ok(expiry)
+}
+
 struct SetOptions {
     nx: bool,
     xx: bool,
@@ -62,35 +120,34 @@ struct SetOptions {
     expiry: Expiry,
 }
 
-fn parse_set_options(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<SetOptions, CmdError> {
-    let mut o = SetOptions {
-        nx: false,
-        xx: false,
-        get: false,
-        expiry: Expiry::None,
-    };
-    let mut i = 3;
-    while i < args.len() {
-        let opt = upper(args, i);
-        match opt.as_slice() {
-            b"NX" if !o.xx => o.nx = true,
-            b"XX" if !o.nx => o.xx = true,
-            b"GET" => o.get = true,
-            b"KEEPTTL" if o.expiry == Expiry::None => o.expiry = Expiry::KeepTtl,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if o.expiry == Expiry::None && i + 1 < args.len() => {
-                let at = expiry_option(&opt, args.get(i + 1), ctx.state.keyspace.now_ms, "set")?;
-                o.expiry = Expiry::At(at);
-                i += 1;
-            }
-            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+fn parse_set_options(args: &Args<'_>) -> Result<SetOptions, CmdError> {
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    let expiry = parse_expiry_options(args, 3, true, |opt| match opt {
+        b"NX" if !xx => {
+            nx = true;
+            true
         }
-        i += 1;
-    }
-    Ok(o)
+        b"XX" if !nx => {
+            xx = true;
+            true
+        }
+        b"GET" => {
+            get = true;
+            true
+        }
+        _ => false,
+    })?;
+    Ok(SetOptions {
+        nx,
+        xx,
+        get,
+        expiry,
+    })
 }
 
 pub(super) fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let o = parse_set_options(ctx, args)?;
+    let o = parse_set_options(args)?;
+    let at = expiry_at(ctx, args, o.expiry, "set")?;
     let (db, key, value) = (ctx.session.db, args.get(1), args.get(2));
     let ks = &mut ctx.state.keyspace;
     let old: Option<Vec<u8>> = if o.get {
@@ -107,23 +164,19 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         return Ok(());
     }
-    ks.set(
-        db,
-        key,
-        Value::Str(value.into()),
-        o.expiry == Expiry::KeepTtl,
-    );
-    match o.expiry {
-        Expiry::At(at) => {
+    let keep_ttl = o.expiry == Expiry::KeepTtl;
+    ks.set(db, key, Value::Str(value.into()), keep_ttl);
+    match at {
+        Some(at) => {
             ks.set_expire(db, key, at);
             let at = at.to_string();
             ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
         }
-        Expiry::KeepTtl => ctx.propagate(&[b"SET", key, value, b"KEEPTTL"]),
-        _ => ctx.propagate(&[b"SET", key, value]),
+        None if keep_ttl => ctx.propagate(&[b"SET", key, value, b"KEEPTTL"]),
+        None => ctx.propagate(&[b"SET", key, value]),
     }
     // Logged as SET without KEEPTTL, the record alone decides the key.
-    if o.expiry != Expiry::KeepTtl {
+    if !keep_ttl {
         ctx.state.keyspace.supersede(db, key);
     }
     if o.get {
@@ -198,36 +251,33 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let mut expiry = Expiry::None;
-    let mut i = 2;
-    while i < args.len() {
-        let opt = upper(args, i);
-        match opt.as_slice() {
-            b"PERSIST" if expiry == Expiry::None => expiry = Expiry::Persist,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expiry == Expiry::None && i + 1 < args.len() => {
-                let now = ctx.state.keyspace.now_ms;
-                expiry = Expiry::At(expiry_option(&opt, args.get(i + 1), now, "getex")?);
-                i += 1;
-            }
-            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+    let expiry = parse_expiry_options(args, 2, false, |_| false)?;
+    // A missing key answers nil before the expiry is checked.
+    let Some(value) = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec) else {
+        ctx.reply.null();
+        return Ok(());
+    };
+    let at = expiry_at(ctx, args, expiry, "getex")?;
+    let absolute = matches!(expiry, Expiry::Option(i) if upper(args, i).ends_with(b"AT"));
+    let now = ctx.state.keyspace.now_ms;
+    match at {
+        // An absolute time already past deletes the key, as Redis does.
+        Some(at) if absolute && at <= now => {
+            ctx.state.keyspace.remove(db, key);
+            ctx.state.keyspace.supersede(db, key);
+            ctx.propagate(&[b"DEL", key]);
         }
-        i += 1;
-    }
-    let value = get_str(&mut ctx.state.keyspace, db, key)?.map(<[u8]>::to_vec);
-    if value.is_some() {
-        match expiry {
-            Expiry::At(at) => {
-                ctx.state.keyspace.set_expire(db, key, at);
-                let at = at.to_string();
-                ctx.propagate(&[b"PEXPIREAT", key, at.as_bytes()]);
-            }
-            Expiry::Persist if ctx.state.keyspace.persist(db, key) => {
-                ctx.propagate(&[b"PERSIST", key]);
-            }
-            _ => {}
+        Some(at) => {
+            ctx.state.keyspace.set_expire(db, key, at);
+            let at = at.to_string();
+            ctx.propagate(&[b"PEXPIREAT", key, at.as_bytes()]);
         }
+        None if expiry == Expiry::Persist && ctx.state.keyspace.persist(db, key) => {
+            ctx.propagate(&[b"PERSIST", key]);
+        }
+        None => {}
     }
-    ctx.reply.bulk_opt(value.as_deref());
+    ctx.reply.bulk(&value);
     Ok(())
 }
 
@@ -326,16 +376,18 @@ pub(super) fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let delta = parse_f64(args.get(2)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    let not_float = || Cow::Borrowed(errors::NOT_FLOAT);
+    // Redis reads the key (type, then value) before the increment.
     let current = match get_str(&mut ctx.state.keyspace, db, key)? {
-        None => 0.0,
-        Some(text) => parse_f64(text).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?,
+        None => LongDouble::ZERO,
+        Some(text) => LongDouble::parse(text).ok_or_else(not_float)?,
     };
-    let next = current + delta;
-    if !next.is_finite() {
-        return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
-    }
-    let text = format_float_human(next);
+    let delta = LongDouble::parse(args.get(2)).ok_or_else(not_float)?;
+    let next = current
+        .checked_add(&delta)
+        .filter(|v| !v.is_infinite())
+        .ok_or(Cow::Borrowed("ERR increment would produce NaN or Infinity"))?;
+    let text = next.to_human();
     ctx.state
         .keyspace
         .set(db, key, Value::Str(text.as_bytes().into()), true);
@@ -346,9 +398,19 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// The longest string a client may build (`proto-max-bulk-len`); replay
+/// is not limited, so a string grown under a larger setting still loads.
+fn string_len_max(ctx: &Ctx<'_>) -> usize {
+    if ctx.session.is_replay {
+        usize::MAX
+    } else {
+        ctx.state.config.proto_max_bulk_len_bytes
+    }
+}
+
 pub(super) fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key, tail) = (ctx.session.db, args.get(1), args.get(2));
-    let limit = ctx.state.config.proto_max_bulk_len_bytes;
+    let limit = string_len_max(ctx);
     let current = get_str(&mut ctx.state.keyspace, db, key)?.unwrap_or_default();
     if current.len() + tail.len() > limit {
         return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
@@ -405,15 +467,36 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         return Err(Cow::Borrowed("ERR offset is out of range"));
     }
     let offset = offset as usize;
+    let limit = string_len_max(ctx);
     let current = get_str(&mut ctx.state.keyspace, db, key)?;
     if patch.is_empty() {
         let len = current.map_or(0, <[u8]>::len);
         ctx.reply.int(len as i64);
         return Ok(());
     }
-    if offset.saturating_add(patch.len()) > ctx.state.config.proto_max_bulk_len_bytes {
+    let end = offset.saturating_add(patch.len());
+    if end > limit {
         return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
     }
+    // Within the string, the bytes change in place unless a rewrite
+    // snapshot shares them.
+    let len_now = current.map_or(0, <[u8]>::len);
+    if end <= len_now {
+        let written = match ctx.state.keyspace.get_mut(db, key) {
+            Some(Value::Str(s)) => s.change_in_place(|bytes| {
+                if let Some(range) = bytes.get_mut(offset..end) {
+                    range.copy_from_slice(patch);
+                }
+            }),
+            _ => false,
+        };
+        if written {
+            ctx.propagate_args(args);
+            ctx.reply.int(len_now as i64);
+            return Ok(());
+        }
+    }
+    let current = get_str(&mut ctx.state.keyspace, db, key)?;
     let mut bytes = current.map(<[u8]>::to_vec).unwrap_or_default();
     if bytes.len() < offset + patch.len() {
         bytes.resize(offset + patch.len(), 0);
@@ -452,4 +535,5 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("getrange", 4, R, K1, "string", "Returns a substring.", getrange),
     cmd!("substr", 4, R, K1, "string", "Returns a substring (old name).", getrange),
     cmd!("setrange", 4, W, K1, "string", "Overwrites part of a string.", setrange),
+    cmd!("lcs", -3, R, (1, 2, 1), "string", "Finds the longest common subsequence of two strings.", lcs::lcs),
 ];

@@ -11,9 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{
-    connection, geo, hashes, hll, keys, lists, server, sets, strings, transactions, zsets,
-};
+use super::{bits, connection, geo, hashes, hll, keys, lists, replication, server, sets, strings};
+use super::{transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -210,6 +209,7 @@ pub(super) const K0: (i32, i32, i32) = (0, 0, 0);
 /// Every family's table, in COMMAND's order.
 const FAMILIES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
+    bits::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
@@ -220,6 +220,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

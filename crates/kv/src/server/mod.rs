@@ -9,6 +9,8 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod conn;
+mod rdb_file;
+mod replicas;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -69,6 +71,8 @@ pub struct Server {
     /// on an injected device).
     rewriter: Option<crate::rewrite::driver::Rewriter>,
     prop: Propagation,
+    /// Connections that asked for SYNC.
+    replicas: replicas::Replicas,
     next_client_id: u64,
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
@@ -159,6 +163,7 @@ impl Server {
             log: opened.log,
             rewriter,
             prop: Propagation::default(),
+            replicas: replicas::Replicas::default(),
             next_client_id: 1,
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
@@ -366,7 +371,17 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
-        self.run_commands(&mut conn);
+        if self.replicas.contains(index) {
+            // A replica's acknowledgements need no answer.
+            conn.inbuf.clear();
+        } else {
+            self.run_commands(&mut conn);
+        }
+        if conn.session.sync_requested && !self.replicas.contains(index) {
+            let rdb = rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
+            self.replicas.attach(index, &mut conn, &rdb);
+            conn.inbuf.clear();
+        }
         note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
@@ -378,7 +393,7 @@ impl Server {
     /// Runs every complete command in the connection's buffer.
     fn run_commands(&mut self, conn: &mut Conn) {
         let mut at = 0;
-        while at < conn.inbuf.len() && !conn.closing {
+        while at < conn.inbuf.len() && !conn.closing && !conn.session.sync_requested {
             let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
@@ -413,13 +428,23 @@ impl Server {
         let mut ticket = None;
         if !self.state.keyspace.expired.is_empty() {
             let mut dels = Propagation::default();
-            for (db, key) in self.state.keyspace.expired.drain(..) {
-                dels.push(db, &[b"DEL", &key]);
+            let expired = std::mem::take(&mut self.state.keyspace.expired);
+            for (db, key) in &expired {
+                dels.push(*db, &[b"DEL", key]);
             }
             ticket = Some(self.log.append(&dels));
+            // Replicas get each expiry on its own, as Redis sends them.
+            for (db, key) in &expired {
+                let mut one = Propagation::default();
+                one.push(*db, &[b"DEL", key]);
+                self.feed_replicas(&one);
+            }
         }
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));
+            let prop = std::mem::take(&mut self.prop);
+            self.feed_replicas(&prop);
+            self.prop = prop;
             self.prop.clear();
         }
         if let Some(lsn) = ticket {
@@ -429,7 +454,25 @@ impl Server {
         ticket
     }
 
+    /// Sends what the log just got to the replicas too; drops a replica
+    /// that leaves too much of it unread.
+    fn feed_replicas(&mut self, records: &Propagation) {
+        for index in self.replicas.feed(records, &mut self.conns) {
+            let Some(conn) = self.conns.get_mut(index).and_then(Option::take) else {
+                continue;
+            };
+            if conn.reply.buf.len().saturating_sub(conn.out_sent) > replicas::OUTPUT_MAX_BYTES {
+                tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
+                self.close(conn, index);
+            } else {
+                self.conns[index] = Some(conn);
+                self.mark_ready(index);
+            }
+        }
+    }
+
     fn close(&mut self, mut conn: Conn, index: usize) {
+        self.replicas.detach(index);
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
         self.state.clients.remove(&conn.session.id);
@@ -445,6 +488,20 @@ impl Server {
             .keyspace
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
         self.log_command();
+        if !self.replicas.is_empty() {
+            let period = self
+                .state
+                .config
+                .get_matching("repl-ping-replica-period")
+                .pop()
+                .map(|(_, v)| v);
+            for index in self
+                .replicas
+                .ping_if_due(period.as_deref(), &mut self.conns)
+            {
+                self.mark_ready(index);
+            }
+        }
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {

@@ -3,6 +3,7 @@
 
 pub mod geohash;
 pub mod hll;
+pub mod long_double;
 pub mod number;
 pub mod zset;
 
@@ -82,6 +83,21 @@ impl Str {
     /// Copies `data` into a new string.
     pub fn new(data: &[u8]) -> Str {
         Str(triomphe::ThinArc::from_header_and_slice((), data))
+    }
+
+    /// Runs `change` on the bytes in place when no one else holds this
+    /// string (no rewrite snapshot, no other clone); `false`, and nothing
+    /// done, otherwise. Lets SETBIT and BITFIELD change a large bitmap
+    /// without copying it.
+    pub fn change_in_place(&mut self, change: impl FnOnce(&mut [u8])) -> bool {
+        self.0
+            .with_arc_mut(|arc| match triomphe::Arc::get_mut(arc) {
+                Some(unique) => {
+                    change(unique.slice_mut());
+                    true
+                }
+                None => false,
+            })
     }
 
     /// Where the string's allocation starts (the reference count, then the
