@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{
+    connection, dump, hashes, keys, lists, server, sets, sort, strings, transactions, zsets,
+};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -209,6 +211,8 @@ pub(super) const K0: (i32, i32, i32) = (0, 0, 0);
 const FAMILIES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     keys::COMMANDS,
+    sort::COMMANDS,
+    dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
     sets::COMMANDS,
