@@ -183,10 +183,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bo
             b"XX" => xx = true,
             b"GT" => gt = true,
             b"LT" => lt = true,
-            other => {
+            _ => {
                 return Err(Cow::Owned(format!(
                     "ERR Unsupported option {}",
-                    String::from_utf8_lossy(other)
+                    String::from_utf8_lossy(args.get(i))
                 )))
             }
         }
