@@ -359,6 +359,7 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let mut seg = cursor as usize;
     let mut found: Vec<Vec<u8>> = Vec::new();
     while seg < SEGMENTS_PER_DB && found.len() < o.count {
+        expire_segment(&mut ctx.state.keyspace, db, seg);
         let keys: Vec<Vec<u8>> = ctx
             .state
             .keyspace
@@ -383,6 +384,22 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.bulk(next.to_string().as_bytes());
     ctx.reply.bulks(found.iter().map(Vec::as_slice));
     Ok(())
+}
+
+/// Removes the keys of one segment whose expiry has passed, as Redis's
+/// SCAN deletes the expired keys it meets (each removal is logged as a
+/// `DEL`, like any lazy expiry).
+fn expire_segment(ks: &mut crate::keyspace::Keyspace, db: usize, seg: usize) {
+    let now = ks.now_ms;
+    let due: Vec<crate::types::Bytes> = ks.db(db).segments()[seg]
+        .expires
+        .iter()
+        .filter(|(_, &at)| at <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in due {
+        ks.contains(db, &key);
+    }
 }
 
 pub(super) fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
