@@ -5,10 +5,15 @@
 //! one more byte) at distance `((ctrl & 0x1f) << 8) + next byte + 1`.
 //! Every read and every reference is checked: a bad stream is an error.
 
+/// The most output allocated before any of it is produced.
+const PREALLOCATE_MAX: usize = 1 << 20;
+
 /// Decompresses `input` into exactly `out_len` bytes, or `None` when the
 /// stream is malformed or does not produce exactly that many.
 pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(out_len);
+    // The claimed size is not trusted for the allocation: the output grows
+    // only as far as the stream really expands.
+    let mut out = Vec::with_capacity(out_len.min(PREALLOCATE_MAX));
     let mut at = 0;
     while at < input.len() {
         let ctrl = usize::from(input[at]);

@@ -240,8 +240,11 @@ impl<'a> Reader<'a> {
             Len::Encoded(3) => {
                 let compressed = self.plain_len()?;
                 let original = self.plain_len()?;
-                // One LZF reference of 3 bytes yields at most 264 bytes.
-                if original > compressed.saturating_mul(LZF_EXPANSION_MAX) {
+                // One LZF reference of 3 bytes yields at most 264 bytes;
+                // and no string is longer than Redis's largest.
+                if original > compressed.saturating_mul(LZF_EXPANSION_MAX)
+                    || original > STRING_LEN_MAX
+                {
                     return None;
                 }
                 lzf::decompress(self.take(compressed)?, original)
@@ -269,6 +272,10 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The longest string a payload may decompress to (Redis's
+/// `proto-max-bulk-len` default, 512 MiB).
+const STRING_LEN_MAX: usize = 512 << 20;
+
 /// How much larger than its compressed form an LZF string can be.
 const LZF_EXPANSION_MAX: usize = 90;
 
@@ -290,7 +297,9 @@ fn read_object(r: &mut Reader<'_>) -> Option<Value> {
         t::SET => set((0..r.count()?).map(|_| r.string()).collect::<Option<_>>()?)?,
         t::ZSET | t::ZSET_2 => {
             let n = r.count()?;
-            let mut pairs = Vec::with_capacity(n);
+            // The count is checked against the bytes left, not against the
+            // memory a pair takes here: the vector grows as pairs parse.
+            let mut pairs = Vec::new();
             for _ in 0..n {
                 let member = r.string()?;
                 let score = if kind == t::ZSET_2 {

@@ -130,6 +130,20 @@ fn empty_collections_and_unknown_types_are_bad_data() {
     );
 }
 
+#[test]
+fn huge_claimed_lengths_are_refused_before_any_allocation() {
+    // An LZF string claiming 2^40 bytes from 1 compressed byte.
+    let mut body = vec![0, 0xc3, 1, 0x81];
+    body.extend_from_slice(&(1u64 << 40).to_be_bytes());
+    body.push(0);
+    assert_eq!(restore(&sealed(&body)), Err(RestoreError::BadFormat));
+    // A sorted set claiming 2^32 members in a few bytes.
+    let mut body = vec![5, 0x80];
+    body.extend_from_slice(&u32::MAX.to_be_bytes());
+    body.extend_from_slice(&[1, b'a']);
+    assert_eq!(restore(&sealed(&body)), Err(RestoreError::BadFormat));
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
