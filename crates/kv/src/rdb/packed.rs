@@ -212,6 +212,38 @@ mod tests {
         assert_eq!(listpack(&lp), None);
     }
 
+    /// A ziplist of "ab" (6-bit string), 12 (immediate), -2 (int8) and
+    /// 70000 (int24), each entry led by the previous entry's length.
+    #[test]
+    fn a_ziplist_of_strings_and_integers() {
+        let mut zl = vec![0; 10];
+        zl.extend_from_slice(&[0, 0x02, b'a', b'b']);
+        zl.extend_from_slice(&[4, 0xfd]);
+        zl.extend_from_slice(&[2, 0xfe, 0xfe]);
+        zl.extend_from_slice(&[3, 0xf0, 0x70, 0x11, 0x01]);
+        zl.push(0xff);
+        let total = zl.len() as u32;
+        zl[..4].copy_from_slice(&total.to_le_bytes());
+        zl[4..8].copy_from_slice(&(total - 6).to_le_bytes());
+        zl[8..10].copy_from_slice(&4u16.to_le_bytes());
+        let got = ziplist(&zl).expect("valid ziplist");
+        let want: Vec<Vec<u8>> = ["ab", "12", "-2", "70000"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        assert_eq!(got, want);
+        zl[8] = 5;
+        assert_eq!(ziplist(&zl), None);
+    }
+
+    #[test]
+    fn a_zipmap_with_free_bytes_after_a_value() {
+        // One pair: "f" => "vv", two free bytes after the value.
+        let blob = [1, 1, b'f', 2, 2, b'v', b'v', 0, 0, 0xff];
+        assert_eq!(zipmap(&blob), Some(vec![b"f".to_vec(), b"vv".to_vec()]));
+        assert_eq!(zipmap(&blob[..8]), None);
+    }
+
     #[test]
     fn an_intset_reads_signed_members() {
         let mut blob = vec![2, 0, 0, 0, 2, 0, 0, 0];
