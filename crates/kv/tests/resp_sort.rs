@@ -236,6 +236,37 @@ fn sort_replies_as_redis_does() {
     );
 }
 
+/// Weights are read as C's `strtod` reads them (hexadecimal too), and a
+/// constant BY anywhere turns sorting off even when a later BY has a `*`.
+#[test]
+fn sort_weights_in_hex_and_a_sticky_nosort() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        &resp(&["RPUSH", "h", "0x10", "1", "-0x1p1", "0X1.8"]),
+        b":4\r\n",
+    );
+    c.check(
+        &resp(&["SORT", "h"]),
+        b"*4\r\n$6\r\n-0x1p1\r\n$1\r\n1\r\n$5\r\n0X1.8\r\n$4\r\n0x10\r\n",
+    );
+    c.check(&resp(&["MSET", "w_a", "1", "w_b", "2"]), b"+OK\r\n");
+    c.check(&resp(&["RPUSH", "c", "b", "a"]), b":2\r\n");
+    c.check(
+        &resp(&["SORT", "c", "BY", "nosort", "BY", "w_*"]),
+        b"*2\r\n$1\r\nb\r\n$1\r\na\r\n",
+    );
+    c.check(
+        &resp(&["SORT", "c", "BY", "w_*", "BY", "nosort"]),
+        b"*2\r\n$1\r\nb\r\n$1\r\na\r\n",
+    );
+    c.check(
+        &resp(&["SORT", "c", "BY", "w_*"]),
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+    );
+}
+
 #[test]
 fn sort_in_resp3() {
     let dir = tempfile::tempdir().unwrap();

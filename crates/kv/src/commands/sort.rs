@@ -25,9 +25,9 @@ struct SortOptions<'a> {
     alpha: bool,
     limit_start: i64,
     limit_count: i64,
-    /// The `BY` pattern, when it holds a `*` (else `dont_sort`).
+    /// The last `BY` pattern.
     by: Option<&'a [u8]>,
-    /// `BY` named a constant: keep the container's own order.
+    /// Some `BY` named a constant: keep the container's own order.
     dont_sort: bool,
     /// Argument index of the last `STORE` key.
     store: Option<usize>,
@@ -66,15 +66,12 @@ fn parse_options<'a>(args: &'a Args<'_>, readonly: bool) -> Result<SortOptions<'
                 j += 1;
             }
             b"BY" if left >= 1 => {
+                // The last BY is the pattern; but one without `*` (one key
+                // for every element: nothing to sort by) anywhere in the
+                // call turns sorting off, as in Redis.
                 let pattern = args.get(j + 1);
-                // A pattern without `*` names one key for every element:
-                // no weights to read, nothing to sort by.
-                if pattern.contains(&b'*') {
-                    o.by = Some(pattern);
-                    o.dont_sort = false;
-                } else {
-                    o.dont_sort = true;
-                }
+                o.by = Some(pattern);
+                o.dont_sort |= !pattern.contains(&b'*');
                 j += 1;
             }
             b"GET" if left >= 1 => {
@@ -136,6 +133,10 @@ fn parse_weight(text: &[u8]) -> Option<f64> {
         return None;
     }
     let lower = unsigned.to_ascii_lowercase();
+    if let Some(hex) = lower.strip_prefix("0x") {
+        let value = parse_hex_float(hex)?;
+        return Some(if s.starts_with('-') { -value } else { value });
+    }
     if lower == "inf" || lower == "infinity" {
         return Some(if s.starts_with('-') {
             f64::NEG_INFINITY
@@ -162,6 +163,28 @@ fn parse_weight(text: &[u8]) -> Option<f64> {
         return None;
     }
     Some(value)
+}
+
+/// The digits after `0x` of a C hexadecimal float: hex digits with an
+/// optional point, then an optional binary exponent `p[+-]digits`. At
+/// least one digit; the result must be finite and not underflow.
+fn parse_hex_float(text: &str) -> Option<f64> {
+    let (mantissa, exponent) = match text.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut value = 0.0f64;
+    for digit in int_part.chars().chain(frac_part.chars()) {
+        value = value * 16.0 + f64::from(digit.to_digit(16)?);
+    }
+    let shift = exponent.checked_sub(4 * i32::try_from(frac_part.len()).ok()?)?;
+    let value = value * 2f64.powi(shift);
+    let nonzero = int_part.chars().chain(frac_part.chars()).any(|c| c != '0');
+    (value.is_finite() && (value != 0.0 || !nonzero)).then_some(value)
 }
 
 /// One element to sort and what it sorts by.
@@ -462,6 +485,10 @@ mod tests {
         assert_eq!(parse_weight(b"not-a-double"), None);
         assert_eq!(parse_weight(b"--1"), None);
         assert_eq!(parse_weight(b"   "), None);
+        assert_eq!(parse_weight(b"0x10"), Some(16.0));
+        assert_eq!(parse_weight(b"-0x1.8p1"), Some(-3.0));
+        assert_eq!(parse_weight(b"0x"), None);
+        assert_eq!(parse_weight(b"0xg"), None);
     }
 
     #[test]
