@@ -43,6 +43,7 @@ mod error;
 pub mod heap;
 pub mod info;
 pub mod keyspace;
+pub mod rdb;
 pub mod resp;
 pub mod rewrite;
 pub mod server;

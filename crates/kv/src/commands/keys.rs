@@ -85,6 +85,92 @@ pub(super) fn renamenx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     rename_generic(ctx, args, true)
 }
 
+/// A database index argument as COPY and MOVE read it: an `int`, then a
+/// database that exists.
+fn target_db(ctx: &Ctx<'_>, args: &Args<'_>, index: usize) -> Result<usize, CmdError> {
+    let n = int_arg(args, index)?;
+    if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
+        return Err(Cow::Owned(format!(
+            "ERR value is out of range, value must between {} and {}",
+            i32::MIN,
+            i32::MAX
+        )));
+    }
+    if n < 0 || n as usize >= ctx.state.keyspace.databases() {
+        return Err(Cow::Borrowed("ERR DB index is out of range"));
+    }
+    Ok(n as usize)
+}
+
+/// The error COPY and MOVE give when source and target are one key.
+const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+
+/// COPY source destination [DB index] [REPLACE]: the value (shared
+/// copy-on-write, so the copies are independent) and its expiry.
+pub(super) fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, from, to) = (ctx.session.db, args.get(1), args.get(2));
+    let (mut target, mut replace) = (db, false);
+    let mut i = 3;
+    while i < args.len() {
+        match upper(args, i).as_slice() {
+            b"REPLACE" => replace = true,
+            b"DB" if i + 1 < args.len() => {
+                target = target_db(ctx, args, i + 1)?;
+                i += 1;
+            }
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 1;
+    }
+    if target == db && from == to {
+        return Err(Cow::Borrowed(SAME_OBJECT));
+    }
+    let ks = &mut ctx.state.keyspace;
+    let Some(value) = ks.get(db, from).cloned() else {
+        ctx.reply.int(0);
+        return Ok(());
+    };
+    let expire = ks.expire_at(db, from);
+    if ks.contains(target, to) {
+        if !replace {
+            ctx.reply.int(0);
+            return Ok(());
+        }
+        ks.remove(target, to);
+    }
+    ks.set(target, to, value, false);
+    if let Some(at) = expire {
+        ks.set_expire(target, to, at);
+    }
+    ctx.propagate_args(args);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+/// MOVE key db: moves the key, with its expiry, unless the target has it.
+pub(super) fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (db, key) = (ctx.session.db, args.get(1));
+    let target = target_db(ctx, args, 2)?;
+    if target == db {
+        return Err(Cow::Borrowed(SAME_OBJECT));
+    }
+    let ks = &mut ctx.state.keyspace;
+    if !ks.contains(db, key) || ks.contains(target, key) {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let expire = ks.expire_at(db, key);
+    if let Some(value) = ks.remove(db, key) {
+        ks.set(target, key, value, false);
+        if let Some(at) = expire {
+            ks.set_expire(target, key, at);
+        }
+    }
+    ctx.propagate_args(args);
+    ctx.reply.int(1);
+    Ok(())
+}
+
 /// Sets an expiry given as `amount` in `unit_ms` relative (or absolute
 /// when `absolute`), with the NX/XX/GT/LT options of Redis 7.
 fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bool) -> CmdResult {
@@ -97,10 +183,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bo
             b"XX" => xx = true,
             b"GT" => gt = true,
             b"LT" => lt = true,
-            other => {
+            _ => {
                 return Err(Cow::Owned(format!(
                     "ERR Unsupported option {}",
-                    String::from_utf8_lossy(other)
+                    String::from_utf8_lossy(args.get(i))
                 )))
             }
         }
@@ -273,6 +359,7 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let mut seg = cursor as usize;
     let mut found: Vec<Vec<u8>> = Vec::new();
     while seg < SEGMENTS_PER_DB && found.len() < o.count {
+        expire_segment(&mut ctx.state.keyspace, db, seg);
         let keys: Vec<Vec<u8>> = ctx
             .state
             .keyspace
@@ -297,6 +384,22 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.bulk(next.to_string().as_bytes());
     ctx.reply.bulks(found.iter().map(Vec::as_slice));
     Ok(())
+}
+
+/// Removes the keys of one segment whose expiry has passed, as Redis's
+/// SCAN deletes the expired keys it meets (each removal is logged as a
+/// `DEL`, like any lazy expiry).
+fn expire_segment(ks: &mut crate::keyspace::Keyspace, db: usize, seg: usize) {
+    let now = ks.now_ms;
+    let due: Vec<crate::types::Bytes> = ks.db(db).segments()[seg]
+        .expires
+        .iter()
+        .filter(|(_, &at)| at <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in due {
+        ks.contains(db, &key);
+    }
 }
 
 pub(super) fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
@@ -330,6 +433,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("type", 2, RF, K1, "keyspace", "Returns a key's type.", type_),
     cmd!("rename", 3, WRITE, (1, 2, 1), "keyspace", "Renames a key.", rename),
     cmd!("renamenx", 3, D, (1, 2, 1), "keyspace", "Renames a key if the new name is free.", renamenx),
+    cmd!("copy", -3, W | CROSS_DB, (1, 2, 1), "keyspace", "Copies a key.", copy),
+    cmd!("move", 3, D | CROSS_DB, K1, "keyspace", "Moves a key to another database.", move_),
     cmd!("keys", 2, READONLY, K0, "keyspace", "Returns keys matching a pattern.", keys),
     cmd!("scan", -2, READONLY, K0, "keyspace", "Iterates over keys.", scan),
     cmd!("randomkey", 1, READONLY | RANDOM, K0, "keyspace", "Returns a random key.", randomkey),

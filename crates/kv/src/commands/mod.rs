@@ -8,6 +8,7 @@
 
 mod bits;
 mod connection;
+mod dump;
 mod geo;
 mod hashes;
 mod hll;
@@ -16,6 +17,7 @@ mod lists;
 mod replication;
 mod server;
 mod sets;
+mod sort;
 mod strings;
 mod table;
 mod transactions;
@@ -117,6 +119,10 @@ pub mod flags {
     /// and reads no other key (DEL, UNLINK, MSET), so a running rewrite
     /// need not pin them (`keyspace/supersede.rs`).
     pub const SUPERSEDES: u32 = 1 << 25;
+    /// Ferrite: may name a key of another database than the client's
+    /// (MOVE, COPY ... DB): its touched segments and pins include it
+    /// ([`super::cross_db_key`]).
+    pub const CROSS_DB: u32 = 1 << 26;
 
     /// The names COMMAND INFO gives Redis's flags, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -517,7 +523,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
 /// Whether a command may touch more than one segment: it names several
 /// keys, or whole databases (FLUSHDB, FLUSHALL, SWAPDB).
 fn spans_segments(spec: &CommandSpec) -> bool {
-    spec.keys.may_be_many() || spec.has(flags::WHOLE_DB)
+    spec.keys.may_be_many() || spec.has(flags::WHOLE_DB | flags::CROSS_DB)
 }
 
 /// Appends to `out` the global segments (`db * SEGMENTS_PER_DB +
@@ -556,7 +562,31 @@ pub fn touched_segments(
                     .into_iter()
                     .map(|at| (base + segment_of(args.get(at))) as u32),
             );
+            if spec.has(flags::CROSS_DB) {
+                if let Some((target, at)) = cross_db_key(spec, args, databases) {
+                    out.push((target * SEGMENTS_PER_DB + segment_of(args.get(at))) as u32);
+                }
+            }
         }
+    }
+}
+
+/// For a [`flags::CROSS_DB`] command: the database its other key is in
+/// and that key's position (MOVE's key in the target database, COPY's
+/// destination in the `DB` it names), if the arguments name a valid one.
+pub fn cross_db_key(
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    databases: usize,
+) -> Option<(usize, usize)> {
+    match spec.name {
+        "move" => db_arg(args, 2, databases).map(|d| (d, 1)),
+        "copy" => (3..args.len().saturating_sub(1))
+            .rev()
+            .find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))
+            .and_then(|i| db_arg(args, i + 1, databases))
+            .map(|d| (d, 2)),
+        _ => None,
     }
 }
 
@@ -625,7 +655,8 @@ fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Arg
         ctx.state.keyspace.stop_superseding();
         return;
     }
-    if !spec.keys.may_be_many() || spec.has(flags::SUPERSEDES) {
+    let cross_db = spec.has(flags::CROSS_DB);
+    if !(spec.keys.may_be_many() || cross_db) || spec.has(flags::SUPERSEDES) {
         return;
     }
     let mut positions = Vec::new();
@@ -633,6 +664,12 @@ fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Arg
     let db = ctx.session.db;
     for at in positions {
         ctx.state.keyspace.pin(db, args.get(at));
+    }
+    if cross_db {
+        let databases = ctx.state.keyspace.databases();
+        if let Some((target, at)) = cross_db_key(spec, args, databases) {
+            ctx.state.keyspace.pin(target, args.get(at));
+        }
     }
 }
 

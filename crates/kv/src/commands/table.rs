@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, connection, geo, hashes, hll, keys, lists, replication, server, sets, strings};
-use super::{transactions, zsets};
+use super::{bits, connection, dump, geo, hashes, hll, keys, lists, replication, server};
+use super::{sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -211,6 +211,8 @@ const FAMILIES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     bits::COMMANDS,
     keys::COMMANDS,
+    sort::COMMANDS,
+    dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
     sets::COMMANDS,
