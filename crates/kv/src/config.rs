@@ -110,6 +110,9 @@ pub struct Config {
     pub databases: usize,
     /// Timer frequency in Hz (`hz`): active expiry and housekeeping.
     pub hz: u32,
+    /// Keyspace notification classes (`notify-keyspace-events`), as
+    /// `keyspace::events` bits.
+    pub notify_keyspace_events: u32,
     /// Directives accepted for compatibility and reported by CONFIG GET,
     /// without effect (`save`, `timeout`...).
     pub passive: Vec<(String, String)>,
@@ -139,6 +142,7 @@ impl Default for Config {
             client_query_buffer_limit_bytes: 1024 * 1024 * 1024,
             databases: crate::keyspace::DATABASES_DEFAULT,
             hz: 10,
+            notify_keyspace_events: 0,
             passive: [
                 ("save", ""),
                 ("enable-debug-command", "no"),
@@ -338,6 +342,10 @@ impl Config {
                     .filter(|n| (1..=500).contains(n))
                     .ok_or_else(|| bad(name, value, "1 to 500"))?
             }
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = crate::keyspace::events::parse(value)
+                    .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")?
+            }
             "maxmemory-policy" if value != "noeviction" => {
                 return Err(format!(
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
@@ -455,6 +463,10 @@ impl Config {
             ),
             ("databases".into(), self.databases.to_string()),
             ("hz".into(), self.hz.to_string()),
+            (
+                "notify-keyspace-events".into(),
+                crate::keyspace::events::format(self.notify_keyspace_events),
+            ),
         ];
         out.extend(self.passive.iter().cloned());
         out

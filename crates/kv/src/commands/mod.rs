@@ -11,9 +11,13 @@ mod hashes;
 mod keys;
 mod lists;
 mod server;
+// Pub/Sub, keyspace notifications, client-side caching, MONITOR.
+mod notify;
+mod pubsub;
 mod sets;
 mod strings;
 mod table;
+mod tracking;
 mod transactions;
 mod zsets;
 
@@ -434,6 +438,13 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if args.is_empty() {
         return;
     }
+    notify::begin(ctx);
+    execute_checked(ctx, args);
+    notify::end(ctx);
+}
+
+/// The body of [`execute`], between the Pub/Sub hooks.
+fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (container, spec) = match resolve(args) {
         Ok(found) => found,
         Err(e) => {
@@ -457,6 +468,11 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
+    if let Some(e) = notify::subscribed_refusal(ctx, container, spec) {
+        ctx.session.multi_error |= ctx.session.multi.is_some();
+        ctx.reply.error(&e);
+        return;
+    }
     if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {
         if spec.has(flags::NO_MULTI) {
             ctx.session.multi_error = true;
@@ -506,6 +522,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
     }
+    notify::after_handler(ctx, spec, args);
 }
 
 /// Whether a command may touch more than one segment: it names several

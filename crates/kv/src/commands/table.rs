@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
+use super::pubsub;
 use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -216,6 +217,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -15,6 +15,7 @@
 //! TTL, so keys without one pay nothing for it.
 
 mod capture;
+pub mod events;
 pub mod glob;
 pub mod map;
 mod snapshot;
@@ -118,6 +119,17 @@ pub struct Keyspace {
     pub expired: Vec<(usize, Bytes)>,
     /// Total keys expired since start.
     pub expired_total: u64,
+    /// `notify-keyspace-events`, copied here before each command so the
+    /// keyspace queues its own events (`expired`, `new`) only when wanted.
+    pub notify_flags: u32,
+    /// Keyspace events waiting to be published, in order.
+    pub events: Vec<events::KeyEvent>,
+    /// Some client tracks keys: changed keys are collected in `changed`.
+    pub track_changes: bool,
+    /// Keys changed since the tracking layer last looked.
+    pub changed: Vec<Bytes>,
+    /// A database was flushed since the tracking layer last looked.
+    pub flushed: bool,
     /// Keyspace hits and misses, for INFO.
     pub hits: u64,
     /// See `hits`.
@@ -141,6 +153,11 @@ impl Keyspace {
             loading: false,
             expired: Vec::new(),
             expired_total: 0,
+            notify_flags: 0,
+            events: Vec::new(),
+            track_changes: false,
+            changed: Vec::new(),
+            flushed: false,
             hits: 0,
             misses: 0,
             active_cursor: 0,
@@ -162,6 +179,9 @@ impl Keyspace {
 
     /// Bumps the watch version of `key` if some client watches it.
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.track_changes {
+            self.changed.push(key.into());
+        }
         if self.watched.is_empty() {
             return;
         }
@@ -247,8 +267,21 @@ impl Keyspace {
             self.touch(db, key);
             self.expired.push((db, key.into()));
             self.expired_total += 1;
+            self.queue_event(events::EXPIRED, "expired", db, key);
         }
         true
+    }
+
+    /// Queues a keyspace event if its class is on.
+    pub fn queue_event(&mut self, class: u32, event: &'static str, db: usize, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.events.push(events::KeyEvent {
+                class,
+                event,
+                db,
+                key: key.into(),
+            });
+        }
     }
 
     /// The value at `key`, expiring it first if due.
@@ -292,6 +325,7 @@ impl Keyspace {
         if inserted {
             segment.map.insert(key, make());
             self.dbs[db].len += 1;
+            self.queue_event(events::NEW, "new", db, key);
         }
         let map = &mut self.segment_mut(db, seg, Some(key)).map;
         map.get_mut(key).expect("inserted just above")
@@ -309,6 +343,7 @@ impl Keyspace {
         }
         if inserted {
             self.dbs[db].len += 1;
+            self.queue_event(events::NEW, "new", db, key);
         }
     }
 
@@ -378,6 +413,7 @@ impl Keyspace {
     /// Empties database `db`.
     pub fn flush_db(&mut self, db: usize) {
         self.touch_db(db);
+        self.flushed |= self.track_changes;
         self.dbs[db] = Db::default();
     }
 

@@ -46,7 +46,7 @@ pub fn format_double(value: f64) -> String {
     let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
     let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
-    if exponent < -4 || exponent >= PRECISION {
+    if !(-4..PRECISION).contains(&exponent) {
         let sign = if exponent < 0 { '-' } else { '+' };
         format!(
             "{}e{sign}{:02}",
@@ -189,6 +189,15 @@ impl ReplyBuf {
         match self.proto {
             Protocol::Resp2 => self.header(b'*', 2 * n as i64),
             Protocol::Resp3 => self.header(b'%', n as i64),
+        }
+    }
+
+    /// A push header for `n` elements (RESP3 `>`; an array in RESP2):
+    /// Pub/Sub messages and invalidations a client did not ask for.
+    pub fn push(&mut self, n: usize) {
+        match self.proto {
+            Protocol::Resp2 => self.header(b'*', n as i64),
+            Protocol::Resp3 => self.header(b'>', n as i64),
         }
     }
 
