@@ -32,6 +32,17 @@ impl Ctx<'_> {
         self.notify_db(class, event, db, key);
     }
 
+    /// Raises `del` (generic) if `key` no longer exists: after a command
+    /// removed the last element of a collection, which removes the key.
+    pub fn notify_del_if_gone(&mut self, key: &[u8]) {
+        let db = self.session.db;
+        if self.state.config.notify_keyspace_events & crate::keyspace::events::GENERIC != 0
+            && !self.state.keyspace.contains(db, key)
+        {
+            self.notify(crate::keyspace::events::GENERIC, "del", key);
+        }
+    }
+
     /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
     pub fn notify_db(&mut self, class: u32, event: &'static str, db: usize, key: &[u8]) {
         let flags = self.state.config.notify_keyspace_events;
