@@ -247,3 +247,33 @@ fn monitor_shows_other_clients_commands() {
         assert_eq!(rest, tail);
     }
 }
+
+#[test]
+fn client_reply_silences_replies_but_not_pushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"CLIENT REPLY SKIP\r\nSET a 1\r\nGET a\r\nCLIENT REPLY FOO\r\n",
+        b"$1\r\n1\r\n-ERR syntax error\r\n",
+    );
+    c.check(
+        b"CLIENT REPLY OFF\r\nSET a 2\r\nCLIENT REPLY SKIP\r\nGET nope\r\nCLIENT REPLY ON\r\nGET a\r\n",
+        b"+OK\r\n$1\r\n2\r\n",
+    );
+    let mut publisher = server.raw();
+    c.check(
+        b"CLIENT REPLY OFF\r\nPSUBSCRIBE *\r\n",
+        b"*3\r\n$10\r\npsubscribe\r\n$1\r\n*\r\n:1\r\n",
+    );
+    publisher.check(b"PUBLISH x y\r\n", b":1\r\n");
+    c.check(
+        b"PING\r\n",
+        b"*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$1\r\nx\r\n$1\r\ny\r\n",
+    );
+    // PING's reply was dropped: the next bytes are the confirmation.
+    c.check(
+        b"PUNSUBSCRIBE\r\n",
+        b"*3\r\n$12\r\npunsubscribe\r\n$1\r\n*\r\n:0\r\n",
+    );
+}

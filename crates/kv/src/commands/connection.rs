@@ -318,6 +318,7 @@ static CLIENT: &[CommandSpec] = &[
     cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
     cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
     cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
+    cmd!("reply", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to reply to commands.", super::notify::client_reply),
     // Client-side caching (`tracking.rs`).
     cmd!("tracking", -3, NOSCRIPT | LOADING | STALE, K0, "connection", "Controls server-assisted client-side caching for the connection.", super::tracking::client_tracking),
     cmd!("caching", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to track the keys in the next request.", super::tracking::client_caching),

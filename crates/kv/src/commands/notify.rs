@@ -8,7 +8,7 @@ use super::{full_name, CmdError, CommandSpec, Ctx};
 use crate::keyspace::events::{KEYEVENT, KEYSPACE};
 use crate::resp::{Args, Protocol};
 use crate::server::notify::{prepare, settle};
-use crate::server::pubsub::{proto_of, When};
+use crate::server::pubsub::{proto_of, ReplyMode, When};
 
 /// Commands a RESP2 client may send while subscribed to something.
 const ALLOWED_WHILE_SUBSCRIBED: &[&str] = &[
@@ -76,6 +76,7 @@ pub(super) fn subscribed_refusal(
 /// Before a client's command: it is the running client.
 pub(super) fn begin(ctx: &mut Ctx<'_>) {
     ctx.state.pubsub.current = ctx.session.id;
+    ctx.state.pubsub.reply_start = ctx.reply.buf.len();
     prepare(ctx.state);
 }
 
@@ -110,6 +111,16 @@ pub(super) fn end(ctx: &mut Ctx<'_>) {
     settle(ctx.state);
     flush_inline(ctx);
     let hub = &mut ctx.state.pubsub;
+    if hub.silenced() {
+        ctx.reply.buf.truncate(hub.reply_start);
+        ctx.reply.buf.append(&mut hub.kept);
+    }
+    if let Some(mode) = hub.reply_modes.get_mut(&ctx.session.id) {
+        mode.skip = std::mem::take(&mut mode.skip_next);
+        if *mode == ReplyMode::default() {
+            hub.reply_modes.remove(&ctx.session.id);
+        }
+    }
     if !hub.after.is_empty() {
         ctx.reply.buf.append(&mut hub.after);
     }
@@ -208,4 +219,26 @@ fn feed_monitors(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             r.buf.extend_from_slice(&line)
         });
     }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: whether the server replies to this client's
+/// commands (pushes always go out).
+pub(super) fn client_reply(ctx: &mut Ctx<'_>, args: &Args<'_>) -> super::CmdResult {
+    let id = ctx.session.id;
+    let modes = &mut ctx.state.pubsub.reply_modes;
+    match super::upper(args, 2).as_slice() {
+        b"ON" => {
+            modes.remove(&id);
+            ctx.reply.ok();
+        }
+        b"OFF" => modes.entry(id).or_default().off = true,
+        b"SKIP" => {
+            let mode = modes.entry(id).or_default();
+            if !mode.off {
+                mode.skip_next = true;
+            }
+        }
+        _ => return Err(super::errors::SYNTAX.into()),
+    }
+    Ok(())
 }

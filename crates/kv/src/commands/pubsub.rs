@@ -8,26 +8,38 @@ use super::table::*;
 use super::{CmdResult, Ctx};
 use crate::keyspace::glob::glob_match;
 use crate::resp::Args;
-use crate::server::pubsub::{publish as deliver, Kind};
+use crate::server::pubsub::{publish as deliver, Kind, When};
 use crate::types::Bytes;
 
 /// Moves what the running client received while it ran (its own
 /// messages) into its reply, ahead of what follows.
 pub(super) fn flush_inline(ctx: &mut Ctx<'_>) {
-    if !ctx.state.pubsub.inline.is_empty() {
-        ctx.reply.buf.append(&mut ctx.state.pubsub.inline);
+    let hub = &mut ctx.state.pubsub;
+    if hub.inline.is_empty() {
+        return;
+    }
+    if hub.silenced() {
+        hub.kept.append(&mut hub.inline);
+    } else {
+        ctx.reply.buf.append(&mut hub.inline);
     }
 }
 
-/// One (un)subscription confirmation: `[word, name or nil, count]`.
+/// One (un)subscription confirmation: `[word, name or nil, count]`, a
+/// push that CLIENT REPLY OFF does not silence.
 fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, count: usize) {
-    ctx.reply.push(3);
-    ctx.reply.bulk(word);
-    match name {
-        Some(name) => ctx.reply.bulk(name),
-        None => ctx.reply.null(),
-    }
-    ctx.reply.int(count as i64);
+    let id = ctx.session.id;
+    let hub = &mut ctx.state.pubsub;
+    hub.send(id, ctx.reply.proto, When::Now, |r| {
+        r.push(3);
+        r.bulk(word);
+        match name {
+            Some(name) => r.bulk(name),
+            None => r.null(),
+        }
+        r.int(count as i64);
+    });
+    flush_inline(ctx);
 }
 
 fn subscribe_kind(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind) -> CmdResult {

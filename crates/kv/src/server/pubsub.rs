@@ -85,6 +85,23 @@ pub struct Hub {
     pub monitors: Vec<u64>,
     /// Client-side caching.
     pub tracking: Tracking,
+    /// CLIENT REPLY modes other than ON, by client.
+    pub reply_modes: HashMap<u64, ReplyMode>,
+    /// Where the running client's reply began (to drop it when silenced).
+    pub reply_start: usize,
+    /// For a silenced running client: its pushes, which are still sent.
+    pub kept: Vec<u8>,
+}
+
+/// CLIENT REPLY OFF and SKIP, as Redis's client flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplyMode {
+    /// OFF: no replies until ON.
+    pub off: bool,
+    /// The reply of the command now running is dropped (after SKIP).
+    pub skip: bool,
+    /// SKIP was just given: the next command's reply is dropped.
+    pub skip_next: bool,
 }
 
 /// Which buffer of the hub a message for a client goes to.
@@ -237,6 +254,15 @@ impl Hub {
         self.tracking.disable(id);
         self.monitors.retain(|&m| m != id);
         self.outbox.remove(&id);
+        self.reply_modes.remove(&id);
+    }
+
+    /// Whether the running client's replies are being dropped (CLIENT
+    /// REPLY OFF or SKIP); its pushes still go out.
+    pub fn silenced(&self) -> bool {
+        self.reply_modes
+            .get(&self.current)
+            .is_some_and(|m| m.off || m.skip)
     }
 
     /// Removes every subscription of `id` without replies.
