@@ -159,6 +159,7 @@ impl Default for Config {
                 ("aof-rewrite-lend-loop-core", "yes"),
                 ("aof-release-log-cache", "yes"),
                 ("aof-everysec-sync-bytes", "16mb"),
+                ("tracking-table-max-keys", "1000000"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
             ]
@@ -383,6 +384,14 @@ impl Config {
                     .ok()
                     .filter(|n| (1..=100).contains(n))
                     .ok_or_else(|| bad(name, value, "a percentage from 1 to 100"))?;
+                return self.set_passive(name, value);
+            }
+            "tracking-table-max-keys" => {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| i64::try_from(*n).is_ok())
+                    .ok_or_else(|| bad(name, value, "an integer from 0"))?;
                 return self.set_passive(name, value);
             }
             "server_cpulist" | "aof_rewrite_cpulist" => {

@@ -14,6 +14,14 @@ use super::tracking;
 pub fn prepare(state: &mut State) {
     state.keyspace.notify_flags = state.config.notify_keyspace_events;
     state.keyspace.track_changes = state.pubsub.tracking.active();
+    if state.keyspace.track_changes {
+        let keys_max = state
+            .config
+            .passive_value("tracking-table-max-keys")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        tracking::limit(&mut state.pubsub, &state.clients, keys_max);
+    }
 }
 
 /// Publishes the queued keyspace events and sends the invalidations for

@@ -343,6 +343,32 @@ pub fn publish(
     receivers
 }
 
+/// INFO clients: `tracking_clients`.
+pub fn info_clients(state: &crate::state::State, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(
+        out,
+        "tracking_clients:{}\r\n",
+        state.pubsub.tracking.clients.len()
+    );
+}
+
+/// INFO stats: the Pub/Sub and tracking table sizes.
+pub fn info_stats(state: &crate::state::State, out: &mut String) {
+    use std::fmt::Write;
+    let hub = &state.pubsub;
+    let _ = write!(
+        out,
+        "pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n",
+        hub.channels.len(),
+        hub.patterns.len(),
+        hub.shard_channels.len(),
+        hub.tracking.keys(),
+        hub.tracking.items(),
+        hub.tracking.prefixes(),
+    );
+}
+
 impl super::Server {
     /// Moves what commands and the timer left for clients into their reply
     /// buffers (after this iteration's BCAST invalidations are collected),

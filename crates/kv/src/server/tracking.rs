@@ -82,6 +82,16 @@ impl Tracking {
         self.table.len()
     }
 
+    /// Client entries in the table (INFO's `tracking_total_items`).
+    pub fn items(&self) -> usize {
+        self.table.values().map(HashSet::len).sum()
+    }
+
+    /// BCAST prefixes in use (INFO's `tracking_total_prefixes`).
+    pub fn prefixes(&self) -> usize {
+        self.prefixes.len()
+    }
+
     /// Turns tracking on for `id`, replacing earlier options but keeping
     /// earlier BCAST prefixes.
     pub fn enable(&mut self, id: u64, options: ClientTracking, prefixes: &[Bytes]) {
@@ -272,4 +282,28 @@ fn send(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, id: u64, payload: Pa
             Payload::All(Protocol::Resp3) => r.buf.extend_from_slice(b"_\r\n"),
         }
     });
+}
+
+/// Keeps the table within `tracking-table-max-keys` (0: no limit): keys
+/// beyond it are dropped, and their clients told to drop them too, since
+/// the server no longer tracks them for them.
+pub fn limit(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, keys_max: usize) {
+    if keys_max == 0 {
+        return;
+    }
+    while hub.tracking.table.len() > keys_max {
+        let Some(key) = hub.tracking.table.keys().next().cloned() else {
+            return;
+        };
+        let Some(ids) = hub.tracking.table.remove(&key) else {
+            return;
+        };
+        let mut ids: Vec<u64> = ids.into_iter().collect();
+        ids.sort_unstable();
+        for id in ids {
+            if hub.tracking.clients.get(&id).is_some_and(|c| !c.bcast) {
+                send(hub, clients, id, Payload::Key(&key));
+            }
+        }
+    }
 }
