@@ -78,6 +78,9 @@ pub(super) fn begin(ctx: &mut Ctx<'_>) {
     ctx.state.pubsub.current = ctx.session.id;
     ctx.state.pubsub.reply_start = ctx.reply.buf.len();
     prepare(ctx.state);
+    // Invalidations of keys over the tracking table's limit precede the
+    // command's reply, as Redis sends them.
+    flush_inline(ctx);
 }
 
 /// After a command's handler (each command of an EXEC too): publishes

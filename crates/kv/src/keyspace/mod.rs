@@ -413,7 +413,9 @@ impl Keyspace {
     /// Empties database `db`.
     pub fn flush_db(&mut self, db: usize) {
         self.touch_db(db);
-        self.flushed |= self.track_changes;
+        // The tracking table is emptied on every flush, tracking clients
+        // or not.
+        self.flushed = true;
         self.dbs[db] = Db::default();
     }
 

@@ -185,7 +185,7 @@ pub fn invalidate_key(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, key: &
         if client.bcast || (client.noloop && id == current) {
             continue;
         }
-        send(hub, clients, id, Payload::Key(key));
+        send(hub, clients, id, Payload::Key(key), true);
     }
 }
 
@@ -196,7 +196,7 @@ pub fn invalidate_all(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>) {
     ids.sort_unstable();
     for id in ids {
         let proto = proto_of(clients, id);
-        send(hub, clients, id, Payload::All(proto));
+        send(hub, clients, id, Payload::All(proto), true);
     }
     hub.tracking.table.clear();
 }
@@ -221,7 +221,7 @@ pub fn broadcast(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>) {
                 .map(|(k, _)| k.clone())
                 .collect();
             if !names.is_empty() {
-                send(hub, clients, id, Payload::Keys(&names));
+                send(hub, clients, id, Payload::Keys(&names), true);
             }
         }
     }
@@ -230,12 +230,19 @@ pub fn broadcast(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>) {
 /// Sends one invalidation for tracking client `id`: to itself in RESP3,
 /// or to its redirect client (a RESP3 push, or a message on
 /// [`INVALIDATE_CHANNEL`] if that client is subscribed in RESP2). An
-/// invalidation the running client caused for itself follows its reply.
-fn send(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, id: u64, payload: Payload<'_>) {
+/// invalidation the running client caused for itself follows its reply
+/// when `after_own_reply`.
+fn send(
+    hub: &mut Hub,
+    clients: &BTreeMap<u64, ClientInfo>,
+    id: u64,
+    payload: Payload<'_>,
+    after_own_reply: bool,
+) {
     let Some(client) = hub.tracking.clients.get_mut(&id) else {
         return;
     };
-    let when = if id == hub.current {
+    let when = if id == hub.current && after_own_reply {
         When::AfterReply
     } else {
         When::Now
@@ -302,7 +309,8 @@ pub fn limit(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, keys_max: usize
         ids.sort_unstable();
         for id in ids {
             if hub.tracking.clients.get(&id).is_some_and(|c| !c.bcast) {
-                send(hub, clients, id, Payload::Key(&key));
+                // Not a change the client made: no reply to wait for.
+                send(hub, clients, id, Payload::Key(&key), false);
             }
         }
     }
