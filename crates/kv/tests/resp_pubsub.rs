@@ -277,3 +277,40 @@ fn client_reply_silences_replies_but_not_pushes() {
         b"*3\r\n$12\r\npunsubscribe\r\n$1\r\n*\r\n:0\r\n",
     );
 }
+
+#[test]
+fn monitor_orders_transactions_and_skips_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut mon = server.raw();
+    let mut c = server.raw();
+    mon.check(b"MONITOR\r\n", b"+OK\r\n");
+    c.check(
+        b"MULTI\r\nSET foo bar\r\nEXEC\r\nMULTI\r\nNOSUCH\r\nEXEC\r\nCLIENT LIST\r\nPING\r\n",
+        b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n+OK\r\n-ERR unknown command 'NOSUCH', with args beginning with: \r\n-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    let _ = c.roundtrip_any(b"");
+    let mut text = String::new();
+    while text.matches("\r\n").count() < 6 {
+        let mut buf = [0u8; 4096];
+        let n = std::io::Read::read(&mut mon.stream, &mut buf).unwrap();
+        assert!(n > 0);
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let args: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_once("] ").map_or(l, |(_, rest)| rest))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "\"MULTI\"",
+            "\"SET\" \"foo\" \"bar\"",
+            "\"EXEC\"",
+            "\"MULTI\"",
+            "\"EXEC\"",
+            "\"PING\""
+        ],
+        "{text}"
+    );
+}

@@ -208,3 +208,40 @@ fn broken_redirect_is_reported() {
     assert!(text.contains("flags=tR db=0"), "{text}");
     assert!(text.contains(&format!("redir={id} ")), "{text}");
 }
+
+#[test]
+fn table_limit_and_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let mut admin = server.raw();
+    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.check(
+        b"CLIENT TRACKING ON\r\nMGET a b\r\n",
+        b"+OK\r\n*2\r\n_\r\n_\r\n",
+    );
+    let info = String::from_utf8(admin.roundtrip_any(b"INFO\r\n")).unwrap();
+    for line in [
+        "tracking_clients:1\r\n",
+        "tracking_total_keys:2\r\n",
+        "tracking_total_items:2\r\n",
+    ] {
+        assert!(info.contains(line), "{line} in {info}");
+    }
+    // Over the limit, keys are dropped and their clients told so, before
+    // the reply of the client's next command.
+    admin.check(b"CONFIG SET tracking-table-max-keys 1\r\n", b"+OK\r\n");
+    let got = c.roundtrip_any(b"PING\r\n");
+    assert!(
+        got == [pushed(&["a"]), b"+PONG\r\n".to_vec()].concat()
+            || got == [pushed(&["b"]), b"+PONG\r\n".to_vec()].concat(),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    // A flush empties the table even when nobody tracks anymore.
+    c.check(b"CLIENT TRACKING OFF\r\n", b"+OK\r\n");
+    admin.check(b"FLUSHALL\r\n", b"+OK\r\n");
+    let info = String::from_utf8(admin.roundtrip_any(b"INFO\r\n")).unwrap();
+    assert!(info.contains("tracking_total_keys:0\r\n"), "{info}");
+    assert!(info.contains("tracking_clients:0\r\n"), "{info}");
+}

@@ -114,29 +114,43 @@ pub(super) fn end(ctx: &mut Ctx<'_>) {
     settle(ctx.state);
     flush_inline(ctx);
     let hub = &mut ctx.state.pubsub;
-    if hub.silenced() {
-        ctx.reply.buf.truncate(hub.reply_start);
-        ctx.reply.buf.append(&mut hub.kept);
+    hub.current = 0;
+    if !hub.reply_modes.is_empty() {
+        end_reply_mode(ctx);
     }
-    if let Some(mode) = hub.reply_modes.get_mut(&ctx.session.id) {
-        mode.skip = std::mem::take(&mut mode.skip_next);
-        if *mode == ReplyMode::default() {
-            hub.reply_modes.remove(&ctx.session.id);
-        }
-    }
+    let hub = &mut ctx.state.pubsub;
     if !hub.after.is_empty() {
         ctx.reply.buf.append(&mut hub.after);
     }
-    hub.current = 0;
-    let by_client = ctx
-        .session
-        .last_cmd
-        .as_deref()
-        .is_some_and(|c| c.starts_with("client"));
-    if ctx.session.multi.is_none() && !by_client {
-        if let Some(t) = hub.tracking.clients.get_mut(&ctx.session.id) {
-            t.caching = false;
+    if !hub.tracking.clients.is_empty() {
+        let by_client = ctx
+            .session
+            .last_cmd
+            .as_deref()
+            .is_some_and(|c| c.starts_with("client"));
+        if ctx.session.multi.is_none() && !by_client {
+            if let Some(t) = hub.tracking.clients.get_mut(&ctx.session.id) {
+                t.caching = false;
+            }
         }
+    }
+}
+
+/// CLIENT REPLY OFF / SKIP at the end of a command: drops its reply but
+/// keeps its pushes, then moves SKIP on to the next command.
+fn end_reply_mode(ctx: &mut Ctx<'_>) {
+    let id = ctx.session.id;
+    let hub = &mut ctx.state.pubsub;
+    let Some(mode) = hub.reply_modes.get_mut(&id) else {
+        return;
+    };
+    if mode.off || mode.skip {
+        ctx.reply.buf.truncate(hub.reply_start);
+        ctx.reply.buf.append(&mut hub.kept);
+    }
+    mode.skip = std::mem::take(&mut mode.skip_next);
+    if *mode == ReplyMode::default() {
+        hub.reply_modes.remove(&id);
     }
 }
 

@@ -260,9 +260,11 @@ impl Hub {
     /// Whether the running client's replies are being dropped (CLIENT
     /// REPLY OFF or SKIP); its pushes still go out.
     pub fn silenced(&self) -> bool {
-        self.reply_modes
-            .get(&self.current)
-            .is_some_and(|m| m.off || m.skip)
+        !self.reply_modes.is_empty()
+            && self
+                .reply_modes
+                .get(&self.current)
+                .is_some_and(|m| m.off || m.skip)
     }
 
     /// Removes every subscription of `id` without replies.
