@@ -391,7 +391,7 @@ impl Config {
                     .parse::<u64>()
                     .ok()
                     .filter(|n| i64::try_from(*n).is_ok())
-                    .ok_or_else(|| bad(name, value, "an integer from 0"))?;
+                    .ok_or("argument must be between 0 and 9223372036854775807 inclusive")?;
                 return self.set_passive(name, value);
             }
             "server_cpulist" | "aof_rewrite_cpulist" => {

@@ -245,3 +245,24 @@ fn table_limit_and_info() {
     assert!(info.contains("tracking_total_keys:0\r\n"), "{info}");
     assert!(info.contains("tracking_clients:0\r\n"), "{info}");
 }
+
+#[test]
+fn redirect_target_changing_the_key_gets_the_push_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut target = server.raw();
+    let mut reader = server.raw();
+    let _ = target.roundtrip_any(b"HELLO 3\r\n");
+    let id = target.roundtrip_any(b"CLIENT ID\r\n");
+    let id = String::from_utf8_lossy(&id[1..id.len() - 2]).into_owned();
+    reader.check(
+        format!("CLIENT TRACKING ON REDIRECT {id}\r\nGET a\r\n").as_bytes(),
+        b"+OK\r\n$-1\r\n",
+    );
+    // Redis writes the invalidation when the key changes, before the
+    // writer's own reply.
+    target.check(
+        b"SET a 2\r\n",
+        &[pushed(&["a"]), b"+OK\r\n".to_vec()].concat(),
+    );
+}

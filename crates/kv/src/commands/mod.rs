@@ -118,7 +118,8 @@ pub mod flags {
     /// need not pin them (`keyspace/supersede.rs`).
     pub const SUPERSEDES: u32 = 1 << 25;
 
-    /// The names COMMAND INFO gives Redis's flags, in Redis's order.
+    /// The names COMMAND INFO gives Redis's flags, in Redis's order
+    /// (7.0 hides `may_replicate`).
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -133,7 +134,6 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NOAUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
@@ -245,7 +245,8 @@ pub mod acl {
             "scripting" => Some("scripting"),
             _ => None,
         };
-        if let Some(name) = group {
+        // A container (PUBSUB, XINFO...) has only `@slow`, as in Redis.
+        if let Some(name) = group.filter(|_| spec.subcommands.is_empty()) {
             bits |= bit(name);
         }
         bits
@@ -519,10 +520,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
+    let reply_start = ctx.reply.buf.len();
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
     }
-    notify::after_handler(ctx, spec, args);
+    notify::after_handler(ctx, spec, args, reply_start);
 }
 
 /// Whether a command may touch more than one segment: it names several

@@ -85,10 +85,26 @@ pub(super) fn begin(ctx: &mut Ctx<'_>) {
 
 /// After a command's handler (each command of an EXEC too): publishes
 /// what the keyspace recorded, records the keys a tracking client read,
-/// and shows the command to MONITOR clients.
-pub(super) fn after_handler(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+/// and shows the command to MONITOR clients. What the running client
+/// received meanwhile (messages about keys it changed or expired while
+/// reading) goes before the command's reply, which began at
+/// `reply_start`, as Redis writes it at the time of the change.
+pub(super) fn after_handler(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    reply_start: usize,
+) {
     settle(ctx.state);
-    flush_inline(ctx);
+    let hub = &mut ctx.state.pubsub;
+    if !hub.inline.is_empty() {
+        if hub.silenced() || reply_start > ctx.reply.buf.len() {
+            flush_inline(ctx);
+        } else {
+            let inline = std::mem::take(&mut hub.inline);
+            ctx.reply.buf.splice(reply_start..reply_start, inline);
+        }
+    }
     let id = ctx.session.id;
     if spec.has(super::flags::READONLY)
         && !spec.has(super::flags::PUBSUB)
