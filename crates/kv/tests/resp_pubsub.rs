@@ -314,3 +314,28 @@ fn monitor_orders_transactions_and_skips_admin() {
         "{text}"
     );
 }
+
+#[test]
+fn a_subscriber_that_never_reads_is_disconnected() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut sub = server.raw();
+    let mut publisher = server.raw();
+    sub.check(
+        b"SUBSCRIBE ch\r\n",
+        b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+    );
+    let message = "x".repeat(1024 * 1024);
+    let publish = common::resp(&["PUBLISH", "ch", &message]);
+    // 48 MB for a reader that reads nothing: past the 32 MB hard limit
+    // even with the sockets' buffers full.
+    let mut delivered = 0;
+    for _ in 0..48 {
+        std::io::Write::write_all(&mut publisher.stream, &publish).unwrap();
+        let mut reply = [0u8; 4];
+        std::io::Read::read_exact(&mut publisher.stream, &mut reply).unwrap();
+        delivered += i32::from(&reply == b":1\r\n");
+    }
+    assert!(delivered < 48, "the subscriber was never dropped");
+    publisher.check(b"PUBSUB NUMSUB ch\r\n", b"*2\r\n$2\r\nch\r\n:0\r\n");
+}

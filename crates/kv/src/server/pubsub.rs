@@ -383,14 +383,33 @@ impl super::Server {
         if state.pubsub.outbox.is_empty() {
             return;
         }
-        for (id, bytes) in std::mem::take(&mut state.pubsub.outbox) {
+        for (id, bytes) in std::mem::take(&mut self.state.pubsub.outbox) {
             let Some(&index) = self.ids.get(&id) else {
                 continue;
             };
-            if let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) {
-                conn.reply.buf.extend_from_slice(&bytes);
-                self.mark_ready(index);
+            let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
+                continue;
+            };
+            conn.reply.buf.extend_from_slice(&bytes);
+            let pending = conn.reply.buf.len() - conn.out_sent;
+            if pending > PUBSUB_OUTPUT_HARD_LIMIT_BYTES && self.state.pubsub.is_subscribed(id) {
+                // A subscriber that does not read would hold every
+                // message in memory: closed, as Redis closes it at its
+                // default `client-output-buffer-limit pubsub` hard limit.
+                tracing::warn!(
+                    "closing client {id}: Pub/Sub output buffer over {PUBSUB_OUTPUT_HARD_LIMIT_BYTES} bytes"
+                );
+                if let Some(conn) = self.conns[index].take() {
+                    self.close(conn, index);
+                }
+                continue;
             }
+            self.mark_ready(index);
         }
     }
 }
+
+/// Unsent reply bytes a subscribed client may accumulate before it is
+/// disconnected (Redis's default `client-output-buffer-limit pubsub`
+/// hard limit, 32 MB).
+pub const PUBSUB_OUTPUT_HARD_LIMIT_BYTES: usize = 32 * 1024 * 1024;
