@@ -266,3 +266,23 @@ fn redirect_target_changing_the_key_gets_the_push_first() {
         &[pushed(&["a"]), b"+OK\r\n".to_vec()].concat(),
     );
 }
+
+#[test]
+fn bcast_noloop_still_reports_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    // The client's own SET is left out; the key's expiry is not.
+    c.check(
+        b"CLIENT TRACKING ON BCAST NOLOOP\r\nSET k v PX 1\r\n",
+        b"+OK\r\n+OK\r\n",
+    );
+    let push = pushed(&["k"]);
+    let mut seen = Vec::new();
+    while !seen.windows(push.len()).any(|w| w == push.as_slice()) {
+        seen.extend(c.roundtrip_any(b"EXISTS k\r\n"));
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert_eq!(text.matches("invalidate").count(), 1, "{text}");
+}

@@ -126,8 +126,9 @@ pub struct Keyspace {
     pub events: Vec<events::KeyEvent>,
     /// Some client tracks keys: changed keys are collected in `changed`.
     pub track_changes: bool,
-    /// Keys changed since the tracking layer last looked.
-    pub changed: Vec<Bytes>,
+    /// Keys changed since the tracking layer last looked, each with
+    /// whether the running command changed it (false: it expired).
+    pub changed: Vec<(Bytes, bool)>,
     /// A database was flushed since the tracking layer last looked.
     pub flushed: bool,
     /// Keyspace hits and misses, for INFO.
@@ -179,8 +180,14 @@ impl Keyspace {
 
     /// Bumps the watch version of `key` if some client watches it.
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.touch_by(db, key, true);
+    }
+
+    /// [`Keyspace::touch`], saying whether the running command made the
+    /// change (BCAST's NOLOOP leaves out only a client's own changes).
+    fn touch_by(&mut self, db: usize, key: &[u8], by_command: bool) {
         if self.track_changes {
-            self.changed.push(key.into());
+            self.changed.push((key.into(), by_command));
         }
         if self.watched.is_empty() {
             return;
@@ -264,7 +271,7 @@ impl Keyspace {
         segment.expires.remove(key);
         if segment.map.remove(key).is_some() {
             self.dbs[db].len -= 1;
-            self.touch(db, key);
+            self.touch_by(db, key, false);
             self.expired.push((db, key.into()));
             self.expired_total += 1;
             self.queue_event(events::EXPIRED, "expired", db, key);

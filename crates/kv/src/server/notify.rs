@@ -29,8 +29,8 @@ pub fn prepare(state: &mut State) {
 pub fn settle(state: &mut State) {
     if !state.keyspace.changed.is_empty() || state.keyspace.flushed {
         let changed = std::mem::take(&mut state.keyspace.changed);
-        for key in changed {
-            tracking::invalidate_key(&mut state.pubsub, &state.clients, &key);
+        for (key, by_command) in changed {
+            tracking::invalidate_key(&mut state.pubsub, &state.clients, &key, by_command);
         }
         if std::mem::take(&mut state.keyspace.flushed) {
             tracking::invalidate_all(&mut state.pubsub, &state.clients);

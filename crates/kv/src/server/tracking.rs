@@ -163,14 +163,22 @@ pub fn overlaps(a: &[u8], b: &[u8]) -> bool {
     a[..n] == b[..n]
 }
 
-/// Key `key` changed (by the running client, `hub.current`, if any):
-/// queues it for BCAST clients and invalidates it for the clients that
-/// read it.
-pub fn invalidate_key(hub: &mut Hub, clients: &BTreeMap<u64, ClientInfo>, key: &[u8]) {
+/// Key `key` changed: queues it for BCAST clients and invalidates it for
+/// the clients that read it. `by_command`: the running client
+/// (`hub.current`) changed it, rather than expiry; BCAST's NOLOOP leaves
+/// out only such changes, while the default mode's NOLOOP, as Redis's,
+/// leaves out anything that happens while the client runs a command.
+pub fn invalidate_key(
+    hub: &mut Hub,
+    clients: &BTreeMap<u64, ClientInfo>,
+    key: &[u8],
+    by_command: bool,
+) {
     let current = hub.current;
+    let modifier = if by_command { current } else { 0 };
     for (prefix, state) in hub.tracking.prefixes.iter_mut() {
         if key.starts_with(prefix) {
-            state.keys.insert(key.into(), current);
+            state.keys.insert(key.into(), modifier);
         }
     }
     let Some(ids) = hub.tracking.table.remove(key) else {
