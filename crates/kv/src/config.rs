@@ -110,6 +110,9 @@ pub struct Config {
     pub databases: usize,
     /// Timer frequency in Hz (`hz`): active expiry and housekeeping.
     pub hz: u32,
+    /// Keyspace notification classes (`notify-keyspace-events`), as
+    /// `keyspace::events` bits.
+    pub notify_keyspace_events: u32,
     /// Directives accepted for compatibility and reported by CONFIG GET,
     /// without effect (`save`, `timeout`...).
     pub passive: Vec<(String, String)>,
@@ -139,6 +142,7 @@ impl Default for Config {
             client_query_buffer_limit_bytes: 1024 * 1024 * 1024,
             databases: crate::keyspace::DATABASES_DEFAULT,
             hz: 10,
+            notify_keyspace_events: 0,
             passive: [
                 ("save", ""),
                 ("enable-debug-command", "no"),
@@ -156,6 +160,7 @@ impl Default for Config {
                 ("aof-rewrite-lend-loop-core", "yes"),
                 ("aof-release-log-cache", "yes"),
                 ("aof-everysec-sync-bytes", "16mb"),
+                ("tracking-table-max-keys", "1000000"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
                 ("hll-sparse-max-bytes", "3000"),
@@ -340,6 +345,10 @@ impl Config {
                     .filter(|n| (1..=500).contains(n))
                     .ok_or_else(|| bad(name, value, "1 to 500"))?
             }
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = crate::keyspace::events::parse(value)
+                    .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")?
+            }
             "maxmemory-policy" if value != "noeviction" => {
                 return Err(format!(
                 "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
@@ -384,6 +393,14 @@ impl Config {
                     .filter(|n| *n <= i64::MAX as u64)
                     .ok_or_else(|| bad(name, value, "a size like 3000 or 3kb"))?;
                 return self.set_passive(name, &bytes.to_string());
+            }
+            "tracking-table-max-keys" => {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| i64::try_from(*n).is_ok())
+                    .ok_or("argument must be between 0 and 9223372036854775807 inclusive")?;
+                return self.set_passive(name, value);
             }
             "server_cpulist" | "aof_rewrite_cpulist" => {
                 crate::cpus::parse(value).map_err(|e| bad(name, value, &e))?;
@@ -472,6 +489,10 @@ impl Config {
             ),
             ("databases".into(), self.databases.to_string()),
             ("hz".into(), self.hz.to_string()),
+            (
+                "notify-keyspace-events".into(),
+                crate::keyspace::events::format(self.notify_keyspace_events),
+            ),
         ];
         out.extend(self.passive.iter().cloned());
         out

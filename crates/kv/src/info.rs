@@ -32,6 +32,7 @@ pub fn clients(state: &State, out: &mut String) {
         state.clients.len(),
         state.config.maxclients
     );
+    crate::server::pubsub::info_clients(state, out);
 }
 
 /// `# Memory`. `used_memory` is the resident set size: Ferrite uses the
@@ -130,6 +131,7 @@ pub fn stats(state: &State, out: &mut String) {
         ks.misses,
         s.event_loop_moves,
     );
+    crate::server::pubsub::info_stats(state, out);
 }
 
 /// `# Replication`: Ferrite is always a standalone master.

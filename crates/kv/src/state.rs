@@ -132,6 +132,9 @@ pub struct State {
     pub port: u16,
     /// The log rewrite's status, for BGREWRITEAOF and INFO.
     pub rewrite: RewriteInfo,
+    /// Pub/Sub subscriptions, tracking, MONITOR clients, and what waits
+    /// to be delivered to clients other than the running one.
+    pub pubsub: crate::server::pubsub::Hub,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -202,6 +205,7 @@ impl State {
             clients: BTreeMap::new(),
             shutdown_requested: false,
             port: 0,
+            pubsub: Default::default(),
         }
     }
 

@@ -12,6 +12,18 @@ use crate::resp::{Args, Protocol};
 pub const REDIS_VERSION: &str = "7.2.0";
 
 pub(super) fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    // A RESP2 client in Pub/Sub mode reads only arrays: PING answers as a
+    // message would, `["pong", argument or ""]`.
+    if args.len() <= 2
+        && ctx.reply.proto == Protocol::Resp2
+        && ctx.state.pubsub.is_subscribed(ctx.session.id)
+    {
+        ctx.reply.array(2);
+        ctx.reply.bulk(b"pong");
+        ctx.reply
+            .bulk(if args.len() == 2 { args.get(1) } else { b"" });
+        return Ok(());
+    }
     match args.len() {
         1 => ctx.reply.simple("PONG"),
         2 => ctx.reply.bulk(args.get(1)),
@@ -157,6 +169,7 @@ pub(super) fn quit(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    ctx.state.pubsub.forget_client(ctx.session.id);
     ctx.session.multi = None;
     super::transactions::unwatch_all(&mut ctx.state.keyspace, ctx.session);
     ctx.session.db = 0;
@@ -200,13 +213,31 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         let idle = (now - info.last_ms).max(0) / 1000;
         (idle, info.cmd.as_deref(), info.multi)
     };
-    // Redis's flags: `x` in MULTI, `N` for a plain client.
-    let (flags, multi) = match multi {
-        Some(queued) => ("x", queued as i64),
-        None => ("N", -1),
-    };
+    // Redis's flags, in its order: `O` MONITOR, `P` Pub/Sub, `x` MULTI,
+    // `t` tracking, `R` broken redirect, `B` BCAST; `N` for none.
+    let hub = &ctx.state.pubsub;
+    let tracking = hub.tracking.clients.get(&id);
+    let (sub, psub, ssub) = hub.counts(id);
+    let mut flags = String::new();
+    for (on, letter) in [
+        (hub.monitors.contains(&id), 'O'),
+        (sub + psub + ssub > 0, 'P'),
+        (multi.is_some(), 'x'),
+        (tracking.is_some(), 't'),
+        (tracking.is_some_and(|t| t.broken_redirect), 'R'),
+        (tracking.is_some_and(|t| t.bcast), 'B'),
+    ] {
+        if on {
+            flags.push(letter);
+        }
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let redir = tracking.map_or(-1, |t| t.redirect as i64);
+    let multi = multi.map_or(-1, |queued| queued as i64);
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={redir} resp={}\n",
         info.addr,
         info.laddr,
         info.name,
@@ -287,4 +318,10 @@ static CLIENT: &[CommandSpec] = &[
     cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
     cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
     cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
+    cmd!("reply", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to reply to commands.", super::notify::client_reply),
+    // Client-side caching (`tracking.rs`).
+    cmd!("tracking", -3, NOSCRIPT | LOADING | STALE, K0, "connection", "Controls server-assisted client-side caching for the connection.", super::tracking::client_tracking),
+    cmd!("caching", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to track the keys in the next request.", super::tracking::client_caching),
+    cmd!("getredir", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the client ID to which the connection's tracking notifications are redirected.", super::tracking::client_getredir),
+    cmd!("trackinginfo", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about server-assisted client-side caching for the connection.", super::tracking::client_trackinginfo),
 ];

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use super::keys::scan_options;
 use super::table::*;
 use super::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::HASH;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
@@ -62,12 +63,14 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str) -> Result<i64, C
 pub(super) fn hset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let added = hset_generic(ctx, args, "hset")?;
     ctx.reply.int(added);
+    ctx.notify(HASH, "hset", args.get(1));
     Ok(())
 }
 
 pub(super) fn hmset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     hset_generic(ctx, args, "hmset")?;
     ctx.reply.ok();
+    ctx.notify(HASH, "hset", args.get(1));
     Ok(())
 }
 
@@ -78,6 +81,7 @@ pub(super) fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if added {
         hash.insert(field.into(), args.get(3).into());
         ctx.propagate(&[b"HSET", args.get(1), field, args.get(3)]);
+        ctx.notify(HASH, "hset", args.get(1));
     }
     ctx.reply.int(i64::from(added));
     Ok(())
@@ -117,6 +121,8 @@ pub(super) fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if removed > 0 {
         ctx.propagate_args(args);
+        ctx.notify(HASH, "hdel", key);
+        ctx.notify_del_if_gone(key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -187,6 +193,7 @@ pub(super) fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
     hash.insert(field.into(), next.to_string().as_bytes().into());
     ctx.propagate_args(args);
+    ctx.notify(HASH, "hincrby", key);
     ctx.reply.int(next);
     Ok(())
 }
@@ -206,6 +213,7 @@ pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
     hash.insert(field.into(), text.as_bytes().into());
     ctx.propagate(&[b"HSET", key, field, text.as_bytes()]);
+    ctx.notify(HASH, "hincrbyfloat", key);
     ctx.reply.bulk(text.as_bytes());
     Ok(())
 }

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::GENERIC;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::SEGMENTS_PER_DB;
 use crate::resp::Args;
@@ -16,6 +17,7 @@ pub(super) fn del(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.state.keyspace.supersede(db, key);
             removed += 1;
             ctx.prop.push(db, &[b"DEL", key]);
+            ctx.notify(GENERIC, "del", key);
         }
     }
     ctx.reply.int(removed);
@@ -69,6 +71,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) -> CmdResult {
         }
     }
     ctx.propagate_args(args);
+    ctx.notify(GENERIC, "rename_from", from);
+    ctx.notify(GENERIC, "rename_to", to);
     if nx {
         ctx.reply.int(1);
     } else {
@@ -228,10 +232,12 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bo
     if at <= now && !ks.loading {
         ks.remove(db, key);
         ctx.propagate(&[b"DEL", key]);
+        ctx.notify(GENERIC, "del", key);
     } else {
         ks.set_expire(db, key, at);
         let text = at.to_string();
         ctx.propagate(&[b"PEXPIREAT", key, text.as_bytes()]);
+        ctx.notify(GENERIC, "expire", key);
     }
     ctx.reply.int(1);
     Ok(())
@@ -287,6 +293,7 @@ pub(super) fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let done = ctx.state.keyspace.contains(db, key) && ctx.state.keyspace.persist(db, key);
     if done {
         ctx.propagate_args(args);
+        ctx.notify(GENERIC, "persist", key);
     }
     ctx.reply.int(i64::from(done));
     Ok(())

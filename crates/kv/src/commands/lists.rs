@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::LIST;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::number::normalize_range;
@@ -52,6 +53,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, left: bool, only_existing: b
     }
     let len = list.len();
     ctx.propagate_args(args);
+    ctx.notify(LIST, if left { "lpush" } else { "rpush" }, key);
     ctx.reply.int(len as i64);
     Ok(())
 }
@@ -104,6 +106,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, left: bool) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if !popped.is_empty() {
         ctx.propagate_args(args);
+        ctx.notify(LIST, if left { "lpop" } else { "rpop" }, key);
+        ctx.notify_del_if_gone(key);
     }
     match count {
         None => ctx.reply.bulk_opt(popped.first().map(|v| &v[..])),
@@ -160,6 +164,7 @@ pub(super) fn lset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let at = resolve_index(index, list.len()).ok_or(Cow::Borrowed("ERR index out of range"))?;
     list[at] = args.get(3).into();
     ctx.propagate_args(args);
+    ctx.notify(LIST, "lset", args.get(1));
     ctx.reply.ok();
     Ok(())
 }
@@ -200,6 +205,8 @@ pub(super) fn lrem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if removed > 0 {
         ctx.propagate_args(args);
+        ctx.notify(LIST, "lrem", key);
+        ctx.notify_del_if_gone(key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -219,6 +226,8 @@ pub(super) fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         ctx.state.keyspace.remove_if_empty(db, key);
         ctx.propagate_args(args);
+        ctx.notify(LIST, "ltrim", key);
+        ctx.notify_del_if_gone(key);
     }
     ctx.reply.ok();
     Ok(())
@@ -242,6 +251,7 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     list.insert(if before { at } else { at + 1 }, args.get(4).into());
     let len = list.len();
     ctx.propagate_args(args);
+    ctx.notify(LIST, "linsert", key);
     ctx.reply.int(len as i64);
     Ok(())
 }

@@ -16,10 +16,14 @@ mod keys;
 mod lists;
 mod replication;
 mod server;
+// Pub/Sub, keyspace notifications, client-side caching, MONITOR.
+mod notify;
+mod pubsub;
 mod sets;
 mod sort;
 mod strings;
 mod table;
+mod tracking;
 mod transactions;
 mod zsets;
 
@@ -124,7 +128,8 @@ pub mod flags {
     /// ([`super::cross_db_key`]).
     pub const CROSS_DB: u32 = 1 << 26;
 
-    /// The names COMMAND INFO gives Redis's flags, in Redis's order.
+    /// The names COMMAND INFO gives Redis's flags, in Redis's order
+    /// (7.0 hides `may_replicate`).
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -251,7 +256,8 @@ pub mod acl {
             "scripting" => Some("scripting"),
             _ => None,
         };
-        if let Some(name) = group {
+        // A container (PUBSUB, XINFO...) has only `@slow`, as in Redis.
+        if let Some(name) = group.filter(|_| spec.subcommands.is_empty()) {
             bits |= bit(name);
         }
         bits
@@ -446,6 +452,13 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if args.is_empty() {
         return;
     }
+    notify::begin(ctx);
+    execute_checked(ctx, args);
+    notify::end(ctx);
+}
+
+/// The body of [`execute`], between the Pub/Sub hooks.
+fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (container, spec) = match resolve(args) {
         Ok(found) => found,
         Err(e) => {
@@ -469,6 +482,11 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
+    if let Some(e) = notify::subscribed_refusal(ctx, container, spec) {
+        ctx.session.multi_error |= ctx.session.multi.is_some();
+        ctx.reply.error(&e);
+        return;
+    }
     if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {
         if spec.has(flags::NO_MULTI) {
             ctx.session.multi_error = true;
@@ -515,9 +533,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
+    let reply_start = ctx.reply.buf.len();
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
     }
+    notify::after_handler(ctx, spec, args, reply_start);
 }
 
 /// Whether a command may touch more than one segment: it names several

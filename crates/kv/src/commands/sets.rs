@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use super::keys::scan_options;
 use super::table::*;
 use super::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::{GENERIC, SET};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
@@ -39,6 +40,7 @@ pub(super) fn sadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .count();
     if added > 0 {
         ctx.propagate_args(args);
+        ctx.notify(SET, "sadd", key);
     }
     ctx.reply.int(added as i64);
     Ok(())
@@ -57,6 +59,8 @@ pub(super) fn srem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if removed > 0 {
         ctx.propagate_args(args);
+        ctx.notify(SET, "srem", key);
+        ctx.notify_del_if_gone(key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -141,6 +145,8 @@ pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         let mut logged: Vec<&[u8]> = vec![b"SREM", key];
         logged.extend(chosen.iter().map(|m| &m[..]));
         ctx.propagate(&logged);
+        ctx.notify(SET, "spop", key);
+        ctx.notify_del_if_gone(key);
     }
     match count {
         None => ctx.reply.bulk_opt(chosen.first().map(|m| &m[..])),
@@ -229,11 +235,19 @@ fn set_op_store(ctx: &mut Ctx<'_>, args: &Args<'_>, op: SetOp) -> CmdResult {
     let (db, dest) = (ctx.session.db, args.get(1));
     let len = result.len();
     if result.is_empty() {
-        ctx.state.keyspace.remove(db, dest);
+        if ctx.state.keyspace.remove(db, dest).is_some() {
+            ctx.notify(GENERIC, "del", dest);
+        }
     } else {
         ctx.state
             .keyspace
             .set(db, dest, Value::Set(Shared::new(result)), false);
+        let event = match op {
+            SetOp::Inter => "sinterstore",
+            SetOp::Union => "sunionstore",
+            SetOp::Diff => "sdiffstore",
+        };
+        ctx.notify(SET, event, dest);
     }
     ctx.propagate_args(args);
     ctx.reply.int(len as i64);
@@ -280,6 +294,11 @@ pub(super) fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         s.insert(member.into());
     }
     ctx.propagate_args(args);
+    if src != dst {
+        ctx.notify(SET, "srem", src);
+        ctx.notify_del_if_gone(src);
+        ctx.notify(SET, "sadd", dst);
+    }
     ctx.reply.int(1);
     Ok(())
 }

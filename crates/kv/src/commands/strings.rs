@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::{GENERIC, STRING};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::long_double::LongDouble;
@@ -166,9 +167,12 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     let keep_ttl = o.expiry == Expiry::KeepTtl;
     ks.set(db, key, Value::Str(value.into()), keep_ttl);
+    ctx.notify(STRING, "set", key);
+    let ks = &mut ctx.state.keyspace;
     match at {
         Some(at) => {
             ks.set_expire(db, key, at);
+            ctx.notify(GENERIC, "expire", key);
             let at = at.to_string();
             ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
         }
@@ -198,6 +202,7 @@ pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .set(db, key, Value::Str(args.get(2).into()), false);
     ctx.state.keyspace.supersede(db, key);
     ctx.propagate(&[b"SET", key, args.get(2)]);
+    ctx.notify(STRING, "set", key);
     ctx.reply.int(1);
     Ok(())
 }
@@ -211,6 +216,8 @@ fn set_with_expiry(ctx: &mut Ctx<'_>, args: &Args<'_>, unit: &[u8], name: &str) 
         .set(db, key, Value::Str(value.into()), false);
     ctx.state.keyspace.set_expire(db, key, at);
     ctx.state.keyspace.supersede(db, key);
+    ctx.notify(STRING, "set", key);
+    ctx.notify(GENERIC, "expire", key);
     let at = at.to_string();
     ctx.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
     ctx.reply.ok();
@@ -233,6 +240,7 @@ pub(super) fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .set(db, key, Value::Str(value.into()), false);
     ctx.state.keyspace.supersede(db, key);
     ctx.propagate(&[b"SET", key, value]);
+    ctx.notify(STRING, "set", key);
     ctx.reply.bulk_opt(old.as_deref());
     Ok(())
 }
@@ -244,6 +252,7 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.state.keyspace.remove(db, key);
         ctx.state.keyspace.supersede(db, key);
         ctx.propagate(&[b"DEL", key]);
+        ctx.notify(GENERIC, "del", key);
     }
     ctx.reply.bulk_opt(old.as_deref());
     Ok(())
@@ -266,14 +275,17 @@ pub(super) fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.state.keyspace.remove(db, key);
             ctx.state.keyspace.supersede(db, key);
             ctx.propagate(&[b"DEL", key]);
+            ctx.notify(GENERIC, "del", key);
         }
         Some(at) => {
             ctx.state.keyspace.set_expire(db, key, at);
             let at = at.to_string();
             ctx.propagate(&[b"PEXPIREAT", key, at.as_bytes()]);
+            ctx.notify(GENERIC, "expire", key);
         }
         None if expiry == Expiry::Persist && ctx.state.keyspace.persist(db, key) => {
             ctx.propagate(&[b"PERSIST", key]);
+            ctx.notify(GENERIC, "persist", key);
         }
         None => {}
     }
@@ -309,6 +321,7 @@ pub(super) fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         let value = Value::Str(args.get(pair + 1).into());
         ctx.state.keyspace.set(db, args.get(pair), value, false);
         ctx.state.keyspace.supersede(db, args.get(pair));
+        ctx.notify(STRING, "set", args.get(pair));
     }
     ctx.propagate_args(args);
     ctx.reply.ok();
@@ -328,6 +341,7 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     for pair in (1..args.len()).step_by(2) {
         let value = Value::Str(args.get(pair + 1).into());
         ctx.state.keyspace.set(db, args.get(pair), value, false);
+        ctx.notify(STRING, "set", args.get(pair));
     }
     ctx.propagate_args(args);
     ctx.reply.int(1);
@@ -349,6 +363,7 @@ fn incr_by(ctx: &mut Ctx<'_>, args: &Args<'_>, delta: i64) -> CmdResult {
         .keyspace
         .set(db, key, Value::Str(text.as_bytes().into()), true);
     ctx.propagate_args(args);
+    ctx.notify(STRING, "incrby", key);
     ctx.reply.int(next);
     Ok(())
 }
@@ -394,6 +409,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // The float arithmetic is replayed as its result, so a different
     // rounding at replay cannot change the value.
     ctx.propagate(&[b"SET", key, text.as_bytes(), b"KEEPTTL"]);
+    ctx.notify(STRING, "incrbyfloat", key);
     ctx.reply.bulk(text.as_bytes());
     Ok(())
 }
@@ -423,6 +439,7 @@ pub(super) fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .keyspace
         .set(db, key, Value::Str(joined.into()), true);
     ctx.propagate_args(args);
+    ctx.notify(STRING, "append", key);
     ctx.reply.int(len as i64);
     Ok(())
 }
@@ -507,6 +524,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .keyspace
         .set(db, key, Value::Str(bytes.into()), true);
     ctx.propagate_args(args);
+    ctx.notify(STRING, "setrange", key);
     ctx.reply.int(len as i64);
     Ok(())
 }

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, connection, dump, geo, hashes, hll, keys, lists, replication, server};
-use super::{sets, sort, strings, transactions, zsets};
+use super::{bits, connection, dump, geo, hashes, hll, keys, lists, pubsub, replication};
+use super::{server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -223,6 +223,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     replication::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

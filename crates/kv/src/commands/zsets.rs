@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use super::keys::scan_options;
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::ZSET;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::{Args, Protocol};
@@ -121,6 +122,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if added + changed > 0 {
         ctx.propagate_args(args);
+        ctx.notify(ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     }
     if f.incr {
         match last {
@@ -144,6 +146,7 @@ pub(super) fn zincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     zset.insert(member, next);
     ctx.propagate_args(args);
+    ctx.notify(ZSET, "zincr", key);
     ctx.reply.double(next);
     Ok(())
 }
@@ -161,6 +164,8 @@ pub(super) fn zrem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if removed > 0 {
         ctx.propagate_args(args);
+        ctx.notify(ZSET, "zrem", key);
+        ctx.notify_del_if_gone(key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -455,6 +460,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) -> CmdResult {
     ctx.state.keyspace.remove_if_empty(db, key);
     if !popped.is_empty() {
         ctx.propagate_args(args);
+        ctx.notify(ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        ctx.notify_del_if_gone(key);
     }
     if count.is_none() {
         // Without a count the reply is a flat [member, score] in both

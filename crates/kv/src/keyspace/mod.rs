@@ -15,6 +15,7 @@
 //! TTL, so keys without one pay nothing for it.
 
 mod capture;
+pub mod events;
 pub mod glob;
 pub mod map;
 mod snapshot;
@@ -118,6 +119,18 @@ pub struct Keyspace {
     pub expired: Vec<(usize, Bytes)>,
     /// Total keys expired since start.
     pub expired_total: u64,
+    /// `notify-keyspace-events`, copied here before each command so the
+    /// keyspace queues its own events (`expired`, `new`) only when wanted.
+    pub notify_flags: u32,
+    /// Keyspace events waiting to be published, in order.
+    pub events: Vec<events::KeyEvent>,
+    /// Some client tracks keys: changed keys are collected in `changed`.
+    pub track_changes: bool,
+    /// Keys changed since the tracking layer last looked, each with
+    /// whether the running command changed it (false: it expired).
+    pub changed: Vec<(Bytes, bool)>,
+    /// A database was flushed since the tracking layer last looked.
+    pub flushed: bool,
     /// Keyspace hits and misses, for INFO.
     pub hits: u64,
     /// See `hits`.
@@ -141,6 +154,11 @@ impl Keyspace {
             loading: false,
             expired: Vec::new(),
             expired_total: 0,
+            notify_flags: 0,
+            events: Vec::new(),
+            track_changes: false,
+            changed: Vec::new(),
+            flushed: false,
             hits: 0,
             misses: 0,
             active_cursor: 0,
@@ -162,6 +180,15 @@ impl Keyspace {
 
     /// Bumps the watch version of `key` if some client watches it.
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.touch_by(db, key, true);
+    }
+
+    /// [`Keyspace::touch`], saying whether the running command made the
+    /// change (BCAST's NOLOOP leaves out only a client's own changes).
+    fn touch_by(&mut self, db: usize, key: &[u8], by_command: bool) {
+        if self.track_changes {
+            self.changed.push((key.into(), by_command));
+        }
         if self.watched.is_empty() {
             return;
         }
@@ -244,11 +271,24 @@ impl Keyspace {
         segment.expires.remove(key);
         if segment.map.remove(key).is_some() {
             self.dbs[db].len -= 1;
-            self.touch(db, key);
+            self.touch_by(db, key, false);
             self.expired.push((db, key.into()));
             self.expired_total += 1;
+            self.queue_event(events::EXPIRED, "expired", db, key);
         }
         true
+    }
+
+    /// Queues a keyspace event if its class is on.
+    pub fn queue_event(&mut self, class: u32, event: &'static str, db: usize, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.events.push(events::KeyEvent {
+                class,
+                event,
+                db,
+                key: key.into(),
+            });
+        }
     }
 
     /// The value at `key`, expiring it first if due.
@@ -292,6 +332,7 @@ impl Keyspace {
         if inserted {
             segment.map.insert(key, make());
             self.dbs[db].len += 1;
+            self.queue_event(events::NEW, "new", db, key);
         }
         let map = &mut self.segment_mut(db, seg, Some(key)).map;
         map.get_mut(key).expect("inserted just above")
@@ -309,6 +350,7 @@ impl Keyspace {
         }
         if inserted {
             self.dbs[db].len += 1;
+            self.queue_event(events::NEW, "new", db, key);
         }
     }
 
@@ -378,6 +420,9 @@ impl Keyspace {
     /// Empties database `db`.
     pub fn flush_db(&mut self, db: usize) {
         self.touch_db(db);
+        // The tracking table is emptied on every flush, tracking clients
+        // or not.
+        self.flushed = true;
         self.dbs[db] = Db::default();
     }
 

@@ -192,6 +192,15 @@ impl ReplyBuf {
         }
     }
 
+    /// A push header for `n` elements (RESP3 `>`; an array in RESP2):
+    /// Pub/Sub messages and invalidations a client did not ask for.
+    pub fn push(&mut self, n: usize) {
+        match self.proto {
+            Protocol::Resp2 => self.header(b'*', n as i64),
+            Protocol::Resp3 => self.header(b'>', n as i64),
+        }
+    }
+
     /// A set header (an array in RESP2).
     pub fn set(&mut self, n: usize) {
         match self.proto {

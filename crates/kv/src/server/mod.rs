@@ -9,9 +9,13 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod conn;
+pub mod notify;
+pub mod pubsub;
 mod rdb_file;
 mod replicas;
+pub mod tracking;
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +63,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     waker: Arc<Waker>,
     conns: Vec<Option<Conn>>,
+    /// Connection index by client id, to deliver Pub/Sub messages.
+    ids: HashMap<u64, usize>,
     free: Vec<usize>,
     /// Connections with replies to send (or to check against the log).
     ready: Vec<usize>,
@@ -156,6 +162,7 @@ impl Server {
             listeners,
             waker,
             conns: Vec::new(),
+            ids: HashMap::new(),
             free: Vec::new(),
             ready: Vec::new(),
             reread: Vec::new(),
@@ -329,6 +336,7 @@ impl Server {
             },
         );
         self.conns[index] = Some(Conn::new(stream, token, session));
+        self.ids.insert(id, index);
     }
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -476,6 +484,8 @@ impl Server {
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
         self.state.clients.remove(&conn.session.id);
+        self.state.pubsub.forget_client(conn.session.id);
+        self.ids.remove(&conn.session.id);
         self.conns[index] = None;
         self.free.push(index);
     }
@@ -484,9 +494,12 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
+        notify::prepare(&mut self.state);
         self.state
             .keyspace
             .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        // Expired keys: `expired` notifications and invalidations.
+        notify::settle(&mut self.state);
         self.log_command();
         if !self.replicas.is_empty() {
             let period = self
@@ -532,6 +545,7 @@ impl Server {
     /// Writes this iteration's records, then sends every reply the log has
     /// acknowledged.
     fn before_sleep(&mut self) {
+        self.deliver_outbox();
         // Every command of this iteration is appended to the log by now,
         // so a rewrite's workers may leave out the keys they superseded,
         // and get the next segments, captured between commands.
