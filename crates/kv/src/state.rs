@@ -132,6 +132,8 @@ pub struct State {
     pub port: u16,
     /// The log rewrite's status, for BGREWRITEAOF and INFO.
     pub rewrite: RewriteInfo,
+    /// Blocked and paused clients (`server/blocking.rs`).
+    pub blocking: crate::server::blocking::Blocking,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -202,6 +204,7 @@ impl State {
             clients: BTreeMap::new(),
             shutdown_requested: false,
             port: 0,
+            blocking: Default::default(),
         }
     }
 

@@ -200,11 +200,18 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         let idle = (now - info.last_ms).max(0) / 1000;
         (idle, info.cmd.as_deref(), info.multi)
     };
-    // Redis's flags: `x` in MULTI, `N` for a plain client.
-    let (flags, multi) = match multi {
-        Some(queued) => ("x", queued as i64),
-        None => ("N", -1),
-    };
+    // Redis's flags: `x` in MULTI, `b` blocked, `N` for a plain client.
+    let mut flags = String::new();
+    if multi.is_some() {
+        flags.push('x');
+    }
+    if ctx.state.blocking.is_blocked(id) {
+        flags.push('b');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let multi = multi.map_or(-1, |queued| queued as i64);
     format!(
         "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
         info.addr,
@@ -287,4 +294,7 @@ static CLIENT: &[CommandSpec] = &[
     cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
     cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
     cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
+    cmd!("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Unblocks a client blocked by a blocking command.", super::blocking::client_unblock),
+    cmd!("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Suspends commands of clients.", super::blocking::client_pause),
+    cmd!("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Resumes paused clients.", super::blocking::client_unpause),
 ];

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{
+    blocking, connection, hashes, keys, lists, server, sets, strings, transactions, zsets,
+};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -211,6 +213,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     keys::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
+    blocking::COMMANDS,
     sets::COMMANDS,
     zsets::COMMANDS,
     transactions::COMMANDS,

@@ -8,6 +8,7 @@
 //! `appendfsync always` a reply waits until its record is durable; the
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
+pub(crate) mod blocking;
 mod conn;
 
 use std::io;
@@ -211,7 +212,7 @@ impl Server {
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             let timeout = if self.reread.is_empty() {
-                tick.saturating_sub(self.last_tick.elapsed())
+                self.sleep_limit(tick.saturating_sub(self.last_tick.elapsed()))
             } else {
                 Duration::ZERO
             };
@@ -233,6 +234,7 @@ impl Server {
             for index in std::mem::take(&mut self.reread) {
                 self.read_and_run(index);
             }
+            self.blocking_tick();
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
                 self.timer();
@@ -366,7 +368,7 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
-        self.run_commands(&mut conn);
+        self.run_commands(&mut conn, index);
         note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
@@ -376,9 +378,12 @@ impl Server {
     }
 
     /// Runs every complete command in the connection's buffer.
-    fn run_commands(&mut self, conn: &mut Conn) {
+    fn run_commands(&mut self, conn: &mut Conn, index: usize) {
         let mut at = 0;
-        while at < conn.inbuf.len() && !conn.closing {
+        while at < conn.inbuf.len()
+            && !conn.closing
+            && !self.state.blocking.is_blocked(conn.session.id)
+        {
             let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
@@ -390,10 +395,18 @@ impl Server {
                         prop: &mut self.prop,
                     };
                     execute(&mut ctx, &args);
+                    if std::mem::take(&mut conn.session.postponed) {
+                        // CLIENT PAUSE: the command runs from the start later.
+                        self.postpone(conn.session.id, index);
+                        break;
+                    }
                     at += consumed;
                     if let Some(ticket) = self.log_command() {
                         conn.wait_ticket = ticket;
                     }
+                    let block = conn.session.block.take();
+                    let (id, db) = (conn.session.id, conn.session.db);
+                    self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
                 }
                 Ok(None) => break,
@@ -432,7 +445,9 @@ impl Server {
     fn close(&mut self, mut conn: Conn, index: usize) {
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
-        self.state.clients.remove(&conn.session.id);
+        let id = conn.session.id;
+        self.state.blocking.forget(&mut self.state.keyspace, id);
+        self.state.clients.remove(&id);
         self.conns[index] = None;
         self.free.push(index);
     }
@@ -441,9 +456,11 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
-        self.state
-            .keyspace
-            .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        if !self.state.keyspace.expiry_paused {
+            self.state
+                .keyspace
+                .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        }
         self.log_command();
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
