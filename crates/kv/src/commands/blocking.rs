@@ -409,6 +409,10 @@ pub(super) fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     };
     let until_ms = timeout_millis(ctx, args.get(2))?.unwrap_or(0);
     ctx.state.blocking.pause(Pause { mode, until_ms });
+    // Keys stop expiring from the next command on (the loop keeps this
+    // in step with the pause from then on).
+    let now = ctx.state.keyspace.now_ms;
+    ctx.state.keyspace.expiry_paused = ctx.state.blocking.pause_mode(now).is_some();
     ctx.reply.ok();
     Ok(())
 }
@@ -416,6 +420,7 @@ pub(super) fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// CLIENT UNPAUSE.
 pub(super) fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ctx.state.blocking.unpause();
+    ctx.state.keyspace.expiry_paused = false;
     ctx.reply.ok();
     Ok(())
 }

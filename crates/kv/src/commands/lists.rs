@@ -496,7 +496,13 @@ pub(super) fn lpos(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     } else {
         o.maxlen.min(len)
     };
-    let skip = (o.rank.unsigned_abs() - 1) as usize;
+    // Redis negates the rank in a C long: the most negative one stays
+    // negative and so matches from the first match on, from the tail.
+    let skip = if o.rank == i64::MIN {
+        0
+    } else {
+        (o.rank.unsigned_abs() - 1) as usize
+    };
     let want = match o.count {
         Some(0) => usize::MAX,
         Some(n) => n,
