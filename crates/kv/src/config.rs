@@ -157,11 +157,6 @@ impl Default for Config {
                 ("aof-everysec-sync-bytes", "16mb"),
                 ("server_cpulist", ""),
                 ("aof_rewrite_cpulist", ""),
-                // List encoding knobs: Ferrite's lists have one encoding,
-                // so these only keep what was set.
-                ("list-max-listpack-size", "-2"),
-                ("list-max-ziplist-size", "-2"),
-                ("list-compress-depth", "0"),
             ]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
