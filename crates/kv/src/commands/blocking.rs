@@ -451,6 +451,30 @@ pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
         })
 }
 
+/// Runs a blocked client's command again for the event loop, once a key
+/// it waits on is ready ([`Session::serving`] names it). As [`super::run`]
+/// minus the refusals and the call counting: Redis counts a blocking
+/// command once, when it first runs, and serves it whatever happened
+/// since; the rewrite's capture and pinning rules apply as to any write.
+pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Ok((_, spec)) = super::resolve(args) else {
+        return;
+    };
+    let ks = &mut ctx.state.keyspace;
+    if spec.has(WRITE) && ks.capturing() && super::spans_segments(spec) {
+        let mut segments = Vec::new();
+        let (db, databases) = (ctx.session.db, ks.databases());
+        super::touched_segments(spec, args, db, databases, &mut segments);
+        ctx.state.keyspace.capture_before(&segments);
+    }
+    if spec.has(WRITE) && ctx.state.keyspace.superseding() {
+        super::before_write_during_rewrite(ctx, spec, args);
+    }
+    if let Err(e) = (spec.handler)(ctx, args) {
+        ctx.reply.error(&e);
+    }
+}
+
 fn blmpop_keys(args: &Args<'_>, out: &mut Vec<usize>) {
     keys_after_numkeys(args, 2, out);
 }

@@ -27,7 +27,7 @@ use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
 use crate::types::Bytes;
 
-pub use blocking::{BlockKind, BlockRequest, Pause, PauseMode};
+pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};

@@ -22,7 +22,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::Server;
 use crate::commands::{
-    flatten, resolve, run, BlockKind, BlockRequest, Ctx, Pause, PauseMode, QueuedCommand,
+    flatten, serve_blocked, BlockKind, BlockRequest, Ctx, Pause, PauseMode, QueuedCommand,
 };
 use crate::keyspace::{segment_of, Keyspace};
 use crate::resp::Args;
@@ -304,15 +304,13 @@ impl Server {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
         conn.session.serving = Some(Bytes::clone(key));
-        if let Ok((_, spec)) = resolve(&args) {
-            let mut ctx = Ctx {
-                state: &mut self.state,
-                session: &mut conn.session,
-                reply: &mut conn.reply,
-                prop: &mut self.prop,
-            };
-            run(&mut ctx, spec, &args);
-        }
+        let mut ctx = Ctx {
+            state: &mut self.state,
+            session: &mut conn.session,
+            reply: &mut conn.reply,
+            prop: &mut self.prop,
+        };
+        serve_blocked(&mut ctx, &args);
         conn.session.serving = None;
         let still_waiting = conn.session.block.take().is_some();
         if let Some(ticket) = self.log_command() {
