@@ -202,7 +202,7 @@ fn list_writes_replay_to_the_same_state() {
     let script: &[u8] = b"RPUSH l a b c d e f\r\nLMOVE l m LEFT RIGHT\r\nRPOPLPUSH l m\r\nLMPOP 2 none l RIGHT COUNT 2\r\nLINSERT l BEFORE c x\r\nLSET l 0 y\r\nLREM l 1 x\r\nRPUSH l t u v\r\nLTRIM l 1 -2\r\nLPOP l 1\r\nZADD z 1 a 2 b 3 c\r\nZMPOP 1 z MAX COUNT 2\r\n";
     let state: &[u8] = b"LRANGE l 0 -1\r\nLRANGE m 0 -1\r\nZRANGE z 0 -1 WITHSCORES\r\n";
     let expected: &[u8] =
-        b"*2\r\n$1\r\nt\r\n$1\r\nu\r\n*2\r\n$1\r\na\r\n$1\r\nf\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n";
+        b"*2\r\n$1\r\nt\r\n$1\r\nu\r\n*2\r\n$1\r\nf\r\n$1\r\na\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n";
     {
         let server = TestServer::start(dir.path());
         let mut c = server.raw();
