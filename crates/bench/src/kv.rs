@@ -3,8 +3,9 @@
 //! [`crate::kvload`]), server pinned to core 0 and clients to core 1:
 //! SET and GET of 256-byte values from 50 clients, pipeline 1 and 16, for
 //! `appendfsync always | everysec | no`, Redis's AOF on the disk and
-//! Ferrite's log on the disk and on emulated PM; plus resident memory for
-//! one million 100-byte values.
+//! Ferrite's log on the disk and on emulated PM; a BLPOP served by an
+//! LPUSH, one client pair, round trips per second; plus resident memory
+//! for one million 100-byte values.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -210,6 +211,43 @@ fn own_client(
     })
 }
 
+/// BLPOP served by LPUSH: one connection blocks on a key, another pushes
+/// to it, and a round ends when the blocked client has its element.
+/// Returns rounds per second (one client pair, so latency-bound).
+fn blpop_roundtrips(port: u16, rounds: usize) -> Result<f64> {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let mut blocker = TcpStream::connect(("127.0.0.1", port))?;
+    let mut pusher = TcpStream::connect(("127.0.0.1", port))?;
+    blocker.set_nodelay(true)?;
+    pusher.set_nodelay(true)?;
+    // Whichever command the server reads first, the push answers 1 and
+    // the pop gets the element.
+    let pushed: &[u8] = b":1\r\n";
+    let popped: &[u8] = b"*2\r\n$8\r\nbench:bq\r\n$1\r\nv\r\n";
+    let mut buf = [0u8; 64];
+    let started = Instant::now();
+    for _ in 0..rounds {
+        blocker.write_all(b"BLPOP bench:bq 0\r\n")?;
+        pusher.write_all(b"LPUSH bench:bq v\r\n")?;
+        pusher.read_exact(&mut buf[..pushed.len()])?;
+        if &buf[..pushed.len()] != pushed {
+            bail!(
+                "LPUSH answered {:?}",
+                String::from_utf8_lossy(&buf[..pushed.len()])
+            );
+        }
+        blocker.read_exact(&mut buf[..popped.len()])?;
+        if &buf[..popped.len()] != popped {
+            bail!(
+                "BLPOP answered {:?}",
+                String::from_utf8_lossy(&buf[..popped.len()])
+            );
+        }
+    }
+    Ok(rounds as f64 / started.elapsed().as_secs_f64())
+}
+
 /// Measures one server configuration; keys like `set_p1_rb` / `get_p16_own`.
 fn measure(
     spec: &ServerSpec,
@@ -237,6 +275,13 @@ fn measure(
                     .push(rps);
             }
         }
+    }
+    for _ in 0..common.runs() {
+        let rounds = if common.quick { 2_000 } else { 20_000 };
+        samples
+            .entry("blpop_lpush_own".into())
+            .or_default()
+            .push(blpop_roundtrips(server.port, rounds)?);
     }
     drop(server);
     let _ = std::fs::remove_dir_all(dir);
@@ -308,6 +353,20 @@ fn add_ratios(report: &mut Report, results: &BTreeMap<String, BTreeMap<String, f
                         }
                     }
                 }
+            }
+        }
+    }
+    // A blocked pop served by a push, against Redis at the same fsync.
+    for fsync in ["always", "everysec", "no"] {
+        for medium in ["disk", "pm"] {
+            if let (Some(o), Some(t)) = (
+                get(&format!("ferrite_{fsync}_{medium}"), "blpop_lpush_own"),
+                get(&format!("redis_{fsync}"), "blpop_lpush_own"),
+            ) {
+                report.ratio(
+                    format!("blpop_lpush_{fsync}_{medium}_vs_redis_{fsync}"),
+                    o / t,
+                );
             }
         }
     }

@@ -341,9 +341,17 @@ impl Server {
     }
 
     /// A client no longer blocked: its reply goes out and the rest of its
-    /// pipeline runs before the loop sleeps.
+    /// pipeline, read while it was blocked, runs before the loop sleeps
+    /// (bytes arriving later raise their own readiness event).
     fn resume(&mut self, index: usize) {
         self.mark_ready(index);
-        self.reread.push(index);
+        let pending = self
+            .conns
+            .get(index)
+            .and_then(Option::as_ref)
+            .is_some_and(|c| !c.inbuf.is_empty());
+        if pending {
+            self.reread.push(index);
+        }
     }
 }
