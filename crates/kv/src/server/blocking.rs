@@ -355,3 +355,83 @@ impl Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(keys: &[&[u8]], deadline_ms: Option<i64>) -> BlockRequest {
+        BlockRequest {
+            keys: keys.iter().map(|k| Bytes::from(*k)).collect(),
+            deadline_ms,
+            kind: BlockKind::List,
+        }
+    }
+
+    fn blocked(index: usize, keys: &[&[u8]], deadline_ms: Option<i64>) -> Blocked {
+        Blocked {
+            index,
+            db: 0,
+            request: request(keys, deadline_ms),
+            command: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn writes_note_blocked_keys_ready_once_in_order() {
+        let mut ks = Keyspace::new(2);
+        let mut b = Blocking::default();
+        b.block(&mut ks, 1, blocked(0, &[b"a", b"b"], None));
+        ks.set(0, b"other", Value::Str(b"v"[..].into()), false);
+        ks.set(0, b"b", Value::Str(b"v"[..].into()), false);
+        ks.set(1, b"a", Value::Str(b"v"[..].into()), false);
+        ks.set(0, b"a", Value::Str(b"v"[..].into()), false);
+        ks.set(0, b"b", Value::Str(b"w"[..].into()), false);
+        let noted: Vec<(usize, &[u8])> = ks.ready.iter().map(|(d, k)| (*d, &k[..])).collect();
+        assert_eq!(noted, vec![(0, &b"b"[..]), (0, &b"a"[..])]);
+        // SWAPDB and FLUSHDB note every key blocked on in the database.
+        ks.ready.clear();
+        ks.swap_db(0, 1);
+        assert_eq!(ks.ready.len(), 2);
+    }
+
+    #[test]
+    fn waiters_keep_blocking_order_and_leave_no_trace() {
+        let mut ks = Keyspace::new(1);
+        let mut b = Blocking::default();
+        b.block(&mut ks, 7, blocked(0, &[b"k", b"k"], None));
+        b.block(&mut ks, 3, blocked(1, &[b"k"], Some(50)));
+        b.block(&mut ks, 5, blocked(2, &[b"k", b"j"], Some(20)));
+        let queue: Vec<u64> = b.waiters[&(0, Bytes::from(&b"k"[..]))]
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(queue, vec![7, 3, 5]);
+        assert_eq!(b.count(), 3);
+        assert_eq!(b.next_deadline(), Some(20));
+        // Timeouts release the earliest deadline first.
+        b.expire(&mut ks, 60);
+        let released: Vec<usize> = b.released.iter().map(|(i, _)| *i).collect();
+        assert_eq!(released, vec![2, 1]);
+        assert!(b.unblock(&mut ks, 7, true));
+        assert!(!b.unblock(&mut ks, 7, true));
+        assert_eq!(b.count(), 0);
+        assert!(b.waiters.is_empty() && ks.blocking_on.is_empty());
+    }
+
+    #[test]
+    fn pauses_combine_and_end() {
+        let mut b = Blocking::default();
+        b.pause(Pause {
+            mode: PauseMode::All,
+            until_ms: 100,
+        });
+        b.pause(Pause {
+            mode: PauseMode::Write,
+            until_ms: 200,
+        });
+        assert_eq!(b.pause_mode(150), Some(PauseMode::All));
+        assert_eq!(b.pause_mode(201), None);
+        assert_eq!(b.pause_mode(0), None);
+    }
+}
