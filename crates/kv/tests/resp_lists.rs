@@ -182,6 +182,14 @@ fn edits_and_their_errors() {
         b"LSET l -1 z\r\nLINDEX l -1\r\nLINDEX l 99\r\n",
         b"+OK\r\n$1\r\nz\r\n$-1\r\n",
     );
+    // The key is looked up before the index is parsed, as in Redis.
+    c.check(
+        b"LINDEX nokey x\r\nLSET nokey x v\r\n",
+        b"$-1\r\n-ERR no such key\r\n",
+    );
+    c.check(b"SET str v\r\nLINDEX str x\r\n", b"+OK\r\n");
+    c.check(b"", WRONGTYPE);
+    c.check(b"LSET str x v\r\n", WRONGTYPE);
     c.check(
         b"LINDEX l x\r\n",
         b"-ERR value is not an integer or out of range\r\n",

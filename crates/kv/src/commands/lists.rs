@@ -151,15 +151,23 @@ fn resolve_index(index: i64, len: usize) -> Option<usize> {
     (0..len as i64).contains(&index).then_some(index as usize)
 }
 
+/// LINDEX: as Redis, the key is looked up (a missing one answers null,
+/// another type WRONGTYPE) before the index is parsed.
 pub(super) fn lindex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let Some(list) = list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))? else {
+        ctx.reply.null();
+        return Ok(());
+    };
     let index = int_arg(args, 2)?;
-    let list = list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let item = list.and_then(|l| l.get(resolve_index(index, l.len())?));
+    let item = resolve_index(index, list.len()).and_then(|at| list.get(at));
     ctx.reply.bulk_opt(item.map(|v| &v[..]));
     Ok(())
 }
 
+/// LSET: the key first (missing: no such key), then the index.
 pub(super) fn lset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?
+        .ok_or(Cow::Borrowed(errors::NO_SUCH_KEY))?;
     let index = int_arg(args, 2)?;
     let list = list_mut(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?
         .ok_or(Cow::Borrowed(errors::NO_SUCH_KEY))?;
