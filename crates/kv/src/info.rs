@@ -28,9 +28,10 @@ pub fn server(state: &State, out: &mut String) {
 pub fn clients(state: &State, out: &mut String) {
     let _ = write!(
         out,
-        "connected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+        "connected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
         state.clients.len(),
-        state.config.maxclients
+        state.config.maxclients,
+        state.blocking.count()
     );
     crate::server::pubsub::info_clients(state, out);
 }

@@ -135,6 +135,8 @@ pub struct State {
     /// Pub/Sub subscriptions, tracking, MONITOR clients, and what waits
     /// to be delivered to clients other than the running one.
     pub pubsub: crate::server::pubsub::Hub,
+    /// Blocked and paused clients (`server/blocking.rs`).
+    pub blocking: crate::server::blocking::Blocking,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -206,6 +208,7 @@ impl State {
             shutdown_requested: false,
             port: 0,
             pubsub: Default::default(),
+            blocking: Default::default(),
         }
     }
 

@@ -41,6 +41,7 @@ enum Op {
     SetRange(u8, u8, u8),
     LPush(u8, u8),
     RPop(u8),
+    LMove(u8, u8, bool, bool),
     LRange(u8),
     SAdd(u8, u8),
     SRem(u8, u8),
@@ -78,6 +79,8 @@ fn op() -> impl Strategy<Value = Op> {
         (k.clone(), 0u8..8, v.clone()).prop_map(|(k, o, v)| Op::SetRange(k, o, v)),
         (k.clone(), v.clone()).prop_map(|(k, v)| Op::LPush(k, v)),
         k.clone().prop_map(Op::RPop),
+        (k.clone(), k.clone(), any::<bool>(), any::<bool>())
+            .prop_map(|(a, b, from, to)| Op::LMove(a, b, from, to)),
         k.clone().prop_map(Op::LRange),
         (k.clone(), v.clone()).prop_map(|(k, v)| Op::SAdd(k, v)),
         (k.clone(), v.clone()).prop_map(|(k, v)| Op::SRem(k, v)),
@@ -184,6 +187,7 @@ fn apply(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
             }
             Some(_) => wrong(),
         },
+        Op::LMove(a, b, from_left, to_left) => lmove(m, key(*a), key(*b), *from_left, *to_left),
         Op::LRange(k) => match m.get(&key(*k)) {
             None => R::Arr(vec![]),
             Some(Model::List(l)) => bulks(l.iter().cloned()),
@@ -251,6 +255,48 @@ fn apply(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
             R::Arr(replies)
         }
     }
+}
+
+/// LMOVE on the model: WRONGTYPE (and nothing moved) when either key
+/// holds another type; the source is deleted once empty.
+fn lmove(
+    m: &mut BTreeMap<Vec<u8>, Model>,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    from_left: bool,
+    to_left: bool,
+) -> R {
+    let wrong = || R::Err(WRONGTYPE.into());
+    match m.get(&a) {
+        None => return R::Bulk(None),
+        Some(Model::List(_)) => {}
+        Some(_) => return wrong(),
+    }
+    if m.get(&b).is_some_and(|d| !matches!(d, Model::List(_))) {
+        return wrong();
+    }
+    let Some(Model::List(src)) = m.get_mut(&a) else {
+        return wrong();
+    };
+    let Some(v) = (if from_left {
+        src.pop_front()
+    } else {
+        src.pop_back()
+    }) else {
+        return R::Bulk(None);
+    };
+    if src.is_empty() {
+        m.remove(&a);
+    }
+    let Model::List(dst) = m.entry(b).or_insert_with(|| Model::List(VecDeque::new())) else {
+        return wrong();
+    };
+    if to_left {
+        dst.push_front(v.clone());
+    } else {
+        dst.push_back(v.clone());
+    }
+    R::Bulk(Some(v))
 }
 
 fn to_r(result: redis::RedisResult<redis::Value>) -> R {
@@ -327,6 +373,14 @@ fn command(op: &Op) -> redis::Cmd {
         Op::RPop(k) => {
             c = redis::cmd("RPOP");
             c.arg(key(*k));
+        }
+        Op::LMove(a, b, from_left, to_left) => {
+            let side = |left: bool| if left { "LEFT" } else { "RIGHT" };
+            c = redis::cmd("LMOVE");
+            c.arg(key(*a))
+                .arg(key(*b))
+                .arg(side(*from_left))
+                .arg(side(*to_left));
         }
         Op::LRange(k) => {
             c = redis::cmd("LRANGE");

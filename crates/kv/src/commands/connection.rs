@@ -223,6 +223,7 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         (hub.monitors.contains(&id), 'O'),
         (sub + psub + ssub > 0, 'P'),
         (multi.is_some(), 'x'),
+        (ctx.state.blocking.is_blocked(id), 'b'),
         (tracking.is_some(), 't'),
         (tracking.is_some_and(|t| t.broken_redirect), 'R'),
         (tracking.is_some_and(|t| t.bcast), 'B'),
@@ -324,4 +325,7 @@ static CLIENT: &[CommandSpec] = &[
     cmd!("caching", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to track the keys in the next request.", super::tracking::client_caching),
     cmd!("getredir", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the client ID to which the connection's tracking notifications are redirected.", super::tracking::client_getredir),
     cmd!("trackinginfo", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about server-assisted client-side caching for the connection.", super::tracking::client_trackinginfo),
+    cmd!("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Unblocks a client blocked by a blocking command.", super::blocking::client_unblock),
+    cmd!("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Suspends commands of clients.", super::blocking::client_pause),
+    cmd!("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Resumes paused clients.", super::blocking::client_unpause),
 ];

@@ -75,6 +75,12 @@ pub(super) fn rpushx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, left: bool) -> CmdResult {
+    if args.len() > 3 {
+        let name = if left { "lpop" } else { "rpop" };
+        return Err(Cow::Owned(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
     let (db, key) = (ctx.session.db, args.get(1));
     let count = if args.len() > 2 {
         let n = int_arg(args, 2).map_err(|_| Cow::Borrowed(errors::NOT_POSITIVE))?;
@@ -149,15 +155,23 @@ fn resolve_index(index: i64, len: usize) -> Option<usize> {
     (0..len as i64).contains(&index).then_some(index as usize)
 }
 
+/// LINDEX: as Redis, the key is looked up (a missing one answers null,
+/// another type WRONGTYPE) before the index is parsed.
 pub(super) fn lindex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let Some(list) = list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))? else {
+        ctx.reply.null();
+        return Ok(());
+    };
     let index = int_arg(args, 2)?;
-    let list = list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let item = list.and_then(|l| l.get(resolve_index(index, l.len())?));
+    let item = resolve_index(index, list.len()).and_then(|at| list.get(at));
     ctx.reply.bulk_opt(item.map(|v| &v[..]));
     Ok(())
 }
 
+/// LSET: the key first (missing: no such key), then the index.
 pub(super) fn lset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?
+        .ok_or(Cow::Borrowed(errors::NO_SUCH_KEY))?;
     let index = int_arg(args, 2)?;
     let list = list_mut(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?
         .ok_or(Cow::Borrowed(errors::NO_SUCH_KEY))?;
@@ -256,6 +270,306 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// LEFT or RIGHT (any case) as `true` for the head, `false` for the tail.
+pub(super) fn side_arg(args: &Args<'_>, index: usize) -> Result<bool, CmdError> {
+    match upper(args, index).as_slice() {
+        b"LEFT" => Ok(true),
+        b"RIGHT" => Ok(false),
+        _ => Err(Cow::Borrowed(errors::SYNTAX)),
+    }
+}
+
+/// The list at `key` when it holds at least one element; `Err` for a key
+/// of another type.
+pub(super) fn has_elements(ks: &mut Keyspace, db: usize, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(list_ref(ks, db, key)?.is_some_and(|l| !l.is_empty()))
+}
+
+/// Pops up to `count` elements from the head (`left`) or tail of the list
+/// at `key`, deleting the key once it is empty.
+pub(super) fn pop_elements(
+    ks: &mut Keyspace,
+    db: usize,
+    key: &[u8],
+    left: bool,
+    count: usize,
+) -> Vec<Bytes> {
+    let mut popped = Vec::new();
+    if let Some(Value::List(list)) = ks.get_mut(db, key) {
+        let take = count.min(list.len());
+        popped.reserve(take);
+        for _ in 0..take {
+            let item = if left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            };
+            popped.extend(item);
+        }
+    }
+    ks.remove_if_empty(db, key);
+    popped
+}
+
+/// LMOVE's effect: moves one element from `src` to `dst`. `None` when the
+/// source is missing; WRONGTYPE (and nothing moved) when either key holds
+/// another type.
+pub(super) fn move_element(
+    ks: &mut Keyspace,
+    db: usize,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Result<Option<Bytes>, CmdError> {
+    if !has_elements(ks, db, src)? {
+        return Ok(None);
+    }
+    list_ref(ks, db, dst)?;
+    let Some(item) = pop_elements(ks, db, src, from_left, 1).pop() else {
+        return Ok(None);
+    };
+    let Value::List(list) = ks.get_or_insert(db, dst, Value::new_list) else {
+        return Err(Cow::Borrowed(errors::WRONGTYPE));
+    };
+    if to_left {
+        list.push_front(Bytes::clone(&item));
+    } else {
+        list.push_back(Bytes::clone(&item));
+    }
+    Ok(Some(item))
+}
+
+fn side_name(left: bool) -> &'static [u8] {
+    if left {
+        b"LEFT"
+    } else {
+        b"RIGHT"
+    }
+}
+
+/// LMOVE and RPOPLPUSH after their arguments are parsed; logs the move as
+/// LMOVE (what BLMOVE and BRPOPLPUSH log too when they are served).
+pub(super) fn lmove_generic(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> CmdResult {
+    let db = ctx.session.db;
+    let moved = move_element(&mut ctx.state.keyspace, db, src, dst, from_left, to_left)?;
+    if moved.is_some() {
+        ctx.propagate(&[b"LMOVE", src, dst, side_name(from_left), side_name(to_left)]);
+    }
+    ctx.reply.bulk_opt(moved.as_deref());
+    Ok(())
+}
+
+pub(super) fn lmove(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let from_left = side_arg(args, 3)?;
+    let to_left = side_arg(args, 4)?;
+    lmove_generic(ctx, args.get(1), args.get(2), from_left, to_left)
+}
+
+pub(super) fn rpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    lmove_generic(ctx, args.get(1), args.get(2), false, true)
+}
+
+/// A long option value in `1..=i64::MAX`, with Redis's own message for
+/// anything else (not a number included).
+fn positive_or(args: &Args<'_>, index: usize, message: &'static str) -> Result<i64, CmdError> {
+    int_arg(args, index)
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or(Cow::Borrowed(message))
+}
+
+/// What LMPOP, BLMPOP, ZMPOP and BZMPOP share: the keys after `numkeys`
+/// at `at`, the word after them (LEFT/RIGHT or MIN/MAX, as its index),
+/// and COUNT (1 when absent).
+pub(super) struct MultiPop {
+    pub first_key: usize,
+    pub numkeys: usize,
+    pub side_at: usize,
+    pub count: usize,
+}
+
+pub(super) fn parse_multi_pop(args: &Args<'_>, at: usize) -> Result<MultiPop, CmdError> {
+    let numkeys = positive_or(args, at, "ERR numkeys should be greater than 0")?;
+    let side_at = (at as i64).saturating_add(numkeys).saturating_add(1);
+    if side_at >= args.len() as i64 {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
+    let side_at = side_at as usize;
+    let mut count = None;
+    let mut i = side_at + 1;
+    while i < args.len() {
+        if count.is_none() && upper(args, i) == b"COUNT" && i + 1 < args.len() {
+            count = Some(positive_or(
+                args,
+                i + 1,
+                "ERR count should be greater than 0",
+            )?);
+            i += 2;
+        } else {
+            return Err(Cow::Borrowed(errors::SYNTAX));
+        }
+    }
+    Ok(MultiPop {
+        first_key: at + 1,
+        numkeys: numkeys as usize,
+        side_at,
+        count: count.unwrap_or(1) as usize,
+    })
+}
+
+/// Pops from the first of `keys` that holds elements, replies
+/// `[key, [elements]]` and logs it as LPOP/RPOP with a count; `false`
+/// (nothing replied) when every key is empty or missing.
+pub(super) fn mpop_first<'a>(
+    ctx: &mut Ctx<'_>,
+    keys: impl Iterator<Item = &'a [u8]>,
+    left: bool,
+    count: usize,
+) -> Result<bool, CmdError> {
+    let db = ctx.session.db;
+    for key in keys {
+        if !has_elements(&mut ctx.state.keyspace, db, key)? {
+            continue;
+        }
+        let popped = pop_elements(&mut ctx.state.keyspace, db, key, left, count);
+        let n = popped.len().to_string();
+        let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
+        ctx.propagate(&[name, key, n.as_bytes()]);
+        ctx.reply.array(2);
+        ctx.reply.bulk(key);
+        ctx.reply.bulks(popped.iter().map(|v| &v[..]));
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+pub(super) fn lmpop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let m = parse_multi_pop(args, 1)?;
+    let left = side_arg(args, m.side_at)?;
+    let keys = (m.first_key..m.first_key + m.numkeys).map(|i| args.get(i));
+    if !mpop_first(ctx, keys, left, m.count)? {
+        ctx.reply.null_array();
+    }
+    Ok(())
+}
+
+/// LPOS's options.
+struct PosOptions {
+    rank: i64,
+    count: Option<usize>,
+    maxlen: usize,
+}
+
+fn pos_options(args: &Args<'_>) -> Result<PosOptions, CmdError> {
+    let mut o = PosOptions {
+        rank: 1,
+        count: None,
+        maxlen: 0,
+    };
+    let mut i = 3;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        match upper(args, i).as_slice() {
+            b"RANK" if more => {
+                o.rank = int_arg(args, i + 1)?;
+                if o.rank == 0 {
+                    return Err(Cow::Borrowed("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"));
+                }
+            }
+            b"COUNT" if more => {
+                let n = int_arg(args, i + 1).ok().filter(|n| *n >= 0);
+                o.count = Some(n.ok_or(Cow::Borrowed("ERR COUNT can't be negative"))? as usize);
+            }
+            b"MAXLEN" if more => {
+                let n = int_arg(args, i + 1).ok().filter(|n| *n >= 0);
+                o.maxlen = n.ok_or(Cow::Borrowed("ERR MAXLEN can't be negative"))? as usize;
+            }
+            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+pub(super) fn lpos(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let o = pos_options(args)?;
+    let item = args.get(2);
+    let Some(list) = list_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))? else {
+        match o.count {
+            Some(_) => ctx.reply.array(0),
+            None => ctx.reply.null(),
+        }
+        return Ok(());
+    };
+    let len = list.len();
+    let scan = if o.maxlen == 0 {
+        len
+    } else {
+        o.maxlen.min(len)
+    };
+    // Redis negates the rank in a C long: the most negative one stays
+    // negative and so matches from the first match on, from the tail.
+    let skip = if o.rank == i64::MIN {
+        0
+    } else {
+        (o.rank.unsigned_abs() - 1) as usize
+    };
+    let want = match o.count {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => 1,
+    };
+    let matches = |i: usize| (&list[i][..] == item).then_some(i);
+    let found: Vec<usize> = if o.rank > 0 {
+        (0..scan)
+            .filter_map(matches)
+            .skip(skip)
+            .take(want)
+            .collect()
+    } else {
+        (0..scan)
+            .map(|i| len - 1 - i)
+            .filter_map(matches)
+            .skip(skip)
+            .take(want)
+            .collect()
+    };
+    match o.count {
+        Some(_) => {
+            ctx.reply.array(found.len());
+            for i in found {
+                ctx.reply.int(i as i64);
+            }
+        }
+        None => match found.first() {
+            Some(&i) => ctx.reply.int(i as i64),
+            None => ctx.reply.null(),
+        },
+    }
+    Ok(())
+}
+
+/// LMPOP's and BLMPOP's keys: `numkeys` keys after the count at `at`.
+pub(super) fn keys_after_numkeys(args: &Args<'_>, at: usize, out: &mut Vec<usize>) {
+    let Some(n) = crate::types::number::parse_i64(args.get(at)) else {
+        return;
+    };
+    let first = at + 1;
+    let last = (first as i64).saturating_add(n).min(args.len() as i64);
+    out.extend((first as i64..last).map(|i| i as usize));
+}
+
+fn lmpop_keys(args: &Args<'_>, out: &mut Vec<usize>) {
+    keys_after_numkeys(args, 1, out);
+}
+
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -272,4 +586,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("lrem", 4, WRITE, K1, "list", "Removes elements equal to a value.", lrem),
     cmd!("ltrim", 4, WRITE, K1, "list", "Keeps only a range.", ltrim),
     cmd!("linsert", 5, W, K1, "list", "Inserts before or after an element.", linsert),
+    cmd!("lmove", 5, W, (1, 2, 1), "list", "Moves an element between lists.", lmove),
+    cmd!("rpoplpush", 3, W, (1, 2, 1), "list", "Moves the last element to the head of another list.", rpoplpush),
+    cmd!("lpos", -3, R, K1, "list", "Returns the positions of matching elements.", lpos),
+    cmd!("lmpop", -4, WRITE, K0, "list", "Pops elements from the first non-empty list.", lmpop).with_key_finder(lmpop_keys),
 ];

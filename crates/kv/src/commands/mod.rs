@@ -7,6 +7,7 @@
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
 mod bits;
+mod blocking;
 mod connection;
 mod dump;
 mod geo;
@@ -36,6 +37,7 @@ use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
 use crate::types::Bytes;
 
+pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
@@ -362,6 +364,18 @@ pub struct Session {
     /// The last command run, as CLIENT LIST's `cmd` names it (`set`,
     /// `client|list`); `None` before the first.
     pub last_cmd: Option<Cow<'static, str>>,
+    /// Left by a blocking command that found nothing to serve: the event
+    /// loop blocks the client (`server/blocking.rs`).
+    pub block: Option<BlockRequest>,
+    /// Set while the event loop runs a blocked client's command again
+    /// because this key became ready: the command looks only at it.
+    pub serving: Option<Bytes>,
+    /// EXEC is running this client's queue: blocking commands answer at
+    /// once, as Redis's do inside MULTI.
+    pub in_exec: bool,
+    /// CLIENT PAUSE held the last command back: it did not run, and runs
+    /// from the start once the pause ends.
+    pub postponed: bool,
 }
 
 /// Everything a command can touch.
@@ -485,6 +499,10 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if let Some(e) = notify::subscribed_refusal(ctx, container, spec) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
         ctx.reply.error(&e);
+        return;
+    }
+    if blocking::paused(ctx, spec) {
+        ctx.session.postponed = true;
         return;
     }
     if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, connection, dump, geo, hashes, hll, keys, lists, pubsub, replication};
-use super::{server, sets, sort, strings, transactions, zsets};
+use super::{bits, blocking, connection, dump, geo, hashes, hll, keys, lists, pubsub};
+use super::{replication, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -215,6 +215,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
+    blocking::COMMANDS,
     sets::COMMANDS,
     zsets::COMMANDS,
     hll::COMMANDS,

@@ -73,6 +73,7 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         capture_before_exec(ctx, &queue);
     }
     ctx.reply.array(queue.len());
+    ctx.session.in_exec = true;
     for command in &queue {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
@@ -81,6 +82,7 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             Err(e) => ctx.reply.error(&e),
         }
     }
+    ctx.session.in_exec = false;
     Ok(())
 }
 

@@ -21,7 +21,7 @@ pub mod map;
 mod snapshot;
 mod supersede;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub use capture::{Feed, WakeLoop, NOT_CAPTURED};
@@ -115,6 +115,9 @@ pub struct Keyspace {
     /// While replaying the log nothing expires: the log holds an explicit
     /// DEL for every expiry that happened, so replay stays exact.
     pub loading: bool,
+    /// CLIENT PAUSE holds writes: an expired key reads as missing but is
+    /// not removed (nor logged) until the pause ends, as in Redis.
+    pub expiry_paused: bool,
     /// Keys removed because they expired, for the log (as `DEL`) and INFO.
     pub expired: Vec<(usize, Bytes)>,
     /// Total keys expired since start.
@@ -136,6 +139,12 @@ pub struct Keyspace {
     /// See `hits`.
     pub misses: u64,
     active_cursor: usize,
+    /// Keys some client blocks on (BLPOP...); kept by the event loop.
+    pub blocking_on: HashSet<(usize, Bytes)>,
+    /// Keys of `blocking_on` changed since the event loop last served
+    /// them, each once, in the order they first changed: the order Redis
+    /// serves blocked clients in.
+    pub ready: Vec<(usize, Bytes)>,
     /// Copy-before-write accounting for the rewrite in progress.
     pub cow: CowStats,
     /// Keys a running rewrite's parts may leave out (`supersede.rs`).
@@ -152,6 +161,7 @@ impl Keyspace {
             watched: HashMap::new(),
             now_ms: 0,
             loading: false,
+            expiry_paused: false,
             expired: Vec::new(),
             expired_total: 0,
             notify_flags: 0,
@@ -162,6 +172,8 @@ impl Keyspace {
             hits: 0,
             misses: 0,
             active_cursor: 0,
+            blocking_on: HashSet::new(),
+            ready: Vec::new(),
             cow: CowStats::default(),
             supersede: supersede::Supersede::default(),
             capture: capture::Capture::default(),
@@ -178,7 +190,8 @@ impl Keyspace {
         &self.dbs[index]
     }
 
-    /// Bumps the watch version of `key` if some client watches it.
+    /// Bumps the watch version of `key` if some client watches it, and
+    /// notes it ready if some client blocks on it.
     pub fn touch(&mut self, db: usize, key: &[u8]) {
         self.touch_by(db, key, true);
     }
@@ -189,21 +202,31 @@ impl Keyspace {
         if self.track_changes {
             self.changed.push((key.into(), by_command));
         }
-        if self.watched.is_empty() {
+        if self.watched.is_empty() && self.blocking_on.is_empty() {
             return;
         }
         // Building the owned key costs an allocation, paid only while some
-        // client watches something.
-        if let Some(w) = self.watched.get_mut(&(db, Bytes::from(key))) {
+        // client watches or blocks on something.
+        let k = (db, Bytes::from(key));
+        if let Some(w) = self.watched.get_mut(&k) {
             w.version += 1;
+        }
+        if self.blocking_on.contains(&k) && !self.ready.contains(&k) {
+            self.ready.push(k);
         }
     }
 
-    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB).
+    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB) and notes every
+    /// key blocked on there ready.
     pub fn touch_db(&mut self, db: usize) {
         for ((d, _), w) in self.watched.iter_mut() {
             if *d == db {
                 w.version += 1;
+            }
+        }
+        for k in &self.blocking_on {
+            if k.0 == db && !self.ready.contains(k) {
+                self.ready.push(k.clone());
             }
         }
     }
@@ -267,6 +290,9 @@ impl Keyspace {
         if !self.is_expired(db, seg, key) {
             return false;
         }
+        if self.expiry_paused {
+            return true;
+        }
         let segment = self.segment_mut(db, seg, Some(key));
         segment.expires.remove(key);
         if segment.map.remove(key).is_some() {
@@ -294,8 +320,8 @@ impl Keyspace {
     /// The value at `key`, expiring it first if due.
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
-        self.expire_if_needed(db, seg, key);
-        let found = self.dbs[db].segments[seg].map.get(key);
+        let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
+        let found = self.dbs[db].segments[seg].map.get(key).filter(|_| !gone);
         if found.is_some() {
             self.hits += 1;
         } else {
@@ -307,15 +333,15 @@ impl Keyspace {
     /// Whether `key` exists (without counting a hit or miss).
     pub fn contains(&mut self, db: usize, key: &[u8]) -> bool {
         let seg = segment_of(key);
-        self.expire_if_needed(db, seg, key);
-        self.dbs[db].segments[seg].map.contains_key(key)
+        let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
+        !gone && self.dbs[db].segments[seg].map.contains_key(key)
     }
 
     /// The value at `key` for modification; marks the key modified.
     pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         let seg = segment_of(key);
-        self.expire_if_needed(db, seg, key);
-        if !self.dbs[db].segments[seg].map.contains_key(key) {
+        let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
+        if gone || !self.dbs[db].segments[seg].map.contains_key(key) {
             return None;
         }
         self.touch(db, key);

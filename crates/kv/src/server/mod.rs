@@ -8,6 +8,7 @@
 //! `appendfsync always` a reply waits until its record is durable; the
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
+pub(crate) mod blocking;
 mod conn;
 pub mod notify;
 pub mod pubsub;
@@ -223,7 +224,7 @@ impl Server {
         tracing::info!("ready to accept connections on port {}", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             let timeout = if self.reread.is_empty() {
-                tick.saturating_sub(self.last_tick.elapsed())
+                self.sleep_limit(tick.saturating_sub(self.last_tick.elapsed()))
             } else {
                 Duration::ZERO
             };
@@ -245,6 +246,7 @@ impl Server {
             for index in std::mem::take(&mut self.reread) {
                 self.read_and_run(index);
             }
+            self.blocking_tick();
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
                 self.timer();
@@ -383,7 +385,7 @@ impl Server {
             // A replica's acknowledgements need no answer.
             conn.inbuf.clear();
         } else {
-            self.run_commands(&mut conn);
+            self.run_commands(&mut conn, index);
         }
         if conn.session.sync_requested && !self.replicas.contains(index) {
             let rdb = rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
@@ -399,9 +401,13 @@ impl Server {
     }
 
     /// Runs every complete command in the connection's buffer.
-    fn run_commands(&mut self, conn: &mut Conn) {
+    fn run_commands(&mut self, conn: &mut Conn, index: usize) {
         let mut at = 0;
-        while at < conn.inbuf.len() && !conn.closing && !conn.session.sync_requested {
+        while at < conn.inbuf.len()
+            && !conn.closing
+            && !conn.session.sync_requested
+            && !self.state.blocking.is_blocked(conn.session.id)
+        {
             let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
@@ -413,10 +419,18 @@ impl Server {
                         prop: &mut self.prop,
                     };
                     execute(&mut ctx, &args);
+                    if std::mem::take(&mut conn.session.postponed) {
+                        // CLIENT PAUSE: the command runs from the start later.
+                        self.postpone(conn.session.id, index);
+                        break;
+                    }
                     at += consumed;
                     if let Some(ticket) = self.log_command() {
                         conn.wait_ticket = ticket;
                     }
+                    let block = conn.session.block.take();
+                    let (id, db) = (conn.session.id, conn.session.db);
+                    self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
                 }
                 Ok(None) => break,
@@ -483,9 +497,11 @@ impl Server {
         self.replicas.detach(index);
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
-        self.state.clients.remove(&conn.session.id);
-        self.state.pubsub.forget_client(conn.session.id);
-        self.ids.remove(&conn.session.id);
+        let id = conn.session.id;
+        self.state.blocking.forget(&mut self.state.keyspace, id);
+        self.state.clients.remove(&id);
+        self.state.pubsub.forget_client(id);
+        self.ids.remove(&id);
         self.conns[index] = None;
         self.free.push(index);
     }
@@ -495,9 +511,11 @@ impl Server {
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
         notify::prepare(&mut self.state);
-        self.state
-            .keyspace
-            .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        if !self.state.keyspace.expiry_paused {
+            self.state
+                .keyspace
+                .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        }
         // Expired keys: `expired` notifications and invalidations.
         notify::settle(&mut self.state);
         self.log_command();
