@@ -7,7 +7,9 @@
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
 mod connection;
+mod facts;
 mod hashes;
+mod introspect;
 mod keys;
 mod lists;
 mod server;
