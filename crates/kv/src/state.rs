@@ -132,6 +132,9 @@ pub struct State {
     pub port: u16,
     /// The log rewrite's status, for BGREWRITEAOF and INFO.
     pub rewrite: RewriteInfo,
+    /// Clients CLIENT KILL closed, by id: the event loop closes their
+    /// connections after the running command.
+    pub killed_clients: Vec<u64>,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -202,6 +205,7 @@ impl State {
             clients: BTreeMap::new(),
             shutdown_requested: false,
             port: 0,
+            killed_clients: Vec::new(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Connection commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT, RESET,
-//! CLIENT.
+//! (CLIENT is in `client.rs`.)
 
 use std::borrow::Cow;
 
@@ -8,8 +8,8 @@ use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
 
 /// The Redis version reported to clients. Tools pick features by version;
-/// Ferrite implements the 7.2 command forms it lists in `docs/kv.md`.
-pub const REDIS_VERSION: &str = "7.2.0";
+/// Ferrite implements Redis 7.0's commands and replies.
+pub const REDIS_VERSION: &str = "7.0.15";
 
 pub(super) fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     match args.len() {
@@ -172,7 +172,7 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Cow::Borrowed(
             "ERR Client names cannot contain spaces, newlines or special characters.",
@@ -181,85 +181,6 @@ fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     ctx.session.name = (!name.is_empty()).then(|| name.into());
     if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
         info.name = String::from_utf8_lossy(name).into_owned();
-    }
-    Ok(())
-}
-
-/// One CLIENT LIST line. `idle` and `cmd` are as of the connection's last
-/// read or write (the caller's own: now, and this command). `argv-mem` is
-/// 0: a command's arguments are parsed in place once it is complete,
-/// never extracted ahead; `oll` is 0: replies go to one growable buffer,
-/// not a list of blocks.
-fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
-    let now = crate::state::unix_ms();
-    let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
-    let (idle, cmd, multi) = if id == ctx.session.id {
-        let multi = ctx.session.multi.as_ref().map(Vec::len);
-        (0, ctx.session.last_cmd.as_deref(), multi)
-    } else {
-        let idle = (now - info.last_ms).max(0) / 1000;
-        (idle, info.cmd.as_deref(), info.multi)
-    };
-    // Redis's flags: `x` in MULTI, `N` for a plain client.
-    let (flags, multi) = match multi {
-        Some(queued) => ("x", queued as i64),
-        None => ("N", -1),
-    };
-    format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
-        info.addr,
-        info.laddr,
-        info.name,
-        (now - info.created_ms).max(0) / 1000,
-        info.db,
-        info.qbuf,
-        info.qbuf_free,
-        info.obl,
-        info.omem,
-        info.qbuf + info.qbuf_free + info.omem,
-        cmd.unwrap_or("NULL"),
-        info.resp
-    )
-}
-
-pub(super) fn client(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let sub = upper(args, 1);
-    let arity_error = || {
-        Cow::Owned(format!(
-            "ERR wrong number of arguments for 'client|{}' command",
-            String::from_utf8_lossy(&sub).to_ascii_lowercase()
-        ))
-    };
-    match sub.as_slice() {
-        b"SETNAME" if args.len() == 3 => {
-            set_name(ctx, args.get(2))?;
-            ctx.reply.ok();
-        }
-        b"GETNAME" if args.len() == 2 => {
-            let name = ctx.session.name.clone();
-            ctx.reply.bulk_opt(name.as_deref());
-        }
-        b"ID" if args.len() == 2 => ctx.reply.int(ctx.session.id as i64),
-        b"INFO" if args.len() == 2 => {
-            let line = client_line(ctx, ctx.session.id);
-            ctx.reply.verbatim(&line);
-        }
-        b"LIST" => {
-            let ids: Vec<u64> = ctx.state.clients.keys().copied().collect();
-            let text: String = ids.into_iter().map(|id| client_line(ctx, id)).collect();
-            ctx.reply.verbatim(&text);
-        }
-        b"NO-EVICT" if args.len() == 3 => match upper(args, 2).as_slice() {
-            b"ON" | b"OFF" => ctx.reply.ok(),
-            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
-        },
-        b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"NO-EVICT" => return Err(arity_error()),
-        _ => {
-            return Err(Cow::Owned(format!(
-                "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(args.get(1))
-            )))
-        }
     }
     Ok(())
 }
@@ -275,16 +196,4 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("hello", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Closes the connection.", quit),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE, K0, "connection", "Resets the connection.", reset),
-    cmd!("client", -2, 0, K0, "connection", "Connection management.", client).with_subcommands(CLIENT),
-];
-
-/// CLIENT's subcommands.
-#[rustfmt::skip]
-static CLIENT: &[CommandSpec] = &[
-    cmd!("setname", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the connection's name.", client),
-    cmd!("getname", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's name.", client),
-    cmd!("id", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's id.", client),
-    cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
-    cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
-    cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
 ];

@@ -6,12 +6,14 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod client;
 mod connection;
 mod facts;
 mod hashes;
 mod introspect;
 mod keys;
 mod lists;
+mod object;
 mod server;
 mod sets;
 mod strings;
@@ -346,6 +348,15 @@ pub struct Session {
     /// The last command run, as CLIENT LIST's `cmd` names it (`set`,
     /// `client|list`); `None` before the first.
     pub last_cmd: Option<Cow<'static, str>>,
+    /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped.
+    pub reply_skip_next: bool,
+    /// The running command's reply is dropped (it follows a SKIP).
+    pub reply_skip: bool,
+    /// Bytes of the query buffer from the running command on, and its
+    /// spare capacity, as CLIENT LIST shows them for the caller.
+    pub query_buffer: (usize, usize),
 }
 
 /// Everything a command can touch.
@@ -490,6 +501,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
         return;
     }
     ctx.state.stats.commands_processed += 1;
+    let config = &ctx.state.config;
+    ctx.state.keyspace.access = crate::keyspace::access::AccessPolicy {
+        lfu: config.maxmemory_policy.is_lfu(),
+        lfu_log_factor: config.lfu_log_factor,
+        lfu_decay_minutes: config.lfu_decay_time_minutes,
+    };
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.capturing() && spans_segments(spec) {
         // Rule C1 (`keyspace/capture.rs`); single-key commands never need it.
         let mut segments = Vec::new();

@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
 use super::{
-    connection, hashes, introspect, keys, lists, server, sets, strings, transactions, zsets,
+    client, connection, hashes, introspect, keys, lists, object, server, sets, strings,
+    transactions, zsets,
 };
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -286,8 +287,10 @@ const FAMILIES: &[&[CommandSpec]] = &[
     zsets::COMMANDS,
     transactions::COMMANDS,
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     introspect::COMMANDS,
+    object::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

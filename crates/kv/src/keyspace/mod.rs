@@ -14,6 +14,7 @@
 //! Expiry is kept per segment in a separate map holding only keys with a
 //! TTL, so keys without one pay nothing for it.
 
+pub mod access;
 mod capture;
 pub mod glob;
 pub mod map;
@@ -129,6 +130,11 @@ pub struct Keyspace {
     supersede: supersede::Supersede,
     /// Segments captured for a running rewrite's workers (`capture.rs`).
     capture: capture::Capture,
+    /// What the keys' access clocks count (`access.rs`); the dispatcher
+    /// sets it from the configuration before each command.
+    pub access: access::AccessPolicy,
+    /// State of the generator behind LFU's probabilistic increments.
+    access_random: u64,
 }
 
 impl Keyspace {
@@ -147,7 +153,71 @@ impl Keyspace {
             cow: CowStats::default(),
             supersede: supersede::Supersede::default(),
             capture: capture::Capture::default(),
+            access: access::AccessPolicy::default(),
+            access_random: 0x9E37_79B9_7F4A_7C15,
         }
+    }
+
+    /// A uniform number in [0, 1) for LFU's increments (xorshift: the
+    /// counters need no better).
+    fn next_random(&mut self) -> f64 {
+        let mut x = self.access_random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.access_random = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Records an access to `key` in its clock (or, with `fresh`, gives a
+    /// new value its first clock). Skipped while loading, and for a
+    /// segment or chunk a rewrite snapshot still shares, so a read never
+    /// copies anything.
+    fn note_access(&mut self, db: usize, seg: usize, key: &[u8], fresh: bool) {
+        if self.loading {
+            return;
+        }
+        let (now, policy) = (self.now_ms, self.access);
+        let random = if policy.lfu && !fresh {
+            self.next_random()
+        } else {
+            0.0
+        };
+        let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) else {
+            return;
+        };
+        segment.map.update_clock(key, |old| {
+            if fresh {
+                access::fresh(now, &policy)
+            } else {
+                access::accessed(old, now, &policy, random)
+            }
+        });
+    }
+
+    /// The access clock of `key` (`access.rs`), without touching it.
+    pub fn access_clock(&self, db: usize, key: &[u8]) -> Option<u32> {
+        self.dbs[db].segments[segment_of(key)].map.clock(key)
+    }
+
+    /// The value at `key` without counting a hit or an access (TYPE,
+    /// OBJECT), expiring it first if due.
+    pub fn peek(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        self.dbs[db].segments[seg].map.get(key)
+    }
+
+    /// Records an access to `key` if it exists (TOUCH); returns whether
+    /// it does.
+    pub fn touch_access(&mut self, db: usize, key: &[u8]) -> bool {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        let found = self.dbs[db].segments[seg].map.contains_key(key);
+        if found {
+            self.note_access(db, seg, key, false);
+        }
+        found
     }
 
     /// Number of databases.
@@ -255,13 +325,13 @@ impl Keyspace {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
-        let found = self.dbs[db].segments[seg].map.get(key);
-        if found.is_some() {
+        if self.dbs[db].segments[seg].map.contains_key(key) {
             self.hits += 1;
+            self.note_access(db, seg, key, false);
         } else {
             self.misses += 1;
         }
-        found
+        self.dbs[db].segments[seg].map.get(key)
     }
 
     /// Whether `key` exists (without counting a hit or miss).
@@ -279,6 +349,8 @@ impl Keyspace {
             return None;
         }
         self.touch(db, key);
+        self.segment_mut(db, seg, Some(key));
+        self.note_access(db, seg, key, false);
         self.segment_mut(db, seg, Some(key)).map.get_mut(key)
     }
 
@@ -293,6 +365,7 @@ impl Keyspace {
             segment.map.insert(key, make());
             self.dbs[db].len += 1;
         }
+        self.note_access(db, seg, key, inserted);
         let map = &mut self.segment_mut(db, seg, Some(key)).map;
         map.get_mut(key).expect("inserted just above")
     }
@@ -310,6 +383,7 @@ impl Keyspace {
         if inserted {
             self.dbs[db].len += 1;
         }
+        self.note_access(db, seg, key, inserted);
     }
 
     /// Removes `key`; returns its value.

@@ -373,6 +373,22 @@ impl Server {
         if has_output {
             self.mark_ready(index);
         }
+        self.close_killed();
+    }
+
+    /// Closes the connections CLIENT KILL named.
+    fn close_killed(&mut self) {
+        for id in std::mem::take(&mut self.state.killed_clients) {
+            let found = self
+                .conns
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.session.id == id));
+            if let Some(index) = found {
+                if let Some(conn) = self.conns[index].take() {
+                    self.close(conn, index);
+                }
+            }
+        }
     }
 
     /// Runs every complete command in the connection's buffer.
@@ -383,6 +399,12 @@ impl Server {
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
                     let args = conn.parser.args(&conn.inbuf[at..]);
+                    conn.session.query_buffer = (
+                        conn.inbuf.len() - at,
+                        conn.inbuf.capacity() - conn.inbuf.len(),
+                    );
+                    let reply_mark = conn.reply.buf.len();
+                    conn.session.reply_skip = std::mem::take(&mut conn.session.reply_skip_next);
                     let mut ctx = Ctx {
                         state: &mut self.state,
                         session: &mut conn.session,
@@ -390,6 +412,10 @@ impl Server {
                         prop: &mut self.prop,
                     };
                     execute(&mut ctx, &args);
+                    if conn.session.reply_off || std::mem::take(&mut conn.session.reply_skip) {
+                        // CLIENT REPLY OFF or SKIP: the command ran, its reply is dropped.
+                        conn.reply.buf.truncate(reply_mark);
+                    }
                     at += consumed;
                     if let Some(ticket) = self.log_command() {
                         conn.wait_ticket = ticket;
