@@ -25,6 +25,8 @@ pub struct Stats {
     /// Times the event loop moved itself off a core it kept waiting for
     /// (`cpus::Unstack`).
     pub event_loop_moves: u64,
+    /// Per-command latency histograms (LATENCY HISTOGRAM).
+    pub command_latency: crate::commands::diagnostics::Histograms,
 }
 
 /// The log's figures for INFO persistence, refreshed by the server.
@@ -135,6 +137,12 @@ pub struct State {
     /// Clients CLIENT KILL closed, by id: the event loop closes their
     /// connections after the running command.
     pub killed_clients: Vec<u64>,
+    /// SLOWLOG's entries.
+    pub slowlog: crate::commands::diagnostics::SlowLog,
+    /// The latency monitor's events.
+    pub latency: crate::commands::diagnostics::LatencyMonitor,
+    /// Whether the timer expires keys (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire_enabled: bool,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -206,6 +214,9 @@ impl State {
             shutdown_requested: false,
             port: 0,
             killed_clients: Vec::new(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            active_expire_enabled: true,
         }
     }
 

@@ -8,6 +8,8 @@
 
 mod client;
 mod connection;
+mod debug;
+pub mod diagnostics;
 mod facts;
 mod hashes;
 mod introspect;
@@ -522,8 +524,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
+    let started = std::time::Instant::now();
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
+    }
+    if !ctx.session.is_replay {
+        let duration_us = started.elapsed().as_micros() as u64;
+        diagnostics::record(ctx, spec, args, duration_us);
     }
 }
 

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
 use super::{
-    client, connection, hashes, introspect, keys, lists, object, server, sets, strings,
-    transactions, zsets,
+    client, connection, debug, diagnostics, hashes, introspect, keys, lists, object, server, sets,
+    strings, transactions, zsets,
 };
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -291,6 +291,8 @@ const FAMILIES: &[&[CommandSpec]] = &[
     server::COMMANDS,
     introspect::COMMANDS,
     object::COMMANDS,
+    debug::COMMANDS,
+    diagnostics::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -467,9 +467,11 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
-        self.state
-            .keyspace
-            .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        if self.state.active_expire_enabled {
+            self.state
+                .keyspace
+                .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+        }
         self.log_command();
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
