@@ -18,15 +18,16 @@ use crate::state::ClientInfo;
 /// read or write (the caller's own: now, and this command). `argv-mem` is
 /// 0: a command's arguments are parsed in place once it is complete,
 /// never extracted ahead; `oll` is 0: replies go to one growable buffer,
-/// not a list of blocks, and `omem` counts the reply bytes not sent yet.
+/// not a list of blocks, whose capacity `omem` reports.
 fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
     let own = id == ctx.session.id;
-    let (idle, cmd, multi, qbuf, qbuf_free, obl) = if own {
+    let (idle, cmd, multi, qbuf, qbuf_free, obl, omem) = if own {
+        // The caller's reply is being built: nothing of it is pending yet.
         let multi = ctx.session.multi.as_ref().map(Vec::len);
         let (qbuf, free) = ctx.session.query_buffer;
-        (0, ctx.session.last_cmd.as_deref(), multi, qbuf, free, 0)
+        (0, ctx.session.last_cmd.as_deref(), multi, qbuf, free, 0, 0)
     } else {
         let idle = (now - info.last_ms).max(0) / 1000;
         (
@@ -36,6 +37,7 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
             info.qbuf,
             info.qbuf_free,
             info.obl,
+            info.omem,
         )
     };
     // Redis's flags: `x` in MULTI, `N` for a plain client.
@@ -44,13 +46,13 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         None => ("N", -1),
     };
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll=0 omem={obl} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll=0 omem={omem} tot-mem={} events=r cmd={} user=default redir=-1 resp={}\n",
         info.addr,
         info.laddr,
         info.name,
         (now - info.created_ms).max(0) / 1000,
         info.db,
-        qbuf + qbuf_free + obl,
+        qbuf + qbuf_free + omem,
         cmd.unwrap_or("NULL"),
         info.resp
     )
