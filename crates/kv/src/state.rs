@@ -119,6 +119,10 @@ pub struct State {
     pub log_failure: Option<String>,
     /// Resident memory in bytes, refreshed by the timer.
     pub used_memory_bytes: u64,
+    /// The largest `used_memory_bytes` seen (MEMORY STATS).
+    pub used_memory_peak_bytes: u64,
+    /// `used_memory_bytes` at its first reading, once serving.
+    pub startup_memory_bytes: u64,
     /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
     pub rng: SplitMix64,
     /// Start time, for uptime.
@@ -207,6 +211,8 @@ impl State {
                 ..RewriteInfo::default()
             },
             used_memory_bytes: 0,
+            used_memory_peak_bytes: 0,
+            startup_memory_bytes: 0,
             rng: SplitMix64::new(seed),
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,
@@ -229,6 +235,10 @@ impl State {
     pub fn refresh_used_memory(&mut self) {
         if let Some(bytes) = resident_bytes() {
             self.used_memory_bytes = bytes;
+            self.used_memory_peak_bytes = self.used_memory_peak_bytes.max(bytes);
+            if self.startup_memory_bytes == 0 {
+                self.startup_memory_bytes = bytes;
+            }
         }
     }
 }

@@ -285,3 +285,50 @@ proptest! {
         server.stop();
     }
 }
+
+/// WATCH as Redis 7.0: FLUSHDB/FLUSHALL/SWAPDB touch only watched keys
+/// whose content changes; a key that expires after WATCH fails EXEC even
+/// before anything removes it; a key already stale at WATCH does not.
+#[test]
+fn watch_meets_flush_swap_and_expiry_as_7_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    let exec_ping = b"MULTI\r\nPING\r\nEXEC\r\n";
+    let passed: &[u8] = b"+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n";
+    let failed: &[u8] = b"+OK\r\n+QUEUED\r\n*-1\r\n";
+    c.check(b"DEBUG SET-ACTIVE-EXPIRE 0\r\n", b"+OK\r\n");
+    // Missing keys are not touched by FLUSHALL; existing ones are.
+    c.check(b"WATCH x\r\nFLUSHALL\r\n", b"+OK\r\n+OK\r\n");
+    c.check(exec_ping, passed);
+    c.check(
+        b"SET x 1\r\nWATCH x\r\nFLUSHDB\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n",
+    );
+    c.check(exec_ping, failed);
+    // Stale at WATCH: FLUSHDB is no change.
+    c.check(b"SET x 1 PX 1\r\n", b"+OK\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    c.check(b"WATCH x\r\nFLUSHDB\r\n", b"+OK\r\n+OK\r\n");
+    c.check(exec_ping, passed);
+    // Expired after WATCH, not yet removed: EXEC fails.
+    c.check(b"SET k 1 PX 50\r\nWATCH k\r\n", b"+OK\r\n+OK\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    c.check(exec_ping, failed);
+    // SWAPDB: a live key arriving touches; a stale one does not.
+    c.check(
+        b"FLUSHALL\r\nSELECT 1\r\nSET x 1\r\nSELECT 0\r\nWATCH x\r\nSWAPDB 0 1\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n",
+    );
+    c.check(exec_ping, failed);
+    c.check(
+        b"FLUSHALL\r\nSET x 1 PX 1\r\nSELECT 1\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    c.check(b"WATCH x\r\nSWAPDB 0 1\r\n", b"+OK\r\n+OK\r\n");
+    c.check(exec_ping, passed);
+    server.stop();
+}

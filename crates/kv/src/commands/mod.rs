@@ -15,6 +15,7 @@ mod hashes;
 mod introspect;
 mod keys;
 mod lists;
+mod memory;
 mod object;
 mod server;
 mod sets;

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
 use super::{
-    client, connection, debug, diagnostics, hashes, introspect, keys, lists, object, server, sets,
-    strings, transactions, zsets,
+    client, connection, debug, diagnostics, hashes, introspect, keys, lists, memory, object,
+    server, sets, strings, transactions, zsets,
 };
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -293,6 +293,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     object::COMMANDS,
     debug::COMMANDS,
     diagnostics::COMMANDS,
+    memory::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -59,11 +59,12 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
-    let touched = ctx
-        .session
-        .watched
-        .iter()
-        .any(|(db, key, seen)| ctx.state.keyspace.watch_version(*db, key) != *seen);
+    let touched = ctx.session.watched.iter().any(|(db, key, seen)| {
+        // A key that expired since the WATCH changed, even if nothing
+        // has removed it yet.
+        let ks = &ctx.state.keyspace;
+        ks.watch_version(*db, key) != *seen || ks.is_stale(*db, key)
+    });
     unwatch_all(&mut ctx.state.keyspace, ctx.session);
     if touched {
         ctx.reply.null_array();

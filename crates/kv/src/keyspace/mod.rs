@@ -20,6 +20,7 @@ pub mod glob;
 pub mod map;
 mod snapshot;
 mod supersede;
+mod watch;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -242,15 +243,6 @@ impl Keyspace {
         }
     }
 
-    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB).
-    pub fn touch_db(&mut self, db: usize) {
-        for ((d, _), w) in self.watched.iter_mut() {
-            if *d == db {
-                w.version += 1;
-            }
-        }
-    }
-
     /// Starts watching `key`; returns its current version.
     pub fn watch(&mut self, db: usize, key: &[u8]) -> u64 {
         let w = self.watched.entry((db, key.into())).or_default();
@@ -451,14 +443,13 @@ impl Keyspace {
 
     /// Empties database `db`.
     pub fn flush_db(&mut self, db: usize) {
-        self.touch_db(db);
+        self.touch_flushed(db);
         self.dbs[db] = Db::default();
     }
 
     /// Swaps the contents of two databases.
     pub fn swap_db(&mut self, a: usize, b: usize) {
-        self.touch_db(a);
-        self.touch_db(b);
+        self.touch_swapped(a, b);
         self.dbs.swap(a, b);
     }
 
