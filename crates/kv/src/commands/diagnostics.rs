@@ -65,18 +65,33 @@ pub struct CommandHistogram {
     buckets: [u64; BUCKETS],
 }
 
-/// Per command (by the address of its spec, so recording allocates
-/// nothing), its histogram.
-pub type Histograms = HashMap<usize, CommandHistogram>;
+/// Per command (by container and own name, `("", "set")` or
+/// `("client", "id")`, so recording allocates nothing), its histogram.
+pub type Histograms = HashMap<(&'static str, &'static str), CommandHistogram>;
+
+/// The histogram key of `spec` as run for `args`.
+fn histogram_key(spec: &'static CommandSpec, args: &Args<'_>) -> (&'static str, &'static str) {
+    let container = if args.len() > 1 {
+        lookup(args.get(0)).filter(|c| !c.subcommands.is_empty())
+    } else {
+        None
+    };
+    (container.map_or("", |c| c.name), spec.name)
+}
 
 /// Notes a command that took `duration_us`: its histogram, and the slow
 /// log and latency monitor when it was slow enough.
-pub(super) fn record(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>, duration_us: u64) {
+pub(super) fn record(
+    ctx: &mut Ctx<'_>,
+    spec: &'static CommandSpec,
+    args: &Args<'_>,
+    duration_us: u64,
+) {
     let histogram = ctx
         .state
         .stats
         .command_latency
-        .entry(std::ptr::from_ref(spec) as usize)
+        .entry(histogram_key(spec, args))
         .or_insert(CommandHistogram {
             calls: 0,
             buckets: [0; BUCKETS],
@@ -320,37 +335,41 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// power-of-two bucket, for the named commands (a container names all
 /// its subcommands) or for every command called.
 fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let mut chosen: Vec<(String, &CommandSpec)> = Vec::new();
-    let mut add = |name: String, spec: &'static CommandSpec| {
-        if !chosen.iter().any(|(n, _)| *n == name) {
-            chosen.push((name, spec));
+    let mut chosen: Vec<(&'static str, &'static str)> = Vec::new();
+    let mut add = |key: (&'static str, &'static str)| {
+        if !chosen.contains(&key) {
+            chosen.push(key);
+        }
+    };
+    let mut add_all = |container: Option<&'static CommandSpec>, spec: &'static CommandSpec| {
+        add((container.map_or("", |c| c.name), spec.name));
+        if container.is_none() {
+            for sub in spec.subcommands {
+                add((spec.name, sub.name));
+            }
         }
     };
     if args.len() == 2 {
         for spec in all_commands() {
-            add(spec.name.to_string(), spec);
-            for sub in spec.subcommands {
-                add(super::full_name(Some(spec), sub), sub);
-            }
+            add_all(None, spec);
         }
     } else {
         for name in args.iter().skip(2) {
-            if let Some(spec) = super::introspect::lookup_full(name) {
-                let container = lookup(name.split(|&b| b == b'|').next().unwrap_or(name));
-                let container = container.filter(|c| !std::ptr::eq(*c, spec));
-                add(super::full_name(container, spec), spec);
-                if container.is_none() {
-                    for sub in spec.subcommands {
-                        add(super::full_name(Some(spec), sub), sub);
-                    }
-                }
+            if let Some((container, spec)) = super::introspect::lookup_full(name) {
+                add_all(container, spec);
             }
         }
     }
     let stats = &ctx.state.stats.command_latency;
     let found: Vec<(String, &CommandHistogram)> = chosen
         .into_iter()
-        .filter_map(|(n, s)| stats.get(&(std::ptr::from_ref(s) as usize)).map(|h| (n, h)))
+        .filter_map(|key| {
+            let name = match key {
+                ("", own) => own.to_string(),
+                (container, own) => format!("{container}|{own}"),
+            };
+            stats.get(&key).map(|h| (name, h))
+        })
         .collect();
     let r = &mut *ctx.reply;
     r.map(found.len());

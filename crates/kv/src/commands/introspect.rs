@@ -11,21 +11,21 @@ use super::{acl, all_commands, errors, facts, lookup, upper, CmdError, CmdResult
 use crate::keyspace::glob::glob_match;
 use crate::resp::{Args, ReplyBuf};
 
+/// A command or subcommand: its container (for a subcommand) and spec.
+pub(super) type Found = (Option<&'static CommandSpec>, &'static CommandSpec);
+
 /// Finds a command by its full name: `get`, or `config|get` for a
-/// subcommand; `None` for anything deeper or unknown.
-pub(super) fn lookup_full(name: &[u8]) -> Option<&'static CommandSpec> {
+/// subcommand; `None` for anything deeper or unknown. (Specs are found by
+/// name, never compared by address: the tables are constants, whose
+/// copies Rust does not promise to keep at one address.)
+pub(super) fn lookup_full(name: &[u8]) -> Option<Found> {
     let mut parts = name.split(|&b| b == b'|');
     let top = lookup(parts.next()?)?;
     match (parts.next(), parts.next()) {
-        (None, _) => Some(top),
-        (Some(sub), None) => top.subcommand(sub),
+        (None, _) => Some((None, top)),
+        (Some(sub), None) => top.subcommand(sub).map(|s| (Some(top), s)),
         (Some(_), Some(_)) => None,
     }
-}
-
-/// The container of a subcommand spec, if `spec` is one.
-fn container_of(spec: &CommandSpec) -> Option<&'static CommandSpec> {
-    all_commands().find(|c| c.subcommands.iter().any(|s| std::ptr::eq(s, spec)))
 }
 
 /// `config|get` for a subcommand of `container`, else the name.
@@ -293,7 +293,7 @@ fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     r.array(args.len() - 2);
     for name in args.iter().skip(2) {
         match lookup_full(name) {
-            Some(spec) => command_info(r, container_of(spec), spec),
+            Some((container, spec)) => command_info(r, container, spec),
             None => r.null_array(),
         }
     }
@@ -310,10 +310,9 @@ fn docs(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         return Ok(());
     }
-    let found: Vec<&CommandSpec> = args.iter().skip(2).filter_map(lookup_full).collect();
+    let found: Vec<Found> = args.iter().skip(2).filter_map(lookup_full).collect();
     r.map(found.len());
-    for spec in found {
-        let container = container_of(spec);
+    for (container, spec) in found {
         r.bulk(full_name(container, spec).as_bytes());
         command_docs(r, container, spec);
     }

@@ -498,7 +498,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Runs a command that passed the checks of [`execute`] (also used by EXEC).
-pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &Args<'_>) {
     if let Err(e) = refusal(ctx, spec) {
         ctx.reply.error(&e);
         return;
