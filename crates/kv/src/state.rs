@@ -147,6 +147,9 @@ pub struct State {
     pub latency: crate::commands::diagnostics::LatencyMonitor,
     /// Whether the timer expires keys (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// DEBUG RELOAD or LOADAOF ran: the event loop closes the log and
+    /// loads the dataset back from it before the next command.
+    pub reload_requested: bool,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -223,6 +226,7 @@ impl State {
             slowlog: Default::default(),
             latency: Default::default(),
             active_expire_enabled: true,
+            reload_requested: false,
         }
     }
 

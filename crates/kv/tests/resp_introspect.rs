@@ -332,3 +332,41 @@ fn watch_meets_flush_swap_and_expiry_as_7_0() {
     c.check(exec_ping, passed);
     server.stop();
 }
+
+/// DEBUG RELOAD and LOADAOF load the dataset back from the log: what was
+/// written survives, nothing is applied twice, and writes go on after.
+#[test]
+fn debug_reload_loads_the_dataset_back_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    c.check(
+        b"SET a 1\r\nINCR a\r\nRPUSH l x y\r\nSELECT 3\r\nSADD s m\r\nSELECT 0\r\n",
+        b"+OK\r\n:2\r\n:2\r\n+OK\r\n:1\r\n+OK\r\n",
+    );
+    c.check(
+        b"DEBUG RELOAD\r\nGET a\r\nLRANGE l 0 -1\r\n",
+        b"+OK\r\n$1\r\n2\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n",
+    );
+    c.check(
+        b"INCR a\r\nDEBUG LOADAOF\r\nGET a\r\n",
+        b":3\r\n+OK\r\n$1\r\n3\r\n",
+    );
+    c.check(
+        b"SELECT 3\r\nSMEMBERS s\r\nDBSIZE\r\n",
+        b"+OK\r\n*1\r\n$1\r\nm\r\n:1\r\n",
+    );
+    c.check(
+        b"DEBUG RELOAD NOFLUSH\r\n",
+        b"-ERR Ferrite reloads by replaying its log, which cannot merge into existing data: MERGE and NOFLUSH are not supported\r\n",
+    );
+    server.stop();
+    // And a restart sees the same data.
+    let server = TestServer::start(dir.path());
+    server
+        .raw()
+        .check(b"GET a\r\nDBSIZE\r\n", b"$1\r\n3\r\n:2\r\n");
+    server.stop();
+}

@@ -167,6 +167,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
             Ok(())
         }
+        (b"RELOAD", _) | (b"LOADAOF", 2) => reload(ctx, args),
         (b"CHANGE-REPL-ID", 2) => {
             // No replication: there is no id to change.
             ctx.reply.ok();
@@ -178,6 +179,39 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             String::from_utf8_lossy(args.get(1))
         ))),
     }
+}
+
+/// DEBUG RELOAD [NOSAVE] and DEBUG LOADAOF: Ferrite's
+/// persistence is its log, which holds every command already, so both
+/// close the log and load the dataset back from the data directory (the
+/// event loop does it right after this command, `server/mod.rs`).
+/// Without a log (`appendonly no`) there is nothing to load from.
+fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    for at in 2..args.len() {
+        match upper(args, at).as_slice() {
+            b"NOSAVE" => {}
+            // Loading the log over data it already holds would apply
+            // every command twice, so these are refused rather than faked.
+            b"MERGE" | b"NOFLUSH" => {
+                return Err(Cow::Borrowed(
+                    "ERR Ferrite reloads by replaying its log, which cannot merge into existing data: MERGE and NOFLUSH are not supported",
+                ))
+            }
+            _ => {
+                return Err(Cow::Borrowed(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                ))
+            }
+        }
+    }
+    if !ctx.state.config.appendonly {
+        return Err(Cow::Borrowed(
+            "ERR Ferrite persists only through its log, and appendonly is no: nothing to reload from",
+        ));
+    }
+    ctx.state.reload_requested = true;
+    ctx.reply.ok();
+    Ok(())
 }
 
 /// Redis's self-test of its glob matcher on long random patterns: runs

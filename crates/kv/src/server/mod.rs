@@ -376,6 +376,38 @@ impl Server {
         self.close_killed();
     }
 
+    /// DEBUG RELOAD and LOADAOF: every command so far is in the log, so
+    /// closing it (which flushes and syncs it), emptying the keyspace and
+    /// opening the data directory again as at start-up loads the dataset
+    /// back from Ferrite's own files: base parts, then the logs replayed.
+    fn reload(&mut self) {
+        self.state.reload_requested = false;
+        if let Some(rewriter) = &mut self.rewriter {
+            rewriter.wait(&mut self.state);
+        }
+        if let Err(e) = self.log.close() {
+            self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
+            return;
+        }
+        let databases = self.state.keyspace.databases();
+        self.state.keyspace = crate::keyspace::Keyspace::new(databases);
+        let waker = Arc::clone(&self.waker);
+        let wake = Wake::new(move || {
+            let _ = waker.wake();
+        });
+        match crate::rewrite::driver::open(&mut self.state, wake) {
+            Ok((opened, rewriter)) => {
+                self.log = opened.log;
+                self.rewriter = rewriter;
+            }
+            Err(e) => {
+                tracing::error!("DEBUG RELOAD could not load the data back: {e}");
+                self.state.log_failure = Some(format!("reloading for DEBUG RELOAD: {e}"));
+            }
+        }
+        self.state.keyspace.now_ms = unix_ms();
+    }
+
     /// Closes the connections CLIENT KILL named.
     fn close_killed(&mut self) {
         for id in std::mem::take(&mut self.state.killed_clients) {
@@ -421,6 +453,9 @@ impl Server {
                         conn.wait_ticket = ticket;
                     }
                     conn.closing |= conn.session.close_after_reply;
+                    if self.state.reload_requested {
+                        self.reload();
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
