@@ -127,8 +127,9 @@ pub struct State {
     pub rng: SplitMix64,
     /// Start time, for uptime.
     pub started: Instant,
-    /// Unix seconds of start (LASTSAVE: the last time the data was known
-    /// durable as a whole).
+    /// Unix seconds of the last time the data was known durable as a
+    /// whole (LASTSAVE, INFO's `rdb_last_save_time`): the start, then each
+    /// SAVE and each completed log rewrite (BGSAVE, BGREWRITEAOF).
     pub start_unix_s: i64,
     /// Connected clients by id.
     pub clients: BTreeMap<u64, ClientInfo>,
@@ -150,6 +151,8 @@ pub struct State {
     /// DEBUG RELOAD or LOADAOF ran: the event loop closes the log and
     /// loads the dataset back from it before the next command.
     pub reload_requested: bool,
+    /// SAVE ran: the event loop makes the log durable, then replies.
+    pub save_requested: bool,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -227,6 +230,7 @@ impl State {
             latency: Default::default(),
             active_expire_enabled: true,
             reload_requested: false,
+            save_requested: false,
         }
     }
 

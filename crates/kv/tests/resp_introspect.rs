@@ -370,3 +370,31 @@ fn debug_reload_loads_the_dataset_back_from_the_log() {
         .check(b"GET a\r\nDBSIZE\r\n", b"$1\r\n3\r\n:2\r\n");
     server.stop();
 }
+
+/// SAVE replies once the log is durable and moves LASTSAVE; it is refused
+/// inside MULTI; BGSAVE starts a log rewrite.
+#[test]
+fn save_bgsave_and_lastsave() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"MULTI\r\nSET foo bar\r\nSAVE\r\nEXEC\r\nGET foo\r\n",
+        b"+OK\r\n+QUEUED\r\n-ERR Command not allowed inside a transaction\r\n-EXECABORT Transaction discarded because of previous errors.\r\n$-1\r\n",
+    );
+    c.check(b"SET k v\r\nSAVE\r\n", b"+OK\r\n+OK\r\n");
+    let got = c.roundtrip_any(b"LASTSAVE\r\n");
+    let text = String::from_utf8_lossy(&got);
+    let lastsave: i64 = text.trim_start_matches(':').trim().parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - lastsave).abs() <= 2, "{lastsave} vs {now}");
+    c.check(b"BGSAVE NOW\r\n", b"-ERR syntax error\r\n");
+    c.check(b"BGSAVE\r\n", b"+Background saving started\r\n");
+    server.stop();
+    let server = TestServer::start(dir.path());
+    server.raw().check(b"GET k\r\n", b"$1\r\nv\r\n");
+    server.stop();
+}

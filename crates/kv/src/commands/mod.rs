@@ -17,6 +17,7 @@ mod keys;
 mod lists;
 mod memory;
 mod object;
+mod persistence;
 mod server;
 mod sets;
 mod strings;

@@ -1,5 +1,5 @@
-//! Server commands: INFO, CONFIG, FLUSHDB, FLUSHALL, TIME,
-//! LASTSAVE, SHUTDOWN.
+//! Server commands: INFO, CONFIG, FLUSHDB, FLUSHALL, TIME, SHUTDOWN
+//! (LASTSAVE, SAVE and BGSAVE are in `persistence.rs`).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -43,11 +43,6 @@ pub(super) fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ctx.reply.array(2);
     ctx.reply.bulk(now.as_secs().to_string().as_bytes());
     ctx.reply.bulk(now.subsec_micros().to_string().as_bytes());
-    Ok(())
-}
-
-pub(super) fn lastsave(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    ctx.reply.int(ctx.state.start_unix_s);
     Ok(())
 }
 
@@ -249,7 +244,6 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
     cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
     cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
-    cmd!("lastsave", 1, C | RANDOM, K0, "server", "Returns when data was last known durable.", lastsave),
     cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
     cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 pub(super) use super::flags::*;
 use super::{
     client, connection, debug, diagnostics, hashes, introspect, keys, lists, memory, object,
-    server, sets, strings, transactions, zsets,
+    persistence, server, sets, strings, transactions, zsets,
 };
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -294,6 +294,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     debug::COMMANDS,
     diagnostics::COMMANDS,
     memory::COMMANDS,
+    persistence::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

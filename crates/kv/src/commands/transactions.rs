@@ -59,6 +59,12 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
+    if let Some(why) = refused_as_a_whole(ctx, &queue) {
+        unwatch_all(&mut ctx.state.keyspace, ctx.session);
+        return Err(Cow::Owned(format!(
+            "EXECABORT Transaction discarded because of: {why}"
+        )));
+    }
     let touched = ctx.session.watched.iter().any(|(db, key, seen)| {
         // A key that expired since the WATCH changed, even if nothing
         // has removed it yet.
@@ -83,6 +89,31 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// Why EXEC must refuse the whole transaction, as Redis checks it for the
+/// union of the queued commands' flags: a command that may grow memory
+/// while memory is over `maxmemory`, or a write while the log has failed.
+fn refused_as_a_whole(ctx: &Ctx<'_>, queue: &[QueuedCommand]) -> Option<String> {
+    if ctx.session.is_replay {
+        return None;
+    }
+    let mut flags = 0;
+    for command in queue {
+        let (buf, ranges) = flatten(command);
+        if let Ok((_, spec)) = resolve(&Args::new(&buf, &ranges)) {
+            flags |= spec.flags;
+        }
+    }
+    if flags & WRITE != 0 {
+        if let Some(why) = &ctx.state.log_failure {
+            return Some(format!("MISCONF Errors writing to the AOF file: {why}"));
+        }
+    }
+    if flags & super::flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+        return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
+    }
+    None
 }
 
 /// Rule C1 for a transaction (`keyspace/capture.rs`): the segments of all

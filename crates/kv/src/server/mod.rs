@@ -376,6 +376,20 @@ impl Server {
         self.close_killed();
     }
 
+    /// SAVE: appends what ran so far, makes the log durable, and replies.
+    fn save(&mut self, reply: &mut crate::resp::ReplyBuf) {
+        self.state.save_requested = false;
+        self.log_command();
+        self.log.flush();
+        match (self.log.sync_wait())() {
+            Ok(()) => {
+                self.state.start_unix_s = unix_ms() / 1000;
+                reply.ok();
+            }
+            Err(e) => reply.error(&format!("ERR SAVE could not make the log durable: {e}")),
+        }
+    }
+
     /// DEBUG RELOAD and LOADAOF: every command so far is in the log, so
     /// closing it (which flushes and syncs it), emptying the keyspace and
     /// opening the data directory again as at start-up loads the dataset
@@ -444,6 +458,9 @@ impl Server {
                         prop: &mut self.prop,
                     };
                     execute(&mut ctx, &args);
+                    if self.state.save_requested {
+                        self.save(&mut conn.reply);
+                    }
                     if conn.session.reply_off || std::mem::take(&mut conn.session.reply_skip) {
                         // CLIENT REPLY OFF or SKIP: the command ran, its reply is dropped.
                         conn.reply.buf.truncate(reply_mark);
