@@ -25,6 +25,8 @@ pub struct Stats {
     /// Times the event loop moved itself off a core it kept waiting for
     /// (`cpus::Unstack`).
     pub event_loop_moves: u64,
+    /// Keys evicted for `maxmemory` (INFO `evicted_keys`).
+    pub evicted_keys: u64,
     /// Per-command latency histograms (LATENCY HISTOGRAM).
     pub command_latency: crate::commands::diagnostics::Histograms,
 }

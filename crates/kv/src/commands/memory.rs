@@ -69,6 +69,55 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
     }
 }
 
+/// Keys one command may evict before giving up (Redis bounds its loop by
+/// time instead; the effect is the same: a command never stalls long).
+const EVICTIONS_PER_COMMAND_MAX: usize = 1024;
+
+/// Evicts keys under `maxmemory-policy` until the estimated memory freed
+/// brings `used_memory` under `maxmemory`; returns whether it did. The
+/// estimate is subtracted from `used_memory` at once, so the next command
+/// does not evict for the same excess before the timer measures again.
+/// Evicted keys are logged as `DEL`, so replay ends with the same data.
+pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
+    use crate::config::MaxmemoryPolicy as P;
+    use crate::keyspace::evict::{Pool, Rank};
+    let config = &ctx.state.config;
+    let (pool, rank) = match config.maxmemory_policy {
+        P::NoEviction => return false,
+        P::AllKeysLru => (Pool::AllKeys, Rank::Lru),
+        P::AllKeysLfu => (Pool::AllKeys, Rank::Lfu),
+        P::AllKeysRandom => (Pool::AllKeys, Rank::Random),
+        P::VolatileLru => (Pool::Volatile, Rank::Lru),
+        P::VolatileLfu => (Pool::Volatile, Rank::Lfu),
+        P::VolatileRandom => (Pool::Volatile, Rank::Random),
+        P::VolatileTtl => (Pool::Volatile, Rank::Ttl),
+    };
+    let samples = config.maxmemory_samples as usize;
+    let limit = config.maxmemory_bytes;
+    for _ in 0..EVICTIONS_PER_COMMAND_MAX {
+        if ctx.state.used_memory_bytes <= limit {
+            return true;
+        }
+        let state = &mut *ctx.state;
+        let rng = &mut state.rng;
+        let victim = state
+            .keyspace
+            .eviction_victim(pool, rank, samples, |n| rng.below(n as u64) as usize);
+        let Some((db, key)) = victim else {
+            return false;
+        };
+        let freed = match state.keyspace.evict(db, &key) {
+            Some(value) => {
+                ENTRY_BYTES_ESTIMATE as usize + key.len() + value_bytes(&value, SAMPLES_DEFAULT)
+            }
+            None => 0,
+        };
+        state.stats.evicted_keys += 1;
+        state.used_memory_bytes = state.used_memory_bytes.saturating_sub(freed as u64);
+    }
+    ctx.state.used_memory_bytes <= limit
+}
+
 fn usage(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let samples = match args.len() {
         3 => SAMPLES_DEFAULT,

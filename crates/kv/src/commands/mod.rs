@@ -481,7 +481,11 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 .error("ERR Command not allowed inside a transaction");
             return;
         }
-        if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
+        if spec.has(flags::DENYOOM)
+            && !ctx.session.is_replay
+            && ctx.state.over_maxmemory()
+            && !memory::perform_evictions(ctx)
+        {
             ctx.session.multi_error = true;
             ctx.reply.error(OOM);
             return;
@@ -659,7 +663,7 @@ fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Arg
 }
 
 /// Why a command must be refused now, if it must.
-fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
+fn refusal(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> CmdResult {
     if ctx.session.is_replay {
         return Ok(());
     }
@@ -670,7 +674,10 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
             )));
         }
     }
-    if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+    if ctx.state.over_maxmemory()
+        && !memory::perform_evictions(ctx)
+        && spec.flags & flags::DENYOOM != 0
+    {
         return Err(Cow::Borrowed(OOM));
     }
     Ok(())

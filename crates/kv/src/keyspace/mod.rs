@@ -16,6 +16,7 @@
 
 pub mod access;
 mod capture;
+pub mod evict;
 pub mod glob;
 pub mod map;
 mod snapshot;

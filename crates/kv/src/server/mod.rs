@@ -147,6 +147,9 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
+        // Measured before the first timer tick, so `maxmemory` holds from
+        // the first command.
+        state.refresh_used_memory();
         Ok(Server {
             poll,
             listeners,
