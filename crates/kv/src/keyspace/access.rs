@@ -84,6 +84,11 @@ pub fn fresh(now_ms: i64, policy: &AccessPolicy) -> u32 {
     }
 }
 
+/// An LFU clock holding `counter` as of `now_ms` (RESTORE ... FREQ).
+pub fn with_counter(now_ms: i64, counter: u32) -> u32 {
+    (minutes(now_ms) << 8) | counter.min(255)
+}
+
 /// The clock after an access at `now_ms`; `random` is uniform in [0, 1).
 pub fn accessed(clock: u32, now_ms: i64, policy: &AccessPolicy, random: f64) -> u32 {
     if !policy.lfu {

@@ -117,3 +117,65 @@ impl Keyspace {
         Some(value)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Value;
+
+    fn keyspace_with(keys: &[&str]) -> Keyspace {
+        let mut ks = Keyspace::new(2);
+        ks.now_ms = 10_000_000;
+        for k in keys {
+            ks.set(0, k.as_bytes(), Value::Str(b"v"[..].into()), false);
+        }
+        ks
+    }
+
+    #[test]
+    fn lru_picks_the_longest_idle_of_the_sample() {
+        let mut ks = keyspace_with(&["a", "b", "c"]);
+        ks.set_access(0, b"b", Some(500), None);
+        ks.set_access(0, b"c", Some(100), None);
+        // Sampling every key (the generator walks them all).
+        let mut n = 0;
+        let victim = ks.eviction_victim(Pool::AllKeys, Rank::Lru, 64, |bound| {
+            n += 1;
+            n % bound
+        });
+        assert_eq!(victim.map(|(_, k)| k.to_vec()), Some(b"b".to_vec()));
+    }
+
+    #[test]
+    fn volatile_pools_hold_only_keys_with_a_ttl_and_ttl_ranks_by_expiry() {
+        let mut ks = keyspace_with(&["keep", "late", "soon"]);
+        assert!(ks
+            .eviction_victim(Pool::Volatile, Rank::Random, 5, |_| 0)
+            .is_none());
+        ks.set_expire(0, b"late", 20_000_000);
+        ks.set_expire(0, b"soon", 15_000_000);
+        let mut n = 0;
+        let victim = ks.eviction_victim(Pool::Volatile, Rank::Ttl, 64, |bound| {
+            n += 1;
+            n % bound
+        });
+        assert_eq!(victim.map(|(_, k)| k.to_vec()), Some(b"soon".to_vec()));
+        assert!(ks.evict(0, b"soon").is_some());
+        assert_eq!(ks.expired.len(), 1, "logged as DEL");
+        assert_eq!(ks.expired_total, 0, "not counted as expired");
+    }
+
+    #[test]
+    fn lfu_picks_the_lowest_counter() {
+        let mut ks = keyspace_with(&["hot", "cold"]);
+        ks.access.lfu = true;
+        ks.set_access(0, b"hot", None, Some(200));
+        ks.set_access(0, b"cold", None, Some(1));
+        let mut n = 0;
+        let victim = ks.eviction_victim(Pool::AllKeys, Rank::Lfu, 64, |bound| {
+            n += 1;
+            n % bound
+        });
+        assert_eq!(victim.map(|(_, k)| k.to_vec()), Some(b"cold".to_vec()));
+    }
+}

@@ -197,6 +197,21 @@ impl Keyspace {
         });
     }
 
+    /// Sets the access clock of `key` as RESTORE's IDLETIME (seconds idle,
+    /// LRU clocks) or FREQ (the LFU counter, up to 255) give it.
+    pub fn set_access(&mut self, db: usize, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
+        let now = self.now_ms;
+        let seg = segment_of(key);
+        let clock = match (idle_s, freq) {
+            (_, Some(freq)) => access::with_counter(now, u32::from(freq)),
+            (Some(idle), None) => access::lru_clock(now - (idle as i64).saturating_mul(1000)),
+            (None, None) => return,
+        };
+        if let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) {
+            segment.map.update_clock(key, |_| clock);
+        }
+    }
+
     /// The access clock of `key` (`access.rs`), without touching it.
     pub fn access_clock(&self, db: usize, key: &[u8]) -> Option<u32> {
         self.dbs[db].segments[segment_of(key)].map.clock(key)
