@@ -398,3 +398,50 @@ fn save_bgsave_and_lastsave() {
     server.raw().check(b"GET k\r\n", b"$1\r\nv\r\n");
     server.stop();
 }
+
+/// DEBUG POPULATE creates keys as Redis names them, skips existing ones,
+/// and logs them; DEBUG DIGEST is zeros when empty and the same after a
+/// reload and a restart.
+#[test]
+fn debug_populate_and_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    c.check(
+        b"DEBUG DIGEST\r\n",
+        b"+0000000000000000000000000000000000000000\r\n",
+    );
+    c.check(
+        b"SET key:1 mine\r\nDEBUG POPULATE 3\r\nMGET key:0 key:1 key:2\r\nDBSIZE\r\n",
+        b"+OK\r\n+OK\r\n*3\r\n$7\r\nvalue:0\r\n$4\r\nmine\r\n$7\r\nvalue:2\r\n:3\r\n",
+    );
+    c.check(
+        b"DEBUG POPULATE 1 p 10\r\nSTRLEN p:0\r\nGETRANGE p:0 0 6\r\n",
+        b"+OK\r\n:10\r\n$7\r\nvalue:0\r\n",
+    );
+    c.check(
+        b"DEBUG POPULATE -1\r\n",
+        b"-ERR value is out of range, must be positive\r\n",
+    );
+    let digest = c.roundtrip_any(b"DEBUG DIGEST\r\n");
+    assert_eq!(digest.len(), 43, "{:?}", String::from_utf8_lossy(&digest));
+    assert_ne!(
+        &digest[..],
+        b"+0000000000000000000000000000000000000000\r\n"
+    );
+    c.check(b"DEBUG RELOAD\r\n", b"+OK\r\n");
+    assert_eq!(c.roundtrip_any(b"DEBUG DIGEST\r\n"), digest);
+    let one = c.roundtrip_any(b"DEBUG DIGEST-VALUE key:0 nosuch\r\n");
+    assert!(one.ends_with(b"+0000000000000000000000000000000000000000\r\n"));
+    c.check(b"SET key:0 other\r\n", b"+OK\r\n");
+    assert_ne!(c.roundtrip_any(b"DEBUG DIGEST\r\n"), digest);
+    c.check(b"SET key:0 value:0\r\n", b"+OK\r\n");
+    server.stop();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    assert_eq!(server.raw().roundtrip_any(b"DEBUG DIGEST\r\n"), digest);
+    server.stop();
+}

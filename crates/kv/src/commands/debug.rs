@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use super::introspect::help_reply;
 use super::table::*;
-use super::{errors, upper, CmdResult, Ctx};
+use super::{errors, upper, CmdError, CmdResult, Ctx};
 use crate::config::parse_memory;
 use crate::keyspace::access;
 use crate::resp::{Args, Protocol};
+use crate::types::Value;
 
 /// Redis's refusal when DEBUG is not enabled.
 const DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
@@ -168,6 +169,24 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             Ok(())
         }
         (b"RELOAD", _) | (b"LOADAOF", 2) => reload(ctx, args),
+        (b"POPULATE", 3..=5) => populate(ctx, args),
+        (b"DIGEST", 2) => {
+            let digest = super::digest::dataset_digest(&ctx.state.keyspace);
+            ctx.reply.simple(&super::digest::hex(&digest));
+            Ok(())
+        }
+        (b"DIGEST-VALUE", _) => {
+            ctx.reply.array(args.len() - 2);
+            for key in args.iter().skip(2) {
+                let digest = ctx
+                    .state
+                    .keyspace
+                    .peek(ctx.session.db, key)
+                    .map_or([0; 5], super::digest::value_digest);
+                ctx.reply.simple(&super::digest::hex(&digest));
+            }
+            Ok(())
+        }
         (b"CHANGE-REPL-ID", 2) => {
             // No replication: there is no id to change.
             ctx.reply.ok();
@@ -179,6 +198,66 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             String::from_utf8_lossy(args.get(1))
         ))),
     }
+}
+
+/// A positive count argument, as Redis parses it.
+fn positive(args: &Args<'_>, at: usize) -> Result<usize, CmdError> {
+    let n = super::int_arg(args, at)?;
+    usize::try_from(n).map_err(|_| Cow::Borrowed(errors::NOT_POSITIVE))
+}
+
+/// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` (default
+/// `key:N`) holding `value:N` (zero-padded or cut to `size` bytes) for N
+/// below count, skipping keys that exist. Each key created is logged as a
+/// SET, so the log holds the data as for any write.
+fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let count = positive(args, 2)?;
+    // A size of 0 means no size, as in Redis.
+    let size = if args.len() == 5 {
+        Some(positive(args, 4)?).filter(|&s| s > 0)
+    } else {
+        None
+    };
+    if let Some(why) = &ctx.state.log_failure {
+        return Err(Cow::Owned(format!(
+            "MISCONF Errors writing to the AOF file: {why}"
+        )));
+    }
+    if size.is_some_and(|s| s > ctx.state.config.proto_max_bulk_len_bytes) {
+        return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
+    }
+    let prefix = if args.len() >= 4 { args.get(3) } else { b"key" };
+    let db = ctx.session.db;
+    if ctx.state.keyspace.capturing() {
+        // Writes across the database (DEBUG is not flagged as a write, so
+        // the dispatcher did not): rule C1 of `keyspace/capture.rs`.
+        let first = (db * crate::keyspace::SEGMENTS_PER_DB) as u32;
+        let all: Vec<u32> = (first..first + crate::keyspace::SEGMENTS_PER_DB as u32).collect();
+        ctx.state.keyspace.capture_before(&all);
+    }
+    for n in 0..count {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(format!(":{n}").as_bytes());
+        if ctx.state.keyspace.contains(db, &key) {
+            continue;
+        }
+        let text = format!("value:{n}").into_bytes();
+        let value = match size {
+            None => text,
+            Some(size) => {
+                let mut v = vec![0u8; size];
+                let keep = size.min(text.len());
+                v[..keep].copy_from_slice(&text[..keep]);
+                v
+            }
+        };
+        ctx.state
+            .keyspace
+            .set(db, &key, Value::Str(value[..].into()), false);
+        ctx.propagate(&[b"SET", &key, &value]);
+    }
+    ctx.reply.ok();
+    Ok(())
 }
 
 /// DEBUG RELOAD [NOSAVE] and DEBUG LOADAOF: Ferrite's

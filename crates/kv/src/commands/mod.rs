@@ -10,6 +10,7 @@ mod client;
 mod connection;
 mod debug;
 pub mod diagnostics;
+mod digest;
 mod facts;
 mod hashes;
 mod introspect;
