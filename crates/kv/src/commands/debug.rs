@@ -1,7 +1,7 @@
 //! DEBUG, refused unless `enable-debug-command` allows it (as Redis 7.0
-//! refuses it): SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL,
-//! CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN and the
-//! encoding knobs Redis's tests set.
+//! refuses it): SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL, RELOAD,
+//! LOADAOF, POPULATE, DIGEST, DIGEST-VALUE, CHANGE-REPL-ID,
+//! QUICKLIST-PACKED-THRESHOLD and STRINGMATCH-LEN.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -326,13 +326,24 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
         &[
             "CHANGE-REPL-ID",
             "    Accepted; Ferrite has no replication id.",
+            "DIGEST",
+            "    Returns a digest of the whole dataset (zeros when empty).",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Returns a digest of each key's value.",
+            "LOADAOF",
+            "    Closes the log and loads the dataset back from the data directory.",
             "OBJECT <key>",
             "    Shows low-level information about the key's value.",
             "PROTOCOL <type>",
             "    Replies with a sample of a RESP type: string, integer, double, bignum, null,",
             "    array, set, map, attrib, push, verbatim, true, false.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Creates <count> keys <prefix>:N (default key:N) holding value:N, padded or",
+            "    cut to <size> bytes; existing keys are left alone.",
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Accepted for compatibility; lists have one representation.",
+            "RELOAD [NOSAVE]",
+            "    As LOADAOF: the log already holds every write, so there is nothing to save.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Turns the timer's active expiry off or on.",
             "SLEEP <seconds>",
