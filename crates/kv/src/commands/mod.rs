@@ -472,6 +472,12 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ));
         return;
     }
+    // As Redis, eviction runs before each command a client sends, never
+    // between the commands of a transaction: the DELs it logs go before
+    // the command's own record, which is where they happened.
+    if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+        memory::perform_evictions(ctx);
+    }
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
@@ -482,11 +488,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 .error("ERR Command not allowed inside a transaction");
             return;
         }
-        if spec.has(flags::DENYOOM)
-            && !ctx.session.is_replay
-            && ctx.state.over_maxmemory()
-            && !memory::perform_evictions(ctx)
-        {
+        if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
             ctx.session.multi_error = true;
             ctx.reply.error(OOM);
             return;
@@ -664,7 +666,7 @@ fn before_write_during_rewrite(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Arg
 }
 
 /// Why a command must be refused now, if it must.
-fn refusal(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> CmdResult {
+fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
     if ctx.session.is_replay {
         return Ok(());
     }
@@ -675,10 +677,7 @@ fn refusal(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> CmdResult {
             )));
         }
     }
-    if ctx.state.over_maxmemory()
-        && !memory::perform_evictions(ctx)
-        && spec.flags & flags::DENYOOM != 0
-    {
+    if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
         return Err(Cow::Borrowed(OOM));
     }
     Ok(())
