@@ -342,6 +342,36 @@ impl KeyMap {
         }
     }
 
+    /// The value at `key`, recording an access in its clock (`update`)
+    /// when its chunk is this map's alone; a chunk a clone shares is read
+    /// without it, never copied for a read.
+    pub fn get_touch(&mut self, key: &[u8], update: impl FnOnce(u32) -> u32) -> Option<&Value> {
+        let hash = self.hash(key);
+        let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
+        let eq = |e: &Entry| e.key.as_bytes() == key;
+        if Arc::get_mut(slot).is_none() {
+            return slot.find(hash, eq).map(|e| &e.value);
+        }
+        let entry = Arc::get_mut(slot)?.find_mut(hash, eq)?;
+        entry.key.set_clock(update(entry.key.clock()));
+        Some(&entry.value)
+    }
+
+    /// The value at `key` for modification, recording an access in its
+    /// clock; copies the key's chunk first if a clone shares it (as any
+    /// write does).
+    pub fn get_mut_touch(
+        &mut self,
+        key: &[u8],
+        update: impl FnOnce(u32) -> u32,
+    ) -> Option<&mut Value> {
+        let hash = self.hash(key);
+        let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
+        let entry = Arc::make_mut(slot).find_mut(hash, |e| e.key.as_bytes() == key)?;
+        entry.key.set_clock(update(entry.key.clock()));
+        Some(&mut entry.value)
+    }
+
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         if !self.contains_key(key) {

@@ -333,13 +333,26 @@ impl Keyspace {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
-        if self.dbs[db].segments[seg].map.contains_key(key) {
+        let (now, policy) = (self.now_ms, self.access);
+        let random = if policy.lfu { self.next_random() } else { 0.0 };
+        // One lookup that also records the access, unless loading or a
+        // rewrite snapshot shares the segment (then the clock stays).
+        let slot = &mut self.dbs[db].segments[seg];
+        let found = if self.loading || Arc::get_mut(slot).is_none() {
+            slot.map.get(key)
+        } else {
+            Arc::get_mut(slot).and_then(|segment| {
+                segment
+                    .map
+                    .get_touch(key, |old| access::accessed(old, now, &policy, random))
+            })
+        };
+        if found.is_some() {
             self.hits += 1;
-            self.note_access(db, seg, key, false);
         } else {
             self.misses += 1;
         }
-        self.dbs[db].segments[seg].map.get(key)
+        found
     }
 
     /// Whether `key` exists (without counting a hit or miss).
@@ -357,9 +370,13 @@ impl Keyspace {
             return None;
         }
         self.touch(db, key);
-        self.segment_mut(db, seg, Some(key));
-        self.note_access(db, seg, key, false);
-        self.segment_mut(db, seg, Some(key)).map.get_mut(key)
+        let (now, policy, loading) = (self.now_ms, self.access, self.loading);
+        let random = if policy.lfu { self.next_random() } else { 0.0 };
+        let map = &mut self.segment_mut(db, seg, Some(key)).map;
+        if loading {
+            return map.get_mut(key);
+        }
+        map.get_mut_touch(key, |old| access::accessed(old, now, &policy, random))
     }
 
     /// The value at `key`, created with `make` if missing.
