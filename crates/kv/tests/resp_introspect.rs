@@ -445,3 +445,36 @@ fn debug_populate_and_digest() {
     assert_eq!(server.raw().roundtrip_any(b"DEBUG DIGEST\r\n"), digest);
     server.stop();
 }
+
+/// MEMORY USAGE estimates grow with the value; its errors are Redis's.
+#[test]
+fn memory_usage_and_friends() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"MEMORY USAGE nosuch\r\n", b"$-1\r\n");
+    c.check(b"SET small x\r\n", b"+OK\r\n");
+    c.check(&resp(&["SET", "big", &"x".repeat(10_000)]), b"+OK\r\n");
+    let usage = |c: &mut common::Raw, key: &str| -> i64 {
+        let got = c.roundtrip_any(&resp(&["MEMORY", "USAGE", key, "SAMPLES", "0"]));
+        String::from_utf8_lossy(&got)
+            .trim_start_matches(':')
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (small, big) = (usage(&mut c, "small"), usage(&mut c, "big"));
+    assert!(small > 0 && big > 10_000 && big > small, "{small} {big}");
+    c.check(
+        b"MEMORY USAGE small SAMPLES x\r\n",
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+    c.check(b"MEMORY USAGE small foo\r\n", b"-ERR syntax error\r\n");
+    c.check(
+        b"MEMORY MALLOC-STATS\r\nMEMORY PURGE\r\n",
+        b"$45\r\nStats not supported for the current allocator\r\n+OK\r\n",
+    );
+    let stats = String::from_utf8_lossy(&c.roundtrip_any(b"MEMORY STATS\r\n")).into_owned();
+    assert!(stats.contains("keys.count\r\n:2\r\n"), "{stats}");
+    server.stop();
+}
