@@ -478,3 +478,27 @@ fn memory_usage_and_friends() {
     assert!(stats.contains("keys.count\r\n:2\r\n"), "{stats}");
     server.stop();
 }
+
+/// SLOWLOG hides the secrets of AUTH and HELLO ... AUTH.
+#[test]
+fn slowlog_redacts_passwords() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| c.requirepass = Some("pw".into()));
+    let mut c = server.raw();
+    c.check(
+        b"AUTH pw\r\nCONFIG SET slowlog-log-slower-than 0\r\nSLOWLOG RESET\r\nAUTH default pw\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n",
+    );
+    let _ = c.roundtrip_any(b"HELLO 2 AUTH default pw\r\n");
+    let got = String::from_utf8_lossy(&c.roundtrip_any(b"SLOWLOG GET 2\r\n")).into_owned();
+    assert!(!got.contains("$2\r\npw\r\n"), "{got}");
+    assert!(
+        got.contains("*5\r\n$5\r\nHELLO\r\n$1\r\n2\r\n$4\r\nAUTH\r\n$10\r\n(redacted)\r\n$10\r\n(redacted)\r\n"),
+        "{got}"
+    );
+    assert!(
+        got.contains("*3\r\n$4\r\nAUTH\r\n$10\r\n(redacted)\r\n$10\r\n(redacted)\r\n"),
+        "{got}"
+    );
+    server.stop();
+}

@@ -81,6 +81,13 @@ fn check_password(ctx: &mut Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Cm
 }
 
 pub(super) fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    // As Redis: the password (and user) are hidden from SLOWLOG, unless
+    // the form is wrong anyway.
+    if args.len() <= 3 {
+        for at in 1..args.len() {
+            ctx.redact(at);
+        }
+    }
     match args.len() {
         2 => check_password(ctx, None, args.get(1))?,
         3 => check_password(ctx, Some(args.get(1)), args.get(2))?,
@@ -107,6 +114,8 @@ pub(super) fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     while i < args.len() {
         match upper(args, i).as_slice() {
             b"AUTH" if i + 2 < args.len() => {
+                ctx.redact(i + 1);
+                ctx.redact(i + 2);
                 check_password(ctx, Some(args.get(i + 1)), args.get(i + 2))?;
                 i += 3;
             }

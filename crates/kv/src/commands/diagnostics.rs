@@ -121,7 +121,9 @@ fn push_slow(ctx: &mut Ctx<'_>, args: &Args<'_>, duration_us: u64) {
     let kept = args.len().min(ENTRY_ARGS_MAX);
     let mut saved: Vec<Vec<u8>> = Vec::with_capacity(kept);
     for (at, arg) in args.iter().take(kept).enumerate() {
-        if at == kept - 1 && args.len() > kept {
+        if ctx.session.redacted.contains(&at) {
+            saved.push(b"(redacted)".to_vec());
+        } else if at == kept - 1 && args.len() > kept {
             let more = args.len() - kept + 1;
             saved.push(format!("... ({more} more arguments)").into_bytes());
         } else if arg.len() > ENTRY_ARG_BYTES_MAX {

@@ -362,6 +362,9 @@ pub struct Session {
     /// Bytes of the query buffer from the running command on, and its
     /// spare capacity, as CLIENT LIST shows them for the caller.
     pub query_buffer: (usize, usize),
+    /// Arguments of the running command that SLOWLOG (and MONITOR) show
+    /// as `(redacted)`: passwords and other secrets ([`Ctx::redact`]).
+    pub redacted: Vec<usize>,
 }
 
 /// Everything a command can touch.
@@ -398,6 +401,12 @@ impl Ctx<'_> {
     pub fn propagate(&mut self, args: &[&[u8]]) {
         let db = self.session.db;
         self.prop.push(db, args);
+    }
+
+    /// Hides argument `index` of the running command from SLOWLOG and
+    /// MONITOR, as Redis redacts passwords.
+    pub fn redact(&mut self, index: usize) {
+        self.session.redacted.push(index);
     }
 
     /// Random numbers for SPOP, RANDOMKEY and friends.
@@ -533,6 +542,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &Args<'_>
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
+    ctx.session.redacted.clear();
     let started = std::time::Instant::now();
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
