@@ -15,7 +15,8 @@
 # Environment: FERRITE_BIN (default: target/release/ferrite, built here),
 # COMPAT_SERVERS (default "ferrite redis"), COMPAT_TIMEOUT (seconds a unit
 # may take, default 600), COMPAT_PORT (the server's port, default 21600; give
-# concurrent runs different ports).
+# concurrent runs different ports; the harness listens below its --baseport, COMPAT_PORT +
+# 7000, so concurrent runs do not collide there either).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 src="${1:?usage: scripts/compat.sh REDIS_SRC [unit ...]}"
@@ -84,7 +85,7 @@ for unit in "${units[@]}"; do
     pid=$(start_server "$s" "$dir")
     (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
       --port "$port" --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
-      --clients 1 >"$log" 2>&1) || true
+      --clients 1 --baseport "$((port + 7000))" >"$log" 2>&1) || true
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     sed 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"

@@ -75,6 +75,61 @@ impl LogDevice {
     }
 }
 
+/// What to do when memory passes `maxmemory` (`maxmemory-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaxmemoryPolicy {
+    /// Refuse commands that may grow memory.
+    NoEviction,
+    /// Evict the least recently used of sampled keys.
+    AllKeysLru,
+    /// Evict the least frequently used of sampled keys.
+    AllKeysLfu,
+    /// Evict random keys.
+    AllKeysRandom,
+    /// As `AllKeysLru` among keys with a TTL.
+    VolatileLru,
+    /// As `AllKeysLfu` among keys with a TTL.
+    VolatileLfu,
+    /// Random keys with a TTL.
+    VolatileRandom,
+    /// The sampled key with a TTL nearest to expiring.
+    VolatileTtl,
+}
+
+impl MaxmemoryPolicy {
+    const ALL: [(MaxmemoryPolicy, &'static str); 8] = [
+        (MaxmemoryPolicy::NoEviction, "noeviction"),
+        (MaxmemoryPolicy::AllKeysLru, "allkeys-lru"),
+        (MaxmemoryPolicy::AllKeysLfu, "allkeys-lfu"),
+        (MaxmemoryPolicy::AllKeysRandom, "allkeys-random"),
+        (MaxmemoryPolicy::VolatileLru, "volatile-lru"),
+        (MaxmemoryPolicy::VolatileLfu, "volatile-lfu"),
+        (MaxmemoryPolicy::VolatileRandom, "volatile-random"),
+        (MaxmemoryPolicy::VolatileTtl, "volatile-ttl"),
+    ];
+
+    /// The configuration name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or("noeviction", |(_, n)| n)
+    }
+
+    fn parse(text: &str) -> Option<MaxmemoryPolicy> {
+        let text = text.to_ascii_lowercase();
+        Self::ALL.iter().find(|(_, n)| *n == text).map(|(p, _)| *p)
+    }
+
+    /// Whether the keys' clocks count accesses (LFU) rather than time.
+    pub fn is_lfu(self) -> bool {
+        matches!(
+            self,
+            MaxmemoryPolicy::AllKeysLfu | MaxmemoryPolicy::VolatileLfu
+        )
+    }
+}
+
 /// The server configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -102,6 +157,22 @@ pub struct Config {
     pub maxclients: usize,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
+    /// What happens past `maxmemory` (`maxmemory-policy`).
+    pub maxmemory_policy: MaxmemoryPolicy,
+    /// Keys sampled per eviction (`maxmemory-samples`).
+    pub maxmemory_samples: u32,
+    /// LFU counter growth damping (`lfu-log-factor`).
+    pub lfu_log_factor: u32,
+    /// Minutes per LFU counter decrement (`lfu-decay-time`).
+    pub lfu_decay_time_minutes: u32,
+    /// Commands slower than this many microseconds go to the slow log; -1
+    /// disables it (`slowlog-log-slower-than`).
+    pub slowlog_log_slower_than_us: i64,
+    /// Entries the slow log keeps (`slowlog-max-len`).
+    pub slowlog_max_len: usize,
+    /// Events slower than this many milliseconds are recorded by the
+    /// latency monitor; 0 disables it (`latency-monitor-threshold`).
+    pub latency_monitor_threshold_ms: u64,
     /// Longest bulk string in bytes (`proto-max-bulk-len`).
     pub proto_max_bulk_len_bytes: usize,
     /// Largest query buffer per client in bytes (`client-query-buffer-limit`).
@@ -138,6 +209,13 @@ impl Default for Config {
             requirepass: None,
             maxclients: 10_000,
             maxmemory_bytes: 0,
+            maxmemory_policy: MaxmemoryPolicy::NoEviction,
+            maxmemory_samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time_minutes: 1,
+            slowlog_log_slower_than_us: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold_ms: 0,
             proto_max_bulk_len_bytes: 512 * 1024 * 1024,
             client_query_buffer_limit_bytes: 1024 * 1024 * 1024,
             databases: crate::keyspace::DATABASES_DEFAULT,
@@ -151,7 +229,6 @@ impl Default for Config {
                 ("repl-ping-replica-period", "10"),
                 ("loglevel", "notice"),
                 ("daemonize", "no"),
-                ("maxmemory-policy", "noeviction"),
                 ("auto-aof-rewrite-percentage", "100"),
                 ("auto-aof-rewrite-min-size", "67108864"),
                 ("aof-rewrite-threads", "0"),
@@ -349,10 +426,48 @@ impl Config {
                 self.notify_keyspace_events = crate::keyspace::events::parse(value)
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")?
             }
-            "maxmemory-policy" if value != "noeviction" => {
-                return Err(format!(
-                "maxmemory-policy {value:?} is not supported: Ferrite implements only noeviction"
-            ))
+            "maxmemory-policy" => {
+                self.maxmemory_policy = MaxmemoryPolicy::parse(value)
+                    .ok_or_else(|| bad(name, value, "a maxmemory policy"))?
+            }
+            "maxmemory-samples" => {
+                self.maxmemory_samples = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=64).contains(n))
+                    .ok_or_else(|| bad(name, value, "1 to 64"))?
+            }
+            "lfu-log-factor" => {
+                self.lfu_log_factor = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= i32::MAX as u32)
+                    .ok_or_else(|| bad(name, value, "0 or more"))?
+            }
+            "lfu-decay-time" => {
+                self.lfu_decay_time_minutes = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= i32::MAX as u32)
+                    .ok_or_else(|| bad(name, value, "0 or more"))?
+            }
+            "slowlog-log-slower-than" => {
+                self.slowlog_log_slower_than_us = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= -1)
+                    .ok_or_else(|| bad(name, value, "-1 or more"))?
+            }
+            "slowlog-max-len" => {
+                self.slowlog_max_len = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= i64::MAX as usize)
+                    .ok_or_else(|| bad(name, value, "0 or more"))?
+            }
+            "latency-monitor-threshold" => {
+                self.latency_monitor_threshold_ms =
+                    value.parse().map_err(|_| bad(name, value, "0 or more"))?
             }
             "aof-rewrite-cpu-share" => {
                 value
@@ -479,6 +594,28 @@ impl Config {
             ),
             ("maxclients".into(), self.maxclients.to_string()),
             ("maxmemory".into(), self.maxmemory_bytes.to_string()),
+            (
+                "maxmemory-policy".into(),
+                self.maxmemory_policy.name().into(),
+            ),
+            (
+                "maxmemory-samples".into(),
+                self.maxmemory_samples.to_string(),
+            ),
+            ("lfu-log-factor".into(), self.lfu_log_factor.to_string()),
+            (
+                "lfu-decay-time".into(),
+                self.lfu_decay_time_minutes.to_string(),
+            ),
+            (
+                "slowlog-log-slower-than".into(),
+                self.slowlog_log_slower_than_us.to_string(),
+            ),
+            ("slowlog-max-len".into(), self.slowlog_max_len.to_string()),
+            (
+                "latency-monitor-threshold".into(),
+                self.latency_monitor_threshold_ms.to_string(),
+            ),
             (
                 "proto-max-bulk-len".into(),
                 self.proto_max_bulk_len_bytes.to_string(),

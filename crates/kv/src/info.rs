@@ -41,11 +41,12 @@ pub fn clients(state: &State, out: &mut String) {
 pub fn memory(state: &State, out: &mut String) {
     let _ = write!(
         out,
-        "used_memory:{0}\r\nused_memory_human:{1:.2}M\r\nused_memory_rss:{0}\r\nmaxmemory:{2}\r\nmaxmemory_human:{3:.2}M\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n",
+        "used_memory:{0}\r\nused_memory_human:{1:.2}M\r\nused_memory_rss:{0}\r\nmaxmemory:{2}\r\nmaxmemory_human:{3:.2}M\r\nmaxmemory_policy:{4}\r\nmem_allocator:libc\r\n",
         state.used_memory_bytes,
         state.used_memory_bytes as f64 / (1024.0 * 1024.0),
         state.config.maxmemory_bytes,
         state.config.maxmemory_bytes as f64 / (1024.0 * 1024.0),
+        state.config.maxmemory_policy.name(),
     );
 }
 
@@ -121,13 +122,14 @@ pub fn stats(state: &State, out: &mut String) {
     let ks = &state.keyspace;
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nferrite_event_loop_moves:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nferrite_event_loop_moves:{}\r\n",
         s.connections_received,
         s.commands_processed,
         s.net_input_bytes,
         s.net_output_bytes,
         s.rejected_connections,
         ks.expired_total,
+        s.evicted_keys,
         ks.hits,
         ks.misses,
         s.event_loop_moves,

@@ -25,6 +25,10 @@ pub struct Stats {
     /// Times the event loop moved itself off a core it kept waiting for
     /// (`cpus::Unstack`).
     pub event_loop_moves: u64,
+    /// Keys evicted for `maxmemory` (INFO `evicted_keys`).
+    pub evicted_keys: u64,
+    /// Per-command latency histograms (LATENCY HISTOGRAM).
+    pub command_latency: crate::commands::diagnostics::Histograms,
 }
 
 /// The log's figures for INFO persistence, refreshed by the server.
@@ -117,12 +121,17 @@ pub struct State {
     pub log_failure: Option<String>,
     /// Resident memory in bytes, refreshed by the timer.
     pub used_memory_bytes: u64,
+    /// The largest `used_memory_bytes` seen (MEMORY STATS).
+    pub used_memory_peak_bytes: u64,
+    /// `used_memory_bytes` at its first reading, once serving.
+    pub startup_memory_bytes: u64,
     /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
     pub rng: SplitMix64,
     /// Start time, for uptime.
     pub started: Instant,
-    /// Unix seconds of start (LASTSAVE: the last time the data was known
-    /// durable as a whole).
+    /// Unix seconds of the last time the data was known durable as a
+    /// whole (LASTSAVE, INFO's `rdb_last_save_time`): the start, then each
+    /// SAVE and each completed log rewrite (BGSAVE, BGREWRITEAOF).
     pub start_unix_s: i64,
     /// Connected clients by id.
     pub clients: BTreeMap<u64, ClientInfo>,
@@ -137,6 +146,20 @@ pub struct State {
     pub pubsub: crate::server::pubsub::Hub,
     /// Blocked and paused clients (`server/blocking.rs`).
     pub blocking: crate::server::blocking::Blocking,
+    /// Clients CLIENT KILL closed, by id: the event loop closes their
+    /// connections after the running command.
+    pub killed_clients: Vec<u64>,
+    /// SLOWLOG's entries.
+    pub slowlog: crate::commands::diagnostics::SlowLog,
+    /// The latency monitor's events.
+    pub latency: crate::commands::diagnostics::LatencyMonitor,
+    /// Whether the timer expires keys (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire_enabled: bool,
+    /// DEBUG RELOAD or LOADAOF ran: the event loop closes the log and
+    /// loads the dataset back from it before the next command.
+    pub reload_requested: bool,
+    /// SAVE ran: the event loop makes the log durable, then replies.
+    pub save_requested: bool,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -201,6 +224,8 @@ impl State {
                 ..RewriteInfo::default()
             },
             used_memory_bytes: 0,
+            used_memory_peak_bytes: 0,
+            startup_memory_bytes: 0,
             rng: SplitMix64::new(seed),
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,
@@ -209,6 +234,12 @@ impl State {
             port: 0,
             pubsub: Default::default(),
             blocking: Default::default(),
+            killed_clients: Vec::new(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            active_expire_enabled: true,
+            reload_requested: false,
+            save_requested: false,
         }
     }
 
@@ -221,6 +252,10 @@ impl State {
     pub fn refresh_used_memory(&mut self) {
         if let Some(bytes) = resident_bytes() {
             self.used_memory_bytes = bytes;
+            self.used_memory_peak_bytes = self.used_memory_peak_bytes.max(bytes);
+            if self.startup_memory_bytes == 0 {
+                self.startup_memory_bytes = bytes;
+            }
         }
     }
 }

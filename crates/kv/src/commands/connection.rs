@@ -1,5 +1,5 @@
 //! Connection commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT, RESET,
-//! CLIENT.
+//! (CLIENT is in `client.rs`.)
 
 use std::borrow::Cow;
 
@@ -8,8 +8,8 @@ use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
 
 /// The Redis version reported to clients. Tools pick features by version;
-/// Ferrite implements the 7.2 command forms it lists in `docs/kv.md`.
-pub const REDIS_VERSION: &str = "7.2.0";
+/// Ferrite implements Redis 7.0's commands and replies.
+pub const REDIS_VERSION: &str = "7.0.15";
 
 pub(super) fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // A RESP2 client in Pub/Sub mode reads only arrays: PING answers as a
@@ -93,6 +93,13 @@ fn check_password(ctx: &mut Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Cm
 }
 
 pub(super) fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    // As Redis: the password (and user) are hidden from SLOWLOG, unless
+    // the form is wrong anyway.
+    if args.len() <= 3 {
+        for at in 1..args.len() {
+            ctx.redact(at);
+        }
+    }
     match args.len() {
         2 => check_password(ctx, None, args.get(1))?,
         3 => check_password(ctx, Some(args.get(1)), args.get(2))?,
@@ -119,6 +126,8 @@ pub(super) fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     while i < args.len() {
         match upper(args, i).as_slice() {
             b"AUTH" if i + 2 < args.len() => {
+                ctx.redact(i + 1);
+                ctx.redact(i + 2);
                 check_password(ctx, Some(args.get(i + 1)), args.get(i + 2))?;
                 i += 3;
             }
@@ -185,7 +194,7 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Cow::Borrowed(
             "ERR Client names cannot contain spaces, newlines or special characters.",
@@ -194,104 +203,6 @@ fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     ctx.session.name = (!name.is_empty()).then(|| name.into());
     if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
         info.name = String::from_utf8_lossy(name).into_owned();
-    }
-    Ok(())
-}
-
-/// One CLIENT LIST line. `idle` and `cmd` are as of the connection's last
-/// read or write (the caller's own: now, and this command). `argv-mem` is
-/// 0: a command's arguments are parsed in place once it is complete,
-/// never extracted ahead; `oll` is 0: replies go to one growable buffer,
-/// not a list of blocks.
-fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
-    let now = crate::state::unix_ms();
-    let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
-    let (idle, cmd, multi) = if id == ctx.session.id {
-        let multi = ctx.session.multi.as_ref().map(Vec::len);
-        (0, ctx.session.last_cmd.as_deref(), multi)
-    } else {
-        let idle = (now - info.last_ms).max(0) / 1000;
-        (idle, info.cmd.as_deref(), info.multi)
-    };
-    // Redis's flags, in its order: `O` MONITOR, `P` Pub/Sub, `x` MULTI,
-    // `t` tracking, `R` broken redirect, `B` BCAST; `N` for none.
-    let hub = &ctx.state.pubsub;
-    let tracking = hub.tracking.clients.get(&id);
-    let (sub, psub, ssub) = hub.counts(id);
-    let mut flags = String::new();
-    for (on, letter) in [
-        (hub.monitors.contains(&id), 'O'),
-        (sub + psub + ssub > 0, 'P'),
-        (multi.is_some(), 'x'),
-        (ctx.state.blocking.is_blocked(id), 'b'),
-        (tracking.is_some(), 't'),
-        (tracking.is_some_and(|t| t.broken_redirect), 'R'),
-        (tracking.is_some_and(|t| t.bcast), 'B'),
-    ] {
-        if on {
-            flags.push(letter);
-        }
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let redir = tracking.map_or(-1, |t| t.redirect as i64);
-    let multi = multi.map_or(-1, |queued| queued as i64);
-    format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={redir} resp={}\n",
-        info.addr,
-        info.laddr,
-        info.name,
-        (now - info.created_ms).max(0) / 1000,
-        info.db,
-        info.qbuf,
-        info.qbuf_free,
-        info.obl,
-        info.omem,
-        info.qbuf + info.qbuf_free + info.omem,
-        cmd.unwrap_or("NULL"),
-        info.resp
-    )
-}
-
-pub(super) fn client(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let sub = upper(args, 1);
-    let arity_error = || {
-        Cow::Owned(format!(
-            "ERR wrong number of arguments for 'client|{}' command",
-            String::from_utf8_lossy(&sub).to_ascii_lowercase()
-        ))
-    };
-    match sub.as_slice() {
-        b"SETNAME" if args.len() == 3 => {
-            set_name(ctx, args.get(2))?;
-            ctx.reply.ok();
-        }
-        b"GETNAME" if args.len() == 2 => {
-            let name = ctx.session.name.clone();
-            ctx.reply.bulk_opt(name.as_deref());
-        }
-        b"ID" if args.len() == 2 => ctx.reply.int(ctx.session.id as i64),
-        b"INFO" if args.len() == 2 => {
-            let line = client_line(ctx, ctx.session.id);
-            ctx.reply.verbatim(&line);
-        }
-        b"LIST" => {
-            let ids: Vec<u64> = ctx.state.clients.keys().copied().collect();
-            let text: String = ids.into_iter().map(|id| client_line(ctx, id)).collect();
-            ctx.reply.verbatim(&text);
-        }
-        b"NO-EVICT" if args.len() == 3 => match upper(args, 2).as_slice() {
-            b"ON" | b"OFF" => ctx.reply.ok(),
-            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
-        },
-        b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"NO-EVICT" => return Err(arity_error()),
-        _ => {
-            return Err(Cow::Owned(format!(
-                "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(args.get(1))
-            )))
-        }
     }
     Ok(())
 }
@@ -307,25 +218,4 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("hello", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Closes the connection.", quit),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE, K0, "connection", "Resets the connection.", reset),
-    cmd!("client", -2, 0, K0, "connection", "Connection management.", client).with_subcommands(CLIENT),
-];
-
-/// CLIENT's subcommands.
-#[rustfmt::skip]
-static CLIENT: &[CommandSpec] = &[
-    cmd!("setname", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the connection's name.", client),
-    cmd!("getname", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's name.", client),
-    cmd!("id", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the connection's id.", client),
-    cmd!("info", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about this connection.", client),
-    cmd!("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Lists open connections.", client),
-    cmd!("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Sets the client eviction mode.", client),
-    cmd!("reply", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to reply to commands.", super::notify::client_reply),
-    // Client-side caching (`tracking.rs`).
-    cmd!("tracking", -3, NOSCRIPT | LOADING | STALE, K0, "connection", "Controls server-assisted client-side caching for the connection.", super::tracking::client_tracking),
-    cmd!("caching", 3, NOSCRIPT | LOADING | STALE, K0, "connection", "Instructs the server whether to track the keys in the next request.", super::tracking::client_caching),
-    cmd!("getredir", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns the client ID to which the connection's tracking notifications are redirected.", super::tracking::client_getredir),
-    cmd!("trackinginfo", 2, NOSCRIPT | LOADING | STALE, K0, "connection", "Returns information about server-assisted client-side caching for the connection.", super::tracking::client_trackinginfo),
-    cmd!("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Unblocks a client blocked by a blocking command.", super::blocking::client_unblock),
-    cmd!("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Suspends commands of clients.", super::blocking::client_pause),
-    cmd!("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "connection", "Resumes paused clients.", super::blocking::client_unpause),
 ];

@@ -39,7 +39,7 @@ pub(super) fn type_(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let name = ctx
         .state
         .keyspace
-        .get(ctx.session.db, args.get(1))
+        .peek(ctx.session.db, args.get(1))
         .map_or("none", |v| v.type_name());
     ctx.reply.simple(name);
     Ok(())
@@ -427,7 +427,14 @@ pub(super) fn dbsize(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 pub(super) fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    exists(ctx, args)
+    let db = ctx.session.db;
+    let count = args
+        .iter()
+        .skip(1)
+        .filter(|k| ctx.state.keyspace.touch_access(db, k))
+        .count();
+    ctx.reply.int(count as i64);
+    Ok(())
 }
 
 /// The commands this file implements, one per line so it reads as a table.

@@ -8,13 +8,22 @@
 
 mod bits;
 mod blocking;
+mod client;
 mod connection;
+mod debug;
+pub mod diagnostics;
+mod digest;
 mod dump;
+mod facts;
 mod geo;
 mod hashes;
 mod hll;
+mod introspect;
 mod keys;
 mod lists;
+mod memory;
+mod object;
+mod persistence;
 mod replication;
 mod server;
 // Pub/Sub, keyspace notifications, client-side caching, MONITOR.
@@ -376,6 +385,12 @@ pub struct Session {
     /// CLIENT PAUSE held the last command back: it did not run, and runs
     /// from the start once the pause ends.
     pub postponed: bool,
+    /// Bytes of the query buffer from the running command on, and its
+    /// spare capacity, as CLIENT LIST shows them for the caller.
+    pub query_buffer: (usize, usize),
+    /// Arguments of the running command that SLOWLOG (and MONITOR) show
+    /// as `(redacted)`: passwords and other secrets ([`Ctx::redact`]).
+    pub redacted: Vec<usize>,
 }
 
 /// Everything a command can touch.
@@ -412,6 +427,12 @@ impl Ctx<'_> {
     pub fn propagate(&mut self, args: &[&[u8]]) {
         let db = self.session.db;
         self.prop.push(db, args);
+    }
+
+    /// Hides argument `index` of the running command from SLOWLOG and
+    /// MONITOR, as Redis redacts passwords.
+    pub fn redact(&mut self, index: usize) {
+        self.session.redacted.push(index);
     }
 
     /// Random numbers for SPOP, RANDOMKEY and friends.
@@ -493,6 +514,12 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ));
         return;
     }
+    // As Redis, eviction runs before each command a client sends, never
+    // between the commands of a transaction: the DELs it logs go before
+    // the command's own record, which is where they happened.
+    if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+        memory::perform_evictions(ctx);
+    }
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
@@ -530,12 +557,18 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Runs a command that passed the checks of [`execute`] (also used by EXEC).
-pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &Args<'_>) {
     if let Err(e) = refusal(ctx, spec) {
         ctx.reply.error(&e);
         return;
     }
     ctx.state.stats.commands_processed += 1;
+    let config = &ctx.state.config;
+    ctx.state.keyspace.access = crate::keyspace::access::AccessPolicy {
+        lfu: config.maxmemory_policy.is_lfu(),
+        lfu_log_factor: config.lfu_log_factor,
+        lfu_decay_minutes: config.lfu_decay_time_minutes,
+    };
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.capturing() && spans_segments(spec) {
         // Rule C1 (`keyspace/capture.rs`); single-key commands never need it.
         let mut segments = Vec::new();
@@ -551,9 +584,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
+    ctx.session.redacted.clear();
+    let started = std::time::Instant::now();
     let reply_start = ctx.reply.buf.len();
     if let Err(e) = (spec.handler)(ctx, args) {
         ctx.reply.error(&e);
+    }
+    if !ctx.session.is_replay {
+        let duration_us = started.elapsed().as_micros() as u64;
+        diagnostics::record(ctx, spec, args, duration_us);
     }
     notify::after_handler(ctx, spec, args, reply_start);
 }

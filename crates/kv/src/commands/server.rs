@@ -1,11 +1,11 @@
-//! Server commands: INFO, CONFIG, COMMAND, FLUSHDB, FLUSHALL, TIME,
-//! LASTSAVE, SHUTDOWN.
+//! Server commands: INFO, CONFIG, FLUSHDB, FLUSHALL, TIME, SHUTDOWN
+//! (LASTSAVE, SAVE and BGSAVE are in `persistence.rs`).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::table::*;
-use super::{all_commands, command_count, errors, flags, upper, CmdResult, Ctx};
+use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
 use crate::state::State;
 
@@ -43,11 +43,6 @@ pub(super) fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ctx.reply.array(2);
     ctx.reply.bulk(now.as_secs().to_string().as_bytes());
     ctx.reply.bulk(now.subsec_micros().to_string().as_bytes());
-    Ok(())
-}
-
-pub(super) fn lastsave(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    ctx.reply.int(ctx.state.start_unix_s);
     Ok(())
 }
 
@@ -153,95 +148,6 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-fn flag_names(bits: u32) -> Vec<&'static str> {
-    flags::NAMES
-        .iter()
-        .filter(|(b, _)| bits & b != 0)
-        .map(|(_, n)| *n)
-        .collect()
-}
-
-fn command_info(ctx: &mut Ctx<'_>, spec: &super::CommandSpec) {
-    let r = &mut *ctx.reply;
-    r.array(10);
-    r.bulk(spec.name.as_bytes());
-    r.int(i64::from(spec.arity));
-    let names = flag_names(spec.flags);
-    r.set(names.len());
-    for n in names {
-        r.simple(n);
-    }
-    let (first, last, step) = spec.keys.legacy();
-    r.int(i64::from(first));
-    r.int(i64::from(last));
-    r.int(i64::from(step));
-    let categories: Vec<&str> = super::acl::names(super::acl::of(spec)).collect();
-    r.set(categories.len());
-    for c in categories {
-        r.simple(&format!("@{c}"));
-    }
-    r.array(0);
-    r.array(0);
-    r.array(0);
-}
-
-pub(super) fn command(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    if args.len() == 1 {
-        ctx.reply.array(command_count());
-        for spec in all_commands() {
-            command_info(ctx, spec);
-        }
-        return Ok(());
-    }
-    match upper(args, 1).as_slice() {
-        b"COUNT" => ctx.reply.int(command_count() as i64),
-        b"LIST" => {
-            let names: Vec<&[u8]> = all_commands().map(|c| c.name.as_bytes()).collect();
-            ctx.reply.bulks(names.into_iter());
-        }
-        b"INFO" => {
-            let names: Vec<&[u8]> = args.iter().skip(2).collect();
-            let specs: Vec<Option<&super::CommandSpec>> = if names.is_empty() {
-                all_commands().map(Some).collect()
-            } else {
-                names.iter().map(|n| super::lookup(n)).collect()
-            };
-            ctx.reply.array(specs.len());
-            for spec in specs {
-                match spec {
-                    Some(s) => command_info(ctx, s),
-                    None => ctx.reply.null_array(),
-                }
-            }
-        }
-        b"DOCS" => {
-            let specs: Vec<&super::CommandSpec> = if args.len() == 2 {
-                all_commands().collect()
-            } else {
-                args.iter().skip(2).filter_map(super::lookup).collect()
-            };
-            ctx.reply.map(specs.len());
-            for spec in specs {
-                ctx.reply.bulk(spec.name.as_bytes());
-                ctx.reply.map(3);
-                ctx.reply.bulk(b"summary");
-                ctx.reply.bulk(spec.summary.as_bytes());
-                ctx.reply.bulk(b"since");
-                ctx.reply.bulk(b"1.0.0");
-                ctx.reply.bulk(b"group");
-                ctx.reply.bulk(spec.group.as_bytes());
-            }
-        }
-        _ => {
-            return Err(Cow::Owned(format!(
-                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-                String::from_utf8_lossy(args.get(1))
-            )))
-        }
-    }
-    Ok(())
-}
-
 pub(super) fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let wanted: Vec<String> = args
         .iter()
@@ -335,11 +241,9 @@ static FUNCTION: &[CommandSpec] = &[
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("info", -1, RANDOM, K0, "server", "Returns server information.", info),
     cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
-    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes commands.", command).with_subcommands(COMMAND),
     cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
     cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
     cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
-    cmd!("lastsave", 1, C | RANDOM, K0, "server", "Returns when data was last known durable.", lastsave),
     cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
     cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
@@ -351,13 +255,4 @@ static CONFIG: &[CommandSpec] = &[
     cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the values of configuration directives.", config),
     cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration directives at run time.", config),
     cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
-];
-
-/// COMMAND's subcommands.
-#[rustfmt::skip]
-static COMMAND: &[CommandSpec] = &[
-    cmd!("count", 2, LOADING | STALE, K0, "server", "Returns a count of commands.", command),
-    cmd!("list", -2, LOADING | STALE, K0, "server", "Returns a list of command names.", command),
-    cmd!("info", -2, LOADING | STALE, K0, "server", "Returns information about commands.", command),
-    cmd!("docs", -2, LOADING | STALE, K0, "server", "Returns documentary information about commands.", command),
 ];

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, blocking, connection, dump, geo, hashes, hll, keys, lists, pubsub};
+use super::{bits, blocking, client, connection, debug, diagnostics, dump, geo, hashes};
+use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
 use super::{replication, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -122,6 +123,58 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// A container's subcommands (CLIENT LIST, CONFIG GET...).
     pub subcommands: &'static [CommandSpec],
+    /// Per key specification, its [`key_flags`] bits, in the order Redis
+    /// lists the specifications (the first key found takes the first, each
+    /// later key the next, the last repeating). Empty: COMMAND derives
+    /// them (`commands/introspect.rs`).
+    pub key_flags: &'static [u16],
+    /// The Redis version that introduced it, for COMMAND DOCS (empty:
+    /// not stated).
+    pub since: &'static str,
+    /// Its time complexity, for COMMAND DOCS (empty: not stated).
+    pub complexity: &'static str,
+}
+
+/// Flags of a key specification, as COMMAND INFO and COMMAND
+/// GETKEYSANDFLAGS name them: what a command does to the key.
+pub mod key_flags {
+    /// Reads and writes the key (`RW`).
+    pub const RW: u16 = 1;
+    /// Only reads it (`RO`).
+    pub const RO: u16 = 1 << 1;
+    /// Overwrites it without reading it (`OW`).
+    pub const OW: u16 = 1 << 2;
+    /// Deletes it (`RM`).
+    pub const RM: u16 = 1 << 3;
+    /// Returns or copies user data from it (`access`).
+    pub const ACCESS: u16 = 1 << 4;
+    /// Updates its data in place (`update`).
+    pub const UPDATE: u16 = 1 << 5;
+    /// Only adds data to it (`insert`).
+    pub const INSERT: u16 = 1 << 6;
+    /// Only removes data from it (`delete`).
+    pub const DELETE: u16 = 1 << 7;
+    /// Touches no user data (`not_key`).
+    pub const NOT_KEY: u16 = 1 << 8;
+    /// The key may be absent from the arguments (`incomplete`).
+    pub const INCOMPLETE: u16 = 1 << 9;
+    /// The flags vary with the arguments (`variable_flags`).
+    pub const VARIABLE_FLAGS: u16 = 1 << 10;
+
+    /// Names in the order Redis prints them.
+    pub const NAMES: &[(u16, &str)] = &[
+        (RW, "RW"),
+        (RO, "RO"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
 }
 
 impl CommandSpec {
@@ -145,6 +198,20 @@ impl CommandSpec {
     /// The same spec as a container of `subcommands`.
     pub const fn with_subcommands(mut self, subcommands: &'static [CommandSpec]) -> CommandSpec {
         self.subcommands = subcommands;
+        self
+    }
+
+    /// The same spec with explicit key-specification flags
+    /// ([`CommandSpec::key_flags`]).
+    pub const fn with_key_flags(mut self, flags: &'static [u16]) -> CommandSpec {
+        self.key_flags = flags;
+        self
+    }
+
+    /// The same spec with COMMAND DOCS's `since` and `complexity`.
+    pub const fn with_docs(mut self, since: &'static str, complexity: &'static str) -> CommandSpec {
+        self.since = since;
+        self.complexity = complexity;
         self
     }
 
@@ -194,6 +261,9 @@ macro_rules! cmd {
             summary: $summary,
             handler: $handler,
             subcommands: &[],
+            key_flags: &[],
+            since: "",
+            complexity: "",
         }
     };
 }
@@ -222,9 +292,16 @@ const FAMILIES: &[&[CommandSpec]] = &[
     geo::COMMANDS,
     transactions::COMMANDS,
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     replication::COMMANDS,
     pubsub::COMMANDS,
+    introspect::COMMANDS,
+    object::COMMANDS,
+    debug::COMMANDS,
+    diagnostics::COMMANDS,
+    memory::COMMANDS,
+    persistence::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -59,11 +59,18 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
-    let touched = ctx
-        .session
-        .watched
-        .iter()
-        .any(|(db, key, seen)| ctx.state.keyspace.watch_version(*db, key) != *seen);
+    if let Some(why) = refused_as_a_whole(ctx, &queue) {
+        unwatch_all(&mut ctx.state.keyspace, ctx.session);
+        return Err(Cow::Owned(format!(
+            "EXECABORT Transaction discarded because of: {why}"
+        )));
+    }
+    let touched = ctx.session.watched.iter().any(|(db, key, seen)| {
+        // A key that expired since the WATCH changed, even if nothing
+        // has removed it yet.
+        let ks = &ctx.state.keyspace;
+        ks.watch_version(*db, key) != *seen || ks.is_stale(*db, key)
+    });
     unwatch_all(&mut ctx.state.keyspace, ctx.session);
     if touched {
         ctx.reply.null_array();
@@ -84,6 +91,31 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     }
     ctx.session.in_exec = false;
     Ok(())
+}
+
+/// Why EXEC must refuse the whole transaction, as Redis checks it for the
+/// union of the queued commands' flags: a command that may grow memory
+/// while memory is over `maxmemory`, or a write while the log has failed.
+fn refused_as_a_whole(ctx: &Ctx<'_>, queue: &[QueuedCommand]) -> Option<String> {
+    if ctx.session.is_replay {
+        return None;
+    }
+    let mut flags = 0;
+    for command in queue {
+        let (buf, ranges) = flatten(command);
+        if let Ok((_, spec)) = resolve(&Args::new(&buf, &ranges)) {
+            flags |= spec.flags;
+        }
+    }
+    if flags & WRITE != 0 {
+        if let Some(why) = &ctx.state.log_failure {
+            return Some(format!("MISCONF Errors writing to the AOF file: {why}"));
+        }
+    }
+    if flags & super::flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+        return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
+    }
+    None
 }
 
 /// Rule C1 for a transaction (`keyspace/capture.rs`): the segments of all
@@ -133,7 +165,7 @@ pub(super) fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("multi", 1, C | NOQUEUE, K0, "transactions", "Starts a transaction.", multi),
-    cmd!("exec", 1, NOQUEUE, K0, "transactions", "Runs a transaction.", exec),
+    cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, K0, "transactions", "Runs a transaction.", exec),
     cmd!("discard", 1, C | NOQUEUE, K0, "transactions", "Discards a transaction.", discard),
     cmd!("watch", -2, C | NOQUEUE, KALL, "transactions", "Watches keys for EXEC.", watch),
     cmd!("unwatch", 1, C | NOQUEUE, K0, "transactions", "Forgets watched keys.", unwatch),

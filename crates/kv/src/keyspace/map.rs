@@ -39,8 +39,10 @@ use hashbrown::HashTable;
 
 use crate::types::{arc_counts, Value};
 
-/// Longest key kept inside its entry; longer ones get a boxed copy.
-pub const KEY_INLINE_MAX: usize = 22;
+/// Longest key kept inside its entry; longer ones get a boxed copy. 19
+/// rather than 22 since the entry also holds the key's access clock
+/// ([`Key`]), in bytes the enum's layout leaves free either way.
+pub const KEY_INLINE_MAX: usize = 19;
 
 /// Chunks per map: the copy-before-write unit is 1/64 of a segment (about
 /// 15 keys at 1M keys), a copy of ~1.5 µs.
@@ -50,16 +52,42 @@ pub const CHUNKS: usize = 64;
 /// seven (its control byte, which would then match more often in vain).
 const CHUNK_SHIFT: u32 = 40;
 
+/// A key's access clock, 24 bits as Redis keeps it in an object header:
+/// with an LRU policy (or none) the Unix second of the last access, with
+/// an LFU policy the minute of the last decrement (16 bits) above a
+/// logarithmic access counter (8 bits). See `keyspace/access.rs`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Clock([u8; 3]);
+
+impl Clock {
+    pub(crate) fn new(value: u32) -> Clock {
+        let b = value.to_le_bytes();
+        Clock([b[0], b[1], b[2]])
+    }
+
+    pub(crate) fn get(self) -> u32 {
+        u32::from_le_bytes([self.0[0], self.0[1], self.0[2], 0])
+    }
+}
+
 /// A key: inline when short (the common case: Redis keys are mostly a few
-/// dozen bytes at most), boxed otherwise.
+/// dozen bytes at most), boxed otherwise. Either variant carries the key's
+/// [`Clock`] where the enum has spare bytes (next to the tag), so the
+/// clock costs no bytes per slot.
 #[derive(Clone, Debug)]
 pub(crate) enum Key {
     Inline {
         len: u8,
+        clock: Clock,
         bytes: [u8; KEY_INLINE_MAX],
     },
-    Boxed(Box<[u8]>),
+    Boxed {
+        clock: Clock,
+        bytes: Box<[u8]>,
+    },
 }
+
+const _: () = assert!(std::mem::size_of::<Key>() == 24);
 
 impl Key {
     pub(crate) fn new(key: &[u8]) -> Key {
@@ -68,17 +96,33 @@ impl Key {
             bytes[..key.len()].copy_from_slice(key);
             Key::Inline {
                 len: key.len() as u8,
+                clock: Clock::default(),
                 bytes,
             }
         } else {
-            Key::Boxed(key.into())
+            Key::Boxed {
+                clock: Clock::default(),
+                bytes: key.into(),
+            }
         }
     }
 
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
-            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Key::Boxed(b) => b,
+            Key::Inline { len, bytes, .. } => &bytes[..usize::from(*len)],
+            Key::Boxed { bytes, .. } => bytes,
+        }
+    }
+
+    fn clock(&self) -> u32 {
+        match self {
+            Key::Inline { clock, .. } | Key::Boxed { clock, .. } => clock.get(),
+        }
+    }
+
+    fn set_clock(&mut self, value: u32) {
+        match self {
+            Key::Inline { clock, .. } | Key::Boxed { clock, .. } => *clock = Clock::new(value),
         }
     }
 }
@@ -264,6 +308,68 @@ impl KeyMap {
                 None
             }
         }
+    }
+
+    /// The access clock of `key` (`keyspace/access.rs`).
+    pub fn clock(&self, key: &[u8]) -> Option<u32> {
+        let hash = self.hash(key);
+        self.chunks
+            .get(chunk_of(hash))?
+            .as_ref()?
+            .find(hash, |e| e.key.as_bytes() == key)
+            .map(|e| e.key.clock())
+    }
+
+    /// Sets the access clock of `key` to `update(old)` if its chunk is
+    /// this map's alone: an access never copies a chunk a rewrite
+    /// snapshot shares (Redis likewise leaves the clocks alone while a
+    /// child process saves). Returns whether it did.
+    pub fn update_clock(&mut self, key: &[u8], update: impl FnOnce(u32) -> u32) -> bool {
+        let hash = self.hash(key);
+        let Some(Some(chunk)) = self.chunks.get_mut(chunk_of(hash)) else {
+            return false;
+        };
+        let Some(chunk) = Arc::get_mut(chunk) else {
+            return false;
+        };
+        match chunk.find_mut(hash, |e| e.key.as_bytes() == key) {
+            Some(entry) => {
+                let next = update(entry.key.clock());
+                entry.key.set_clock(next);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The value at `key`, recording an access in its clock (`update`)
+    /// when its chunk is this map's alone; a chunk a clone shares is read
+    /// without it, never copied for a read.
+    pub fn get_touch(&mut self, key: &[u8], update: impl FnOnce(u32) -> u32) -> Option<&Value> {
+        let hash = self.hash(key);
+        let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
+        let eq = |e: &Entry| e.key.as_bytes() == key;
+        if Arc::get_mut(slot).is_none() {
+            return slot.find(hash, eq).map(|e| &e.value);
+        }
+        let entry = Arc::get_mut(slot)?.find_mut(hash, eq)?;
+        entry.key.set_clock(update(entry.key.clock()));
+        Some(&entry.value)
+    }
+
+    /// The value at `key` for modification, recording an access in its
+    /// clock; copies the key's chunk first if a clone shares it (as any
+    /// write does).
+    pub fn get_mut_touch(
+        &mut self,
+        key: &[u8],
+        update: impl FnOnce(u32) -> u32,
+    ) -> Option<&mut Value> {
+        let hash = self.hash(key);
+        let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
+        let entry = Arc::make_mut(slot).find_mut(hash, |e| e.key.as_bytes() == key)?;
+        entry.key.set_clock(update(entry.key.clock()));
+        Some(&mut entry.value)
     }
 
     /// Removes `key`; returns its value.

@@ -14,12 +14,15 @@
 //! Expiry is kept per segment in a separate map holding only keys with a
 //! TTL, so keys without one pay nothing for it.
 
+pub mod access;
 mod capture;
 pub mod events;
+pub mod evict;
 pub mod glob;
 pub mod map;
 mod snapshot;
 mod supersede;
+mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -151,6 +154,11 @@ pub struct Keyspace {
     supersede: supersede::Supersede,
     /// Segments captured for a running rewrite's workers (`capture.rs`).
     capture: capture::Capture,
+    /// What the keys' access clocks count (`access.rs`); the dispatcher
+    /// sets it from the configuration before each command.
+    pub access: access::AccessPolicy,
+    /// State of the generator behind LFU's probabilistic increments.
+    access_random: u64,
 }
 
 impl Keyspace {
@@ -177,7 +185,86 @@ impl Keyspace {
             cow: CowStats::default(),
             supersede: supersede::Supersede::default(),
             capture: capture::Capture::default(),
+            access: access::AccessPolicy::default(),
+            access_random: 0x9E37_79B9_7F4A_7C15,
         }
+    }
+
+    /// A uniform number in [0, 1) for LFU's increments (xorshift: the
+    /// counters need no better).
+    fn next_random(&mut self) -> f64 {
+        let mut x = self.access_random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.access_random = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Records an access to `key` in its clock (or, with `fresh`, gives a
+    /// new value its first clock). Skipped while loading, and for a
+    /// segment or chunk a rewrite snapshot still shares, so a read never
+    /// copies anything.
+    fn note_access(&mut self, db: usize, seg: usize, key: &[u8], fresh: bool) {
+        if self.loading {
+            return;
+        }
+        let (now, policy) = (self.now_ms, self.access);
+        let random = if policy.lfu && !fresh {
+            self.next_random()
+        } else {
+            0.0
+        };
+        let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) else {
+            return;
+        };
+        segment.map.update_clock(key, |old| {
+            if fresh {
+                access::fresh(now, &policy)
+            } else {
+                access::accessed(old, now, &policy, random)
+            }
+        });
+    }
+
+    /// Sets the access clock of `key` as RESTORE's IDLETIME (seconds idle,
+    /// LRU clocks) or FREQ (the LFU counter, up to 255) give it.
+    pub fn set_access(&mut self, db: usize, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
+        let now = self.now_ms;
+        let seg = segment_of(key);
+        let clock = match (idle_s, freq) {
+            (_, Some(freq)) => access::with_counter(now, u32::from(freq)),
+            (Some(idle), None) => access::lru_clock(now - (idle as i64).saturating_mul(1000)),
+            (None, None) => return,
+        };
+        if let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) {
+            segment.map.update_clock(key, |_| clock);
+        }
+    }
+
+    /// The access clock of `key` (`access.rs`), without touching it.
+    pub fn access_clock(&self, db: usize, key: &[u8]) -> Option<u32> {
+        self.dbs[db].segments[segment_of(key)].map.clock(key)
+    }
+
+    /// The value at `key` without counting a hit or an access (TYPE,
+    /// OBJECT), expiring it first if due.
+    pub fn peek(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        self.dbs[db].segments[seg].map.get(key)
+    }
+
+    /// Records an access to `key` if it exists (TOUCH); returns whether
+    /// it does.
+    pub fn touch_access(&mut self, db: usize, key: &[u8]) -> bool {
+        let seg = segment_of(key);
+        self.expire_if_needed(db, seg, key);
+        let found = self.dbs[db].segments[seg].map.contains_key(key);
+        if found {
+            self.note_access(db, seg, key, false);
+        }
+        found
     }
 
     /// Number of databases.
@@ -216,14 +303,9 @@ impl Keyspace {
         }
     }
 
-    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB) and notes every
-    /// key blocked on there ready.
-    pub fn touch_db(&mut self, db: usize) {
-        for ((d, _), w) in self.watched.iter_mut() {
-            if *d == db {
-                w.version += 1;
-            }
-        }
+    /// Notes every key blocked on in `db` ready (FLUSHDB, SWAPDB): the
+    /// blocked clients look again and time out or stay blocked.
+    pub fn note_ready_db(&mut self, db: usize) {
         for k in &self.blocking_on {
             if k.0 == db && !self.ready.contains(k) {
                 self.ready.push(k.clone());
@@ -321,7 +403,22 @@ impl Keyspace {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
         let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
-        let found = self.dbs[db].segments[seg].map.get(key).filter(|_| !gone);
+        let (now, policy) = (self.now_ms, self.access);
+        let random = if policy.lfu { self.next_random() } else { 0.0 };
+        // One lookup that also records the access, unless loading or a
+        // rewrite snapshot shares the segment (then the clock stays).
+        let slot = &mut self.dbs[db].segments[seg];
+        let found = if gone {
+            None
+        } else if self.loading || Arc::get_mut(slot).is_none() {
+            slot.map.get(key)
+        } else {
+            Arc::get_mut(slot).and_then(|segment| {
+                segment
+                    .map
+                    .get_touch(key, |old| access::accessed(old, now, &policy, random))
+            })
+        };
         if found.is_some() {
             self.hits += 1;
         } else {
@@ -345,7 +442,13 @@ impl Keyspace {
             return None;
         }
         self.touch(db, key);
-        self.segment_mut(db, seg, Some(key)).map.get_mut(key)
+        let (now, policy, loading) = (self.now_ms, self.access, self.loading);
+        let random = if policy.lfu { self.next_random() } else { 0.0 };
+        let map = &mut self.segment_mut(db, seg, Some(key)).map;
+        if loading {
+            return map.get_mut(key);
+        }
+        map.get_mut_touch(key, |old| access::accessed(old, now, &policy, random))
     }
 
     /// The value at `key`, created with `make` if missing.
@@ -360,6 +463,7 @@ impl Keyspace {
             self.dbs[db].len += 1;
             self.queue_event(events::NEW, "new", db, key);
         }
+        self.note_access(db, seg, key, inserted);
         let map = &mut self.segment_mut(db, seg, Some(key)).map;
         map.get_mut(key).expect("inserted just above")
     }
@@ -378,6 +482,7 @@ impl Keyspace {
             self.dbs[db].len += 1;
             self.queue_event(events::NEW, "new", db, key);
         }
+        self.note_access(db, seg, key, inserted);
     }
 
     /// Removes `key`; returns its value.
@@ -445,7 +550,8 @@ impl Keyspace {
 
     /// Empties database `db`.
     pub fn flush_db(&mut self, db: usize) {
-        self.touch_db(db);
+        self.touch_flushed(db);
+        self.note_ready_db(db);
         // The tracking table is emptied on every flush, tracking clients
         // or not.
         self.flushed = true;
@@ -454,8 +560,9 @@ impl Keyspace {
 
     /// Swaps the contents of two databases.
     pub fn swap_db(&mut self, a: usize, b: usize) {
-        self.touch_db(a);
-        self.touch_db(b);
+        self.touch_swapped(a, b);
+        self.note_ready_db(a);
+        self.note_ready_db(b);
         self.dbs.swap(a, b);
     }
 

@@ -106,6 +106,15 @@ impl<'a> Args<'a> {
         self.ranges.iter().map(move |&(s, e)| &base[s..e])
     }
 
+    /// The arguments from `from` on (empty past the end): COMMAND
+    /// GETKEYS looks at the command it names as a command of its own.
+    pub fn tail(&self, from: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            ranges: self.ranges.get(from..).unwrap_or(&[]),
+        }
+    }
+
     /// Copies the arguments out.
     pub fn to_vec(&self) -> Vec<Vec<u8>> {
         self.iter().map(<[u8]>::to_vec).collect()

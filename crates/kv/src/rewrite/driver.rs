@@ -548,6 +548,8 @@ impl Rewriter {
                 rewrite.parts = done.bases.len();
                 rewrite.completed += 1;
                 rewrite.last_ok = true;
+                // The new base is a snapshot: what LASTSAVE reports.
+                state.start_unix_s = crate::state::unix_ms() / 1000;
                 rewrite.failures_in_row = 0;
                 // As Redis's aof_rewrite_base_size: the whole size once the
                 // rewrite is done, new log included. The base alone (what

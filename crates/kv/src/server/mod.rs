@@ -158,6 +158,9 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
+        // Measured before the first timer tick, so `maxmemory` holds from
+        // the first command.
+        state.refresh_used_memory();
         Ok(Server {
             poll,
             listeners,
@@ -398,6 +401,68 @@ impl Server {
         if has_output {
             self.mark_ready(index);
         }
+        self.close_killed();
+    }
+
+    /// SAVE: appends what ran so far, makes the log durable, and replies.
+    fn save(&mut self, reply: &mut crate::resp::ReplyBuf) {
+        self.state.save_requested = false;
+        self.log_command();
+        self.log.flush();
+        match (self.log.sync_wait())() {
+            Ok(()) => {
+                self.state.start_unix_s = unix_ms() / 1000;
+                reply.ok();
+            }
+            Err(e) => reply.error(&format!("ERR SAVE could not make the log durable: {e}")),
+        }
+    }
+
+    /// DEBUG RELOAD and LOADAOF: every command so far is in the log, so
+    /// closing it (which flushes and syncs it), emptying the keyspace and
+    /// opening the data directory again as at start-up loads the dataset
+    /// back from Ferrite's own files: base parts, then the logs replayed.
+    fn reload(&mut self) {
+        self.state.reload_requested = false;
+        if let Some(rewriter) = &mut self.rewriter {
+            rewriter.wait(&mut self.state);
+        }
+        if let Err(e) = self.log.close() {
+            self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
+            return;
+        }
+        let databases = self.state.keyspace.databases();
+        self.state.keyspace = crate::keyspace::Keyspace::new(databases);
+        let waker = Arc::clone(&self.waker);
+        let wake = Wake::new(move || {
+            let _ = waker.wake();
+        });
+        match crate::rewrite::driver::open(&mut self.state, wake) {
+            Ok((opened, rewriter)) => {
+                self.log = opened.log;
+                self.rewriter = rewriter;
+            }
+            Err(e) => {
+                tracing::error!("DEBUG RELOAD could not load the data back: {e}");
+                self.state.log_failure = Some(format!("reloading for DEBUG RELOAD: {e}"));
+            }
+        }
+        self.state.keyspace.now_ms = unix_ms();
+    }
+
+    /// Closes the connections CLIENT KILL named.
+    fn close_killed(&mut self) {
+        for id in std::mem::take(&mut self.state.killed_clients) {
+            let found = self
+                .conns
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.session.id == id));
+            if let Some(index) = found {
+                if let Some(conn) = self.conns[index].take() {
+                    self.close(conn, index);
+                }
+            }
+        }
     }
 
     /// Runs every complete command in the connection's buffer.
@@ -412,6 +477,10 @@ impl Server {
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
                     let args = conn.parser.args(&conn.inbuf[at..]);
+                    conn.session.query_buffer = (
+                        conn.inbuf.len() - at,
+                        conn.inbuf.capacity() - conn.inbuf.len(),
+                    );
                     let mut ctx = Ctx {
                         state: &mut self.state,
                         session: &mut conn.session,
@@ -424,6 +493,9 @@ impl Server {
                         self.postpone(conn.session.id, index);
                         break;
                     }
+                    if self.state.save_requested {
+                        self.save(&mut conn.reply);
+                    }
                     at += consumed;
                     if let Some(ticket) = self.log_command() {
                         conn.wait_ticket = ticket;
@@ -432,6 +504,9 @@ impl Server {
                     let (id, db) = (conn.session.id, conn.session.db);
                     self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
+                    if self.state.reload_requested {
+                        self.reload();
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -511,7 +586,7 @@ impl Server {
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
         notify::prepare(&mut self.state);
-        if !self.state.keyspace.expiry_paused {
+        if self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
             self.state
                 .keyspace
                 .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);

@@ -1,0 +1,362 @@
+//! DEBUG, refused unless `enable-debug-command` allows it (as Redis 7.0
+//! refuses it): SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL, RELOAD,
+//! LOADAOF, POPULATE, DIGEST, DIGEST-VALUE, CHANGE-REPL-ID,
+//! QUICKLIST-PACKED-THRESHOLD and STRINGMATCH-LEN.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::introspect::help_reply;
+use super::table::*;
+use super::{errors, upper, CmdError, CmdResult, Ctx};
+use crate::config::parse_memory;
+use crate::keyspace::access;
+use crate::resp::{Args, Protocol};
+use crate::types::Value;
+
+/// Redis's refusal when DEBUG is not enabled.
+const DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+/// Longest DEBUG SLEEP, so a typo cannot stall the server for days.
+const SLEEP_MAX: Duration = Duration::from_secs(3600);
+
+/// Whether this client may run DEBUG (`yes`, or `local` from loopback).
+fn allowed(ctx: &Ctx<'_>) -> bool {
+    match ctx.state.config.passive_value("enable-debug-command") {
+        Some("yes") => true,
+        Some("local") => ctx
+            .state
+            .clients
+            .get(&ctx.session.id)
+            .is_none_or(|c| c.addr.starts_with("127.") || c.addr.starts_with("[::1]")),
+        _ => false,
+    }
+}
+
+fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+    let resp3 = ctx.reply.proto == Protocol::Resp3;
+    let r = &mut *ctx.reply;
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => r.bulk(b"Hello World"),
+        b"integer" => r.int(12345),
+        // Redis's sample double, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        b"double" => r.double(3.141),
+        b"bignum" if resp3 => r.buf.extend_from_slice(b"(1234567999999999999999999999999999999\r\n"),
+        b"bignum" => r.bulk(b"1234567999999999999999999999999999999"),
+        b"null" => r.null(),
+        b"array" | b"set" | b"map" => {
+            let kind = name.to_ascii_lowercase();
+            match kind.as_slice() {
+                b"array" => r.array(3),
+                b"set" => r.set(3),
+                _ => r.map(3),
+            }
+            for j in 0..3 {
+                r.int(j);
+                if kind == b"map" {
+                    boolean(r, j == 1, resp3);
+                }
+            }
+        }
+        b"attrib" => {
+            if resp3 {
+                r.buf.extend_from_slice(b"|1\r\n");
+                r.bulk(b"key-popularity");
+                r.array(2);
+                r.bulk(b"key:123");
+                r.int(90);
+            }
+            r.bulk(b"Some real reply following the attribute");
+        }
+        b"push" => {
+            if !resp3 {
+                return Err(Cow::Borrowed("ERR RESP2 is not supported by this command"));
+            }
+            r.buf.extend_from_slice(b">2\r\n");
+            r.bulk(b"server-cpu-usage");
+            r.int(42);
+            r.bulk(b"Some real reply following the push reply");
+        }
+        b"true" => boolean(r, true, resp3),
+        b"false" => boolean(r, false, resp3),
+        b"verbatim" => r.verbatim("This is a verbatim\nstring"),
+        _ => return Err(Cow::Borrowed("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")),
+    }
+    Ok(())
+}
+
+fn boolean(r: &mut crate::resp::ReplyBuf, value: bool, resp3: bool) {
+    if resp3 {
+        r.buf
+            .extend_from_slice(if value { b"#t\r\n" } else { b"#f\r\n" });
+    } else {
+        r.int(i64::from(value));
+    }
+}
+
+fn sleep(ctx: &mut Ctx<'_>, seconds: &[u8]) -> CmdResult {
+    // As strtod: a number that does not parse sleeps for zero.
+    let seconds: f64 = std::str::from_utf8(seconds)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .filter(|s: &f64| s.is_finite() && *s > 0.0)
+        .unwrap_or(0.0);
+    std::thread::sleep(Duration::from_secs_f64(seconds).min(SLEEP_MAX));
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// DEBUG OBJECT's line for the value at `key`. Ferrite has no object
+/// address or serialized length of its own; it reports the value's
+/// address in memory and its size as the log would write it.
+fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    let db = ctx.session.db;
+    let now = ctx.state.keyspace.now_ms;
+    let clock = ctx.state.keyspace.access_clock(db, key).unwrap_or(0);
+    let Some(value) = ctx.state.keyspace.peek(db, key) else {
+        return Err(Cow::Borrowed(errors::NO_SUCH_KEY));
+    };
+    let encoding = super::object::encoding(value, &ctx.state.config);
+    let address = std::ptr::from_ref(value) as usize;
+    let length = serialized_length(value);
+    let line = format!(
+        "Value at:0x{address:x} refcount:1 encoding:{encoding} serializedlength:{length} lru:{clock} lru_seconds_idle:{}",
+        access::idle_ms(clock, now) / 1000
+    );
+    ctx.reply.simple(&line);
+    Ok(())
+}
+
+/// Bytes of the value's elements, an approximation of a dump's size.
+fn serialized_length(value: &crate::types::Value) -> usize {
+    use crate::types::Value;
+    match value {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.iter().map(|e| e.len() + 1).sum(),
+        Value::Set(s) => s.iter().map(|e| e.len() + 1).sum(),
+        Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + 2).sum(),
+        Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 9).sum(),
+    }
+}
+
+fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if !allowed(ctx) {
+        return Err(Cow::Borrowed(DISABLED));
+    }
+    let sub = upper(args, 1);
+    match (sub.as_slice(), args.len()) {
+        (b"HELP", 2) => help(ctx),
+        (b"SLEEP", 3) => sleep(ctx, args.get(2)),
+        (b"PROTOCOL", 3) => protocol(ctx, args.get(2)),
+        (b"OBJECT", 3) => object(ctx, args.get(2)),
+        (b"SET-ACTIVE-EXPIRE", 3) => {
+            let on = crate::types::number::parse_i64(args.get(2)).unwrap_or(0) != 0;
+            ctx.state.active_expire_enabled = on;
+            ctx.reply.ok();
+            Ok(())
+        }
+        (b"QUICKLIST-PACKED-THRESHOLD", 3) => {
+            let text = String::from_utf8_lossy(args.get(2));
+            match parse_memory(&text) {
+                Some(n) if n > 1 && n < (4 << 30) => ctx.reply.ok(),
+                _ => {
+                    return Err(Cow::Borrowed(
+                        "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+                    ))
+                }
+            }
+            Ok(())
+        }
+        (b"RELOAD", _) | (b"LOADAOF", 2) => reload(ctx, args),
+        (b"POPULATE", 3..=5) => populate(ctx, args),
+        (b"DIGEST", 2) => {
+            let digest = super::digest::dataset_digest(&ctx.state.keyspace);
+            ctx.reply.simple(&super::digest::hex(&digest));
+            Ok(())
+        }
+        (b"DIGEST-VALUE", _) => {
+            ctx.reply.array(args.len() - 2);
+            for key in args.iter().skip(2) {
+                let digest = ctx
+                    .state
+                    .keyspace
+                    .peek(ctx.session.db, key)
+                    .map_or([0; 5], super::digest::value_digest);
+                ctx.reply.simple(&super::digest::hex(&digest));
+            }
+            Ok(())
+        }
+        (b"CHANGE-REPL-ID", 2) => {
+            // No replication: there is no id to change.
+            ctx.reply.ok();
+            Ok(())
+        }
+        (b"STRINGMATCH-LEN", 2) => stringmatch_len(ctx),
+        _ => Err(Cow::Owned(format!(
+            "ERR unknown subcommand '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(args.get(1))
+        ))),
+    }
+}
+
+/// A positive count argument, as Redis parses it.
+fn positive(args: &Args<'_>, at: usize) -> Result<usize, CmdError> {
+    let n = super::int_arg(args, at)?;
+    usize::try_from(n).map_err(|_| Cow::Borrowed(errors::NOT_POSITIVE))
+}
+
+/// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` (default
+/// `key:N`) holding `value:N` (zero-padded or cut to `size` bytes) for N
+/// below count, skipping keys that exist. Each key created is logged as a
+/// SET, so the log holds the data as for any write.
+fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let count = positive(args, 2)?;
+    // A size of 0 means no size, as in Redis.
+    let size = if args.len() == 5 {
+        Some(positive(args, 4)?).filter(|&s| s > 0)
+    } else {
+        None
+    };
+    if let Some(why) = &ctx.state.log_failure {
+        return Err(Cow::Owned(format!(
+            "MISCONF Errors writing to the AOF file: {why}"
+        )));
+    }
+    if size.is_some_and(|s| s > ctx.state.config.proto_max_bulk_len_bytes) {
+        return Err(Cow::Borrowed(errors::STRING_TOO_LONG));
+    }
+    let prefix = if args.len() >= 4 { args.get(3) } else { b"key" };
+    let db = ctx.session.db;
+    if ctx.state.keyspace.capturing() {
+        // Writes across the database (DEBUG is not flagged as a write, so
+        // the dispatcher did not): rule C1 of `keyspace/capture.rs`.
+        let first = (db * crate::keyspace::SEGMENTS_PER_DB) as u32;
+        let all: Vec<u32> = (first..first + crate::keyspace::SEGMENTS_PER_DB as u32).collect();
+        ctx.state.keyspace.capture_before(&all);
+    }
+    for n in 0..count {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(format!(":{n}").as_bytes());
+        if ctx.state.keyspace.contains(db, &key) {
+            continue;
+        }
+        let text = format!("value:{n}").into_bytes();
+        let value = match size {
+            None => text,
+            Some(size) => {
+                let mut v = vec![0u8; size];
+                let keep = size.min(text.len());
+                v[..keep].copy_from_slice(&text[..keep]);
+                v
+            }
+        };
+        ctx.state
+            .keyspace
+            .set(db, &key, Value::Str(value[..].into()), false);
+        ctx.propagate(&[b"SET", &key, &value]);
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// DEBUG RELOAD [NOSAVE] and DEBUG LOADAOF: Ferrite's
+/// persistence is its log, which holds every command already, so both
+/// close the log and load the dataset back from the data directory (the
+/// event loop does it right after this command, `server/mod.rs`).
+/// Without a log (`appendonly no`) there is nothing to load from.
+fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    for at in 2..args.len() {
+        match upper(args, at).as_slice() {
+            b"NOSAVE" => {}
+            // Loading the log over data it already holds would apply
+            // every command twice, so these are refused rather than faked.
+            b"MERGE" | b"NOFLUSH" => {
+                return Err(Cow::Borrowed(
+                    "ERR Ferrite reloads by replaying its log, which cannot merge into existing data: MERGE and NOFLUSH are not supported",
+                ))
+            }
+            _ => {
+                return Err(Cow::Borrowed(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                ))
+            }
+        }
+    }
+    if !ctx.state.config.appendonly {
+        return Err(Cow::Borrowed(
+            "ERR Ferrite persists only through its log, and appendonly is no: nothing to reload from",
+        ));
+    }
+    ctx.state.reload_requested = true;
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Redis's self-test of its glob matcher on long random patterns: runs
+/// Ferrite's matcher over random patterns and strings, which must end
+/// without a crash or a hang (the matcher bounds its recursion).
+fn stringmatch_len(ctx: &mut Ctx<'_>) -> CmdResult {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..1000 {
+        let alphabet = b"*?[]^-\\abc";
+        let pattern: Vec<u8> = (0..(next() % 64))
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let text: Vec<u8> = (0..(next() % 64))
+            .map(|_| b'a' + (next() % 3) as u8)
+            .collect();
+        let _ = crate::keyspace::glob::glob_match(&pattern, &text);
+    }
+    ctx.reply
+        .simple("Apparently Redis did not crash: test passed");
+    Ok(())
+}
+
+fn help(ctx: &mut Ctx<'_>) -> CmdResult {
+    help_reply(
+        ctx.reply,
+        "DEBUG",
+        &[
+            "CHANGE-REPL-ID",
+            "    Accepted; Ferrite has no replication id.",
+            "DIGEST",
+            "    Returns a digest of the whole dataset (zeros when empty).",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Returns a digest of each key's value.",
+            "LOADAOF",
+            "    Closes the log and loads the dataset back from the data directory.",
+            "OBJECT <key>",
+            "    Shows low-level information about the key's value.",
+            "PROTOCOL <type>",
+            "    Replies with a sample of a RESP type: string, integer, double, bignum, null,",
+            "    array, set, map, attrib, push, verbatim, true, false.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Creates <count> keys <prefix>:N (default key:N) holding value:N, padded or",
+            "    cut to <size> bytes; existing keys are left alone.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Accepted for compatibility; lists have one representation.",
+            "RELOAD [NOSAVE]",
+            "    As LOADAOF: the log already holds every write, so there is nothing to save.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Turns the timer's active expiry off or on.",
+            "SLEEP <seconds>",
+            "    Stops the server for the given (fractional) seconds.",
+            "STRINGMATCH-LEN",
+            "    Runs a self-test of the glob matcher on random patterns.",
+        ],
+    );
+    Ok(())
+}
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Runs a debugging subcommand.", debug),
+];
