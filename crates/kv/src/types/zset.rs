@@ -177,6 +177,30 @@ impl ZSet {
         self.order.iter().map(|(s, m)| (&m[..], s.0))
     }
 
+    /// Members of ranks `from..=to` (0-based, ascending; `to` below `len`).
+    pub fn range_by_rank(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let count = (to + 1).saturating_sub(from);
+        // Walking from the nearer end halves the work for ranks near the top.
+        let items: Vec<(&[u8], f64)> = if from > self.len() / 2 {
+            let skip_back = self.len().saturating_sub(to + 1);
+            let mut v: Vec<_> = self.iter().rev().skip(skip_back).take(count).collect();
+            v.reverse();
+            v
+        } else {
+            self.iter().skip(from).take(count).collect()
+        };
+        items.into_iter()
+    }
+
+    /// How many members have a score within `min..max`.
+    pub fn count_by_score(&self, min: ScoreBound, max: ScoreBound) -> usize {
+        self.range_by_score(min, max).count()
+    }
+
     /// Members whose score is within `min..max`, ascending.
     pub fn range_by_score<'a>(
         &'a self,
