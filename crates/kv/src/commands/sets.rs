@@ -128,7 +128,14 @@ fn optional_count(args: &Args<'_>) -> Result<Option<i64>, CmdError> {
 
 pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let count = optional_count(args)?;
+    if args.len() > 3 {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
+    // A count that is not a number gets the same error as a negative one.
+    let count = match args.len() {
+        3 => Some(int_arg(args, 2).unwrap_or(-1)),
+        _ => None,
+    };
     if count.is_some_and(|c| c < 0) {
         return Err(Cow::Borrowed(errors::NOT_POSITIVE));
     }

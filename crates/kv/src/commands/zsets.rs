@@ -293,7 +293,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) -> CmdResult {
         return Err(Cow::Borrowed(errors::SYNTAX));
     }
     let count = if args.len() > 2 {
-        let n = int_arg(args, 2)?;
+        // A count that is not a number gets the same error as a negative one.
+        let n = int_arg(args, 2).unwrap_or(-1);
         if n < 0 {
             return Err(Cow::Borrowed(errors::NOT_POSITIVE));
         }
