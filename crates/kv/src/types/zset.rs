@@ -181,7 +181,7 @@ impl ZSet {
 
     /// The ranks `lo..hi` of the members whose score is within
     /// `min..max`, in O(log n).
-    fn score_ranks(&self, min: ScoreBound, max: ScoreBound) -> (usize, usize) {
+    pub fn score_ranks(&self, min: ScoreBound, max: ScoreBound) -> (usize, usize) {
         let lo = self.order.partition_point(|(s, _)| min.below_min(s.0));
         let hi = self.order.partition_point(|(s, _)| !max.above_max(s.0));
         (lo, hi.max(lo))
@@ -210,9 +210,16 @@ impl ZSet {
         min: &LexBound,
         max: &LexBound,
     ) -> impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a {
+        let (lo, hi) = self.lex_ranks(min, max);
+        self.ranks(lo, hi)
+    }
+
+    /// The ranks `lo..hi` of the members within a lexicographic range, in
+    /// O(log n).
+    pub fn lex_ranks(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
         let lo = self.order.partition_point(|(_, m)| min.below_min(m));
         let hi = self.order.partition_point(|(_, m)| !max.above_max(m));
-        self.ranks(lo, hi.max(lo))
+        (lo, hi.max(lo))
     }
 
     /// Members of ranks `lo..hi`.

@@ -111,47 +111,62 @@ fn parse(
     Ok((req, ends))
 }
 
-/// Applies LIMIT: skips `offset` (negative: selects nothing), keeps
-/// `count` (negative: all).
-fn limited<'a, I>(items: I, limit: Option<(i64, i64)>) -> Vec<(Vec<u8>, f64)>
-where
-    I: Iterator<Item = (&'a [u8], f64)>,
-{
-    let own = |(m, s): (&[u8], f64)| (m.to_vec(), s);
-    match limit {
-        None => items.map(own).collect(),
-        Some((offset, _)) if offset < 0 => Vec::new(),
-        Some((offset, count)) => {
-            let count = usize::try_from(count).unwrap_or(usize::MAX);
-            let offset = usize::try_from(offset).unwrap_or(usize::MAX);
-            items.skip(offset).take(count).map(own).collect()
-        }
+/// The ranks `lo..hi` a LIMIT keeps of the ranks `lo..hi` a bound
+/// selected: skips `offset` (negative: keeps nothing) from the low end, or
+/// from the high end when reversed, then keeps `count` (negative: all).
+fn limit_ranks(lo: usize, hi: usize, rev: bool, limit: Option<(i64, i64)>) -> (usize, usize) {
+    let Some((offset, count)) = limit else {
+        return (lo, hi);
+    };
+    if offset < 0 {
+        return (lo, lo);
+    }
+    let available = hi - lo;
+    let skip = usize::try_from(offset).unwrap_or(usize::MAX).min(available);
+    let keep = usize::try_from(count)
+        .unwrap_or(usize::MAX)
+        .min(available - skip);
+    if rev {
+        (hi - skip - keep, hi - skip)
+    } else {
+        (lo + skip, lo + skip + keep)
     }
 }
 
-/// The members a range selects, in reply order.
+/// The members of ranks `lo..hi`, ascending or reversed.
+fn by_ranks(z: &ZSet, lo: usize, hi: usize, rev: bool) -> Vec<(Vec<u8>, f64)> {
+    if lo >= hi {
+        return Vec::new();
+    }
+    let items = z.range_by_rank(lo, hi - 1).map(|(m, s)| (m.to_vec(), s));
+    if rev {
+        items.rev().collect()
+    } else {
+        items.collect()
+    }
+}
+
+/// The members a range selects, in reply order, in O(log n) plus the
+/// members returned.
 fn select(z: &ZSet, ends: &Ends, rev: bool, limit: Option<(i64, i64)>) -> Vec<(Vec<u8>, f64)> {
-    match ends {
+    let (lo, hi) = match ends {
         Ends::Rank(start, stop) => {
             let Some((from, to)) = normalize_range(*start, *stop, z.len()) else {
                 return Vec::new();
             };
-            let own = |(m, s): (&[u8], f64)| (m.to_vec(), s);
-            if rev {
-                // Ranks count from the highest member.
-                let (lo, hi) = (z.len() - 1 - to, z.len() - 1 - from);
-                let mut items: Vec<_> = z.range_by_rank(lo, hi).map(own).collect();
-                items.reverse();
-                items
+            // Reversed ranks count from the highest member.
+            let (from, to) = if rev {
+                (z.len() - 1 - to, z.len() - 1 - from)
             } else {
-                z.range_by_rank(from, to).map(own).collect()
-            }
+                (from, to)
+            };
+            return by_ranks(z, from, to + 1, rev);
         }
-        Ends::Score(min, max) if rev => limited(z.range_by_score(*min, *max).rev(), limit),
-        Ends::Score(min, max) => limited(z.range_by_score(*min, *max), limit),
-        Ends::Lex(min, max) if rev => limited(z.range_by_lex(min, max).rev(), limit),
-        Ends::Lex(min, max) => limited(z.range_by_lex(min, max), limit),
-    }
+        Ends::Score(min, max) => z.score_ranks(*min, *max),
+        Ends::Lex(min, max) => z.lex_ranks(min, max),
+    };
+    let (lo, hi) = limit_ranks(lo, hi, rev, limit);
+    by_ranks(z, lo, hi, rev)
 }
 
 fn request(by: Option<RangeBy>, rev: Option<bool>) -> Request {
@@ -225,7 +240,10 @@ pub(super) fn zcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 pub(super) fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (min, max) = (lex_bound(args.get(2))?, lex_bound(args.get(3))?);
     let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let n = z.map_or(0, |z| z.range_by_lex(&min, &max).count());
+    let n = z.map_or(0, |z| {
+        let (lo, hi) = z.lex_ranks(&min, &max);
+        hi - lo
+    });
     ctx.reply.int(n as i64);
     Ok(())
 }
