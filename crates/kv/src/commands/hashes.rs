@@ -219,14 +219,12 @@ pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 pub(super) fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let db = ctx.session.db;
     if args.len() == 2 {
-        let hash = hash_ref(&mut ctx.state.keyspace, db, args.get(1))?;
-        let fields: Vec<&[u8]> = hash.into_iter().flatten().map(|(f, _)| &f[..]).collect();
-        if fields.is_empty() {
+        let Some(hash) = hash_ref(&mut ctx.state.keyspace, db, args.get(1))? else {
             ctx.reply.null();
             return Ok(());
-        }
-        let pick = ctx.state.rng.below(fields.len() as u64) as usize;
-        ctx.reply.bulk_opt(fields.get(pick).copied());
+        };
+        let pick = ctx.state.rng.below(hash.len() as u64) as usize;
+        ctx.reply.bulk_opt(hash.keys().nth(pick).map(|f| &f[..]));
         return Ok(());
     }
     let (count, withvalues) = count_and_with(args, b"WITHVALUES")?;

@@ -104,16 +104,28 @@ pub(super) fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Picks `count` distinct members at random (a partial Fisher-Yates).
-fn sample(ctx: &mut Ctx<'_>, members: Vec<Bytes>, count: usize) -> Vec<Bytes> {
-    let mut members = members;
-    let take = count.min(members.len());
-    for i in 0..take {
-        let j = i + ctx.state.rng.below((members.len() - i) as u64) as usize;
-        members.swap(i, j);
+/// The members at `indices` of the set's iteration order, in the order of
+/// `indices` (which may repeat): one pass over the set, copying only the
+/// members chosen.
+fn members_at(set: &SetValue, indices: &[usize]) -> Vec<Bytes> {
+    let mut wanted: Vec<(usize, usize)> =
+        indices.iter().enumerate().map(|(p, &i)| (i, p)).collect();
+    wanted.sort_unstable();
+    let mut out: Vec<Option<Bytes>> = vec![None; indices.len()];
+    let mut next = wanted.iter().peekable();
+    for (i, member) in set.iter().enumerate() {
+        while let Some(&&(at, slot)) = next.peek() {
+            if at != i {
+                break;
+            }
+            out[slot] = Some(member.clone());
+            next.next();
+        }
+        if next.peek().is_none() {
+            break;
+        }
     }
-    members.truncate(take);
-    members
+    out.into_iter().flatten().collect()
 }
 
 fn optional_count(args: &Args<'_>) -> Result<Option<i64>, CmdError> {
@@ -146,8 +158,8 @@ pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         return Ok(());
     };
-    let members: Vec<Bytes> = set.iter().cloned().collect();
-    let chosen = sample(ctx, members, count.unwrap_or(1) as usize);
+    let indices = pick_indices(&mut ctx.state.rng, set.len(), count.unwrap_or(1));
+    let chosen = members_at(set, &indices);
     if let Some(Value::Set(set)) = ctx.state.keyspace.get_mut(db, key) {
         for m in &chosen {
             set.remove(m);
@@ -180,21 +192,18 @@ pub(super) fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if count.is_some_and(|n| n < 0 && n.unsigned_abs() > RANDOM_PICKS_MAX) {
         return Err(Cow::Borrowed("ERR value is out of range"));
     }
-    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let members: Vec<Bytes> = set.into_iter().flatten().cloned().collect();
+    let Some(set) = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))? else {
+        match count {
+            None => ctx.reply.null(),
+            Some(_) => ctx.reply.array(0),
+        }
+        return Ok(());
+    };
+    let indices = pick_indices(&mut ctx.state.rng, set.len(), count.unwrap_or(1));
+    let chosen = members_at(set, &indices);
     match count {
-        None => {
-            let chosen = sample(ctx, members, 1);
-            ctx.reply.bulk_opt(chosen.first().map(|m| &m[..]));
-        }
-        Some(n) => {
-            let picks = pick_indices(&mut ctx.state.rng, members.len(), n);
-            let chosen: Vec<&[u8]> = picks
-                .into_iter()
-                .filter_map(|i| members.get(i).map(|m| &m[..]))
-                .collect();
-            ctx.reply.bulks(chosen.into_iter());
-        }
+        None => ctx.reply.bulk_opt(chosen.first().map(|m| &m[..])),
+        Some(_) => ctx.reply.bulks(chosen.iter().map(|m| &m[..])),
     }
     Ok(())
 }

@@ -38,6 +38,19 @@ pub(in crate::commands) fn pick_indices(
     if count >= len {
         return (0..len).collect();
     }
+    if count.saturating_mul(4) < len {
+        // Few of many: draw until `count` distinct, without touching the
+        // other indices (each draw repeats with probability below 1/4).
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let i = rng.below(len as u64) as usize;
+            if seen.insert(i) {
+                out.push(i);
+            }
+        }
+        return out;
+    }
     // A partial Fisher-Yates shuffle over the indices.
     let mut all: Vec<usize> = (0..len).collect();
     for i in 0..count {
