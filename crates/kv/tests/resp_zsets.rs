@@ -407,3 +407,44 @@ fn resp3_pairs_and_random_members() {
         b"-ERR value is not an integer or out of range\r\n",
     );
 }
+
+/// Corners found by comparing random commands with Redis: LIMIT with a
+/// count of -1, negative zero scores, name ranges over mixed scores.
+#[test]
+fn corners_redis_answers_its_own_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    // A LIMIT whose count is -1 is no LIMIT, even on a rank range.
+    c.check(b"ZADD z 1 a 2 b 3 c\r\n", b":3\r\n");
+    c.check(
+        b"ZRANGE z 0 -1 LIMIT 5 -1\r\n",
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    c.check(b"ZRANGESTORE dst z 0 0 LIMIT 1 -1\r\n", b":1\r\n");
+    // A negative zero score reads back as 0; an increment's reply keeps its sign.
+    c.check(b"ZADD nz -0 a\r\n", b":1\r\n");
+    c.check(b"ZSCORE nz a\r\n", b"$1\r\n0\r\n");
+    c.check(b"ZINCRBY nz2 -0 a\r\n", b"$2\r\n-0\r\n");
+    c.check(b"ZSCORE nz2 a\r\n", b"$1\r\n0\r\n");
+    c.check(b"HINCRBYFLOAT h f -0\r\n", b"$1\r\n0\r\n");
+    // Name ranges over mixed scores scan a small set in order, as Redis does.
+    c.check(b"ZADD mixed 1 d 2 a 3 c 4 b 5 e\r\n", b":5\r\n");
+    c.check(
+        b"ZRANGEBYLEX mixed [b [d\r\n",
+        b"*4\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nc\r\n$1\r\nb\r\n",
+    );
+    c.check(
+        b"ZREVRANGEBYLEX mixed [d [b\r\n",
+        b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    c.check(b"ZLEXCOUNT mixed [b +\r\n", b":5\r\n");
+    c.check(b"ZRANGEBYLEX mixed - [c\r\n", b"*0\r\n");
+    c.check(b"ZRANGEBYLEX mixed (e +\r\n", b"*0\r\n");
+    c.check(b"ZRANGEBYLEX mixed [c [b\r\n", b"*0\r\n");
+    c.check(b"ZREMRANGEBYLEX mixed [a [c\r\n", b":0\r\n");
+    c.check(
+        b"ZRANGE mixed 0 -1\r\n",
+        b"*5\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\ne\r\n",
+    );
+}

@@ -43,6 +43,10 @@ pub fn format_float_human(value: f64) -> String {
     // that reads back to the same double, which is what this needs; Redis
     // prints at most 17 digits after the point (`%.17Lf`), so a longer
     // fraction is rounded there and its trailing zeros dropped.
+    if value == 0.0 {
+        // Redis prints a negative zero as 0.
+        return "0".to_string();
+    }
     let text = format!("{value}");
     match text.split_once('.') {
         Some((_, fraction)) if fraction.len() > 17 => {
@@ -103,6 +107,7 @@ mod tests {
         assert_eq!(format_float_human(1.9), "1.9");
         assert_eq!(format_float_human(1e-20), "0");
         assert_eq!(format_float_human(-1e-20), "0");
+        assert_eq!(format_float_human(-0.0), "0");
         assert_eq!(format_float_human(1.5e-7), "0.00000015");
     }
 

@@ -52,7 +52,36 @@ impl ScoreBound {
     }
 }
 
+/// Most members of a sorted set Redis keeps as a listpack by default
+/// (`zset-max-listpack-entries`).
+const LISTPACK_ENTRIES_MAX: usize = 128;
+
 impl LexBound {
+    /// Whether no member can lie between `min` and `max`: `min` after
+    /// `max`, or both the same name with one end exclusive.
+    fn empty_between(min: &LexBound, max: &LexBound) -> bool {
+        use std::cmp::Ordering;
+        let order = |b: &LexBound| match b {
+            LexBound::Min => (0, None),
+            LexBound::Value { member, .. } => (1, Some(member.clone())),
+            LexBound::Max => (2, None),
+        };
+        let exclusive = |b: &LexBound| {
+            matches!(
+                b,
+                LexBound::Value {
+                    exclusive: true,
+                    ..
+                }
+            )
+        };
+        match order(min).cmp(&order(max)) {
+            Ordering::Greater => true,
+            Ordering::Equal => exclusive(min) || exclusive(max),
+            Ordering::Less => false,
+        }
+    }
+
     fn below_min(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => false,
@@ -122,6 +151,9 @@ impl ZSet {
     /// Sets `member`'s score; returns whether the member is new.
     pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
+        // Redis's small sorted sets store a zero score as the integer 0, so
+        // a negative zero reads back as 0.
+        let score = if score == 0.0 { 0.0 } else { score };
         match self.scores.get_mut(member) {
             Some(old) => {
                 if *old != score {
@@ -210,16 +242,49 @@ impl ZSet {
         min: &LexBound,
         max: &LexBound,
     ) -> impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a {
-        let (lo, hi) = self.lex_ranks(min, max);
+        let (lo, hi) = self.lex_ranks(min, max, false);
         self.ranks(lo, hi)
     }
 
-    /// The ranks `lo..hi` of the members within a lexicographic range, in
-    /// O(log n).
-    pub fn lex_ranks(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
-        let lo = self.order.partition_point(|(_, m)| min.below_min(m));
-        let hi = self.order.partition_point(|(_, m)| !max.above_max(m));
-        (lo, hi.max(lo))
+    /// The ranks `lo..hi` of the members within a lexicographic range,
+    /// found from the low end (or the high end, `rev`). When scores differ
+    /// the order is not by name and the answer depends on how the range is
+    /// searched; Redis scans a set this small (a listpack) in order, and
+    /// this does the same, so even such ranges agree. A larger set is
+    /// searched in O(log n), as Redis's skip list is.
+    pub fn lex_ranks(&self, min: &LexBound, max: &LexBound, rev: bool) -> (usize, usize) {
+        if self.len() > LISTPACK_ENTRIES_MAX {
+            let lo = self.order.partition_point(|(_, m)| min.below_min(m));
+            let hi = self.order.partition_point(|(_, m)| !max.above_max(m));
+            return (lo, hi.max(lo));
+        }
+        let members: Vec<&[u8]> = self.iter().map(|(m, _)| m).collect();
+        let (Some(first), Some(last)) = (members.first(), members.last()) else {
+            return (0, 0);
+        };
+        if LexBound::empty_between(min, max) || min.below_min(last) || max.above_max(first) {
+            return (0, 0);
+        }
+        if rev {
+            let Some(hi) = members.iter().rposition(|m| !max.above_max(m)) else {
+                return (0, 0);
+            };
+            let run = members[..=hi]
+                .iter()
+                .rev()
+                .take_while(|m| !min.below_min(m))
+                .count();
+            (hi + 1 - run, hi + 1)
+        } else {
+            let Some(lo) = members.iter().position(|m| !min.below_min(m)) else {
+                return (0, 0);
+            };
+            let run = members[lo..]
+                .iter()
+                .take_while(|m| !max.above_max(m))
+                .count();
+            (lo, lo + run)
+        }
     }
 
     /// Members of ranks `lo..hi`.

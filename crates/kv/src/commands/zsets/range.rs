@@ -86,7 +86,8 @@ fn parse(
     }
     let by = *req.by.get_or_insert(RangeBy::Rank);
     let rev = *req.rev.get_or_insert(false);
-    if req.limit.is_some() && by == RangeBy::Rank {
+    // A count of -1 is Redis's "no LIMIT", so `LIMIT x -1` passes here.
+    if req.limit.is_some_and(|(_, count)| count != -1) && by == RangeBy::Rank {
         return Err(Cow::Borrowed(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));
@@ -163,7 +164,7 @@ fn select(z: &ZSet, ends: &Ends, rev: bool, limit: Option<(i64, i64)>) -> Vec<(V
             return by_ranks(z, from, to + 1, rev);
         }
         Ends::Score(min, max) => z.score_ranks(*min, *max),
-        Ends::Lex(min, max) => z.lex_ranks(min, max),
+        Ends::Lex(min, max) => z.lex_ranks(min, max, rev),
     };
     let (lo, hi) = limit_ranks(lo, hi, rev, limit);
     by_ranks(z, lo, hi, rev)
@@ -241,7 +242,7 @@ pub(super) fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (min, max) = (lex_bound(args.get(2))?, lex_bound(args.get(3))?);
     let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
     let n = z.map_or(0, |z| {
-        let (lo, hi) = z.lex_ranks(&min, &max);
+        let (lo, hi) = z.lex_ranks(&min, &max, false);
         hi - lo
     });
     ctx.reply.int(n as i64);
