@@ -231,3 +231,43 @@ fn hashes_random_fields_and_float_increments() {
     c.check(b"HRANDFIELD one 1\r\n", b"*1\r\n$1\r\nk\r\n");
     c.check(b"HINCRBYFLOAT one n 2.5\r\n", b"$3\r\n2.5\r\n");
 }
+
+/// HINCRBYFLOAT's digits are those of Redis's long double arithmetic.
+#[test]
+fn hincrbyfloat_digits_are_redis_long_double_digits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    // HINCRBYFLOAT computes in an 80-bit long double, as Redis does.
+    c.check(b"HINCRBYFLOAT h a 0.1\r\n", b"$3\r\n0.1\r\n");
+    c.check(b"HINCRBYFLOAT h a 0.2\r\n", b"$3\r\n0.3\r\n");
+    c.check(b"HINCRBYFLOAT h b 5000\r\n", b"$4\r\n5000\r\n");
+    c.check(
+        b"HINCRBYFLOAT h b 1.5e-7\r\n",
+        b"$22\r\n5000.00000014999999998\r\n",
+    );
+    c.check(
+        b"HINCRBYFLOAT h c 123456789.123\r\n",
+        b"$27\r\n123456789.12299999999959255\r\n",
+    );
+    c.check(
+        b"HINCRBYFLOAT h d 1e17\r\n",
+        b"$18\r\n100000000000000000\r\n",
+    );
+    c.check(
+        b"HINCRBYFLOAT h d 1.5\r\n",
+        b"$20\r\n100000000000000001.5\r\n",
+    );
+    c.check(b"HINCRBYFLOAT h e 0x10\r\n", b"$2\r\n16\r\n");
+    c.check(b"HSET h big 1.7976931348623157e308\r\n", b":1\r\n");
+    c.check(b"HINCRBYFLOAT h big 1.7976931348623157e308\r\n", b"$309\r\n359538626972463139991842093548208868096772893888658356970628841530353257046248792709403737216774171128857586838851041378617416726902272110715794556052955234146997955372576789671236326588091188869859074894581254961338834769297758245552436667197907705664206565009503223382416235440319971852753604933726679072768\r\n");
+    c.check(b"HSET h inf inf\r\n", b":1\r\n");
+    c.check(
+        b"HINCRBYFLOAT h inf 1\r\n",
+        b"-ERR increment would produce NaN or Infinity\r\n",
+    );
+    c.check(
+        b"HINCRBYFLOAT h x 1e99999\r\n",
+        b"-ERR value is not a valid float\r\n",
+    );
+}

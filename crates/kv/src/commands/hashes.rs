@@ -10,7 +10,8 @@ use crate::keyspace::Keyspace;
 use crate::resp::{Args, Protocol};
 
 use super::zsets::{count_and_with, pick_indices};
-use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::types::long_double::LongDouble;
+use crate::types::number::value_as_i64;
 use crate::types::{HashValue, Value};
 
 fn hash_ref<'k>(
@@ -193,21 +194,24 @@ pub(super) fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// HINCRBYFLOAT computes in Redis's 80-bit long double, so its digits
+/// are Redis's (`0.1` plus `0.2` is `0.3`); logged as the HSET of the
+/// result.
 pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let delta = parse_f64(args.get(3)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
-    if !delta.is_finite() {
+    let delta = LongDouble::parse(args.get(3)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    if delta.is_infinite() {
         return Err(Cow::Borrowed("ERR value is NaN or Infinity"));
     }
     let (db, key, field) = (ctx.session.db, args.get(1), args.get(2));
     let current = match hash_ref(&mut ctx.state.keyspace, db, key)?.and_then(|h| h.get(field)) {
-        None => 0.0,
-        Some(v) => parse_f64(v).ok_or(Cow::Borrowed("ERR hash value is not a float"))?,
+        None => LongDouble::ZERO,
+        Some(v) => LongDouble::parse(v).ok_or(Cow::Borrowed("ERR hash value is not a float"))?,
     };
     let next = current + delta;
-    if !next.is_finite() {
+    if next.is_infinite() {
         return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
     }
-    let text = format_float_human(next);
+    let text = next.to_human();
     let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
     hash.insert(field.into(), text.as_bytes().into());
     ctx.propagate(&[b"HSET", key, field, text.as_bytes()]);

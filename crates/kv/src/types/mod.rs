@@ -1,6 +1,7 @@
 //! The values a key can hold, and the number parsing and formatting rules
 //! Redis applies to them.
 
+pub mod long_double;
 pub mod number;
 pub mod zset;
 
