@@ -447,4 +447,12 @@ fn corners_redis_answers_its_own_way() {
         b"ZRANGE mixed 0 -1\r\n",
         b"*5\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\ne\r\n",
     );
+    // A computed negative zero prints as -0 until it is stored small.
+    c.check(b"ZADD zero 0 a\r\n", b":1\r\n");
+    c.check(
+        b"ZINTER 1 zero WEIGHTS -1 WITHSCORES\r\n",
+        b"*2\r\n$1\r\na\r\n$2\r\n-0\r\n",
+    );
+    c.check(b"ZINTERSTORE zdst 1 zero WEIGHTS -1\r\n", b":1\r\n");
+    c.check(b"ZSCORE zdst a\r\n", b"$1\r\n0\r\n");
 }

@@ -43,9 +43,21 @@ fn zset_create<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<&'k mu
 /// Stores `result` at `dest` (a write's destination), or deletes `dest`
 /// when the result is empty, as Redis's store variants do. Returns the
 /// stored length and whether anything changed.
-fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], result: ZSet) -> (usize, bool) {
+fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, bool) {
     let db = ctx.session.db;
     let len = result.len();
+    if len <= LISTPACK_ENTRIES_MAX {
+        // Stored small, as Redis stores it (a listpack), a negative zero
+        // reads back as 0.
+        let zeros: Vec<Vec<u8>> = result
+            .iter()
+            .filter(|(_, s)| *s == 0.0 && s.is_sign_negative())
+            .map(|(m, _)| m.to_vec())
+            .collect();
+        for m in zeros {
+            result.insert(&m, 0.0);
+        }
+    }
     if len == 0 {
         let existed = ctx.state.keyspace.remove(db, dest).is_some();
         return (0, existed);
@@ -107,6 +119,20 @@ fn zadd_flags(args: &Args<'_>, mut f: ZaddFlags) -> Result<(ZaddFlags, usize), C
     Ok((f, i))
 }
 
+/// Most members of a sorted set Redis stores as a listpack by default
+/// (`zset-max-listpack-entries`).
+const LISTPACK_ENTRIES_MAX: usize = 128;
+
+/// A score as a small sorted set stores it: Redis's listpack keeps a zero
+/// as the integer 0, so a negative zero reads back as 0.
+fn stored(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
 /// What adding one member did.
 enum AddOutcome {
     Added(f64),
@@ -127,7 +153,7 @@ fn add_one(
         if f.xx {
             return Ok(AddOutcome::Skipped);
         }
-        zset.insert(member, score);
+        zset.insert(member, stored(score));
         return Ok(AddOutcome::Added(score));
     };
     if f.nx {
@@ -143,7 +169,7 @@ fn add_one(
     if next == current {
         return Ok(AddOutcome::Unchanged(Some(next)));
     }
-    zset.insert(member, next);
+    zset.insert(member, stored(next));
     Ok(AddOutcome::Updated(next))
 }
 

@@ -148,15 +148,13 @@ impl ZSet {
         self.scores.get(member).copied()
     }
 
-    /// Sets `member`'s score; returns whether the member is new.
+    /// Sets `member`'s score (exactly: -0 replaces 0); returns whether the
+    /// member is new.
     pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
-        // Redis's small sorted sets store a zero score as the integer 0, so
-        // a negative zero reads back as 0.
-        let score = if score == 0.0 { 0.0 } else { score };
         match self.scores.get_mut(member) {
             Some(old) => {
-                if *old != score {
+                if old.to_bits() != score.to_bits() {
                     let key: Bytes = member.into();
                     self.order.remove(&(Score(*old), key.clone()));
                     self.order.insert((Score(score), key));
@@ -253,18 +251,20 @@ impl ZSet {
     /// this does the same, so even such ranges agree. A larger set is
     /// searched in O(log n), as Redis's skip list is.
     pub fn lex_ranks(&self, min: &LexBound, max: &LexBound, rev: bool) -> (usize, usize) {
+        // Redis first checks the range against the first and last members.
+        let (Some((first, _)), Some((last, _))) = (self.iter().next(), self.iter().next_back())
+        else {
+            return (0, 0);
+        };
+        if LexBound::empty_between(min, max) || min.below_min(last) || max.above_max(first) {
+            return (0, 0);
+        }
         if self.len() > LISTPACK_ENTRIES_MAX {
             let lo = self.order.partition_point(|(_, m)| min.below_min(m));
             let hi = self.order.partition_point(|(_, m)| !max.above_max(m));
             return (lo, hi.max(lo));
         }
         let members: Vec<&[u8]> = self.iter().map(|(m, _)| m).collect();
-        let (Some(first), Some(last)) = (members.first(), members.last()) else {
-            return (0, 0);
-        };
-        if LexBound::empty_between(min, max) || min.below_min(last) || max.above_max(first) {
-            return (0, 0);
-        }
         if rev {
             let Some(hi) = members.iter().rposition(|m| !max.above_max(m)) else {
                 return (0, 0);
