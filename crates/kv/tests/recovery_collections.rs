@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use common::TestServer;
 
@@ -122,18 +123,31 @@ fn state(con: &mut redis::Connection) -> BTreeMap<String, (String, Vec<Vec<u8>>)
     out
 }
 
+fn run(con: &mut redis::Connection, write: &[&str]) {
+    let mut cmd = redis::cmd(write[0]);
+    for arg in &write[1..] {
+        cmd.arg(*arg);
+    }
+    let reply: redis::RedisResult<redis::Value> = cmd.query(con);
+    assert!(reply.is_ok(), "{write:?}: {reply:?}");
+}
+
+fn info_field(con: &mut redis::Connection, name: &str) -> String {
+    let info: String = redis::cmd("INFO").query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+        .trim()
+        .to_string()
+}
+
 #[test]
 fn collection_writes_replay_to_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut con = connect(&server);
     for write in WRITES {
-        let mut cmd = redis::cmd(write[0]);
-        for arg in &write[1..] {
-            cmd.arg(*arg);
-        }
-        let reply: redis::RedisResult<redis::Value> = cmd.query(&mut con);
-        assert!(reply.is_ok(), "{write:?}: {reply:?}");
+        run(&mut con, write);
     }
     let before = state(&mut con);
     // Spot checks that the writes did what they say (so the comparison
@@ -151,6 +165,44 @@ fn collection_writes_replay_to_the_same_state() {
             b"42".to_vec()
         ]
     );
+    drop(con);
+    server.stop();
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    assert_eq!(state(&mut con), before);
+}
+
+/// The same after a log rewrite, with a sorted set large enough to span
+/// many chunks of its order, and writes after the rewrite on top.
+#[test]
+fn collections_survive_a_rewrite_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    let mut big = vec!["ZADD".to_string(), "big".to_string()];
+    for i in 0..2000 {
+        big.push(format!("{}", (i * 7919) % 1000));
+        big.push(format!("m{i}"));
+    }
+    let big: Vec<&str> = big.iter().map(String::as_str).collect();
+    run(&mut con, &big);
+    for write in WRITES {
+        run(&mut con, write);
+    }
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(&mut con, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run(&mut con, &["ZREMRANGEBYRANK", "big", "100", "299"]);
+    run(
+        &mut con,
+        &["ZUNIONSTORE", "after", "2", "big", "s", "AGGREGATE", "MIN"],
+    );
+    run(&mut con, &["SPOP", "pop", "2"]);
+    let before = state(&mut con);
+    assert_eq!(before["big"].1.len(), 2 * 1800);
     drop(con);
     server.stop();
     let server = TestServer::start(dir.path());
