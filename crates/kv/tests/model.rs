@@ -16,6 +16,8 @@ enum Model {
     List(VecDeque<Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// A sorted set with integer scores, so replies print exactly.
+    ZSet(BTreeMap<Vec<u8>, i64>),
 }
 
 /// A reply, reduced to what both sides can produce.
@@ -52,6 +54,16 @@ enum Op {
     Exists(u8),
     Rename(u8, u8),
     Multi(Vec<(u8, u8)>),
+    ZAdd(u8, i8, u8),
+    ZIncrBy(u8, i8, u8),
+    ZRem(u8, u8),
+    ZRange(u8),
+    /// ZUNIONSTORE, ZINTERSTORE or ZDIFFSTORE (0, 1, 2) dst a b.
+    ZStore(u8, u8, u8, u8),
+    ZRangeStore(u8, u8),
+    ZRemRangeByScore(u8, i8, i8),
+    SInterStore(u8, u8, u8),
+    SMove(u8, u8, u8),
 }
 
 fn key(k: u8) -> Vec<u8> {
@@ -90,7 +102,16 @@ fn op() -> impl Strategy<Value = Op> {
         k.clone().prop_map(Op::HGetAll),
         k.clone().prop_map(Op::Exists),
         (k.clone(), k.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
-        proptest::collection::vec((k, v), 1..4).prop_map(Op::Multi),
+        proptest::collection::vec((k.clone(), v.clone()), 1..4).prop_map(Op::Multi),
+        (k.clone(), -5i8..6, v.clone()).prop_map(|(k, s, v)| Op::ZAdd(k, s, v)),
+        (k.clone(), -3i8..4, v.clone()).prop_map(|(k, s, v)| Op::ZIncrBy(k, s, v)),
+        (k.clone(), v.clone()).prop_map(|(k, v)| Op::ZRem(k, v)),
+        k.clone().prop_map(Op::ZRange),
+        (0u8..3, k.clone(), k.clone(), k.clone()).prop_map(|(o, d, a, b)| Op::ZStore(o, d, a, b)),
+        (k.clone(), k.clone()).prop_map(|(d, s)| Op::ZRangeStore(d, s)),
+        (k.clone(), -5i8..6, 0i8..6).prop_map(|(k, a, w)| Op::ZRemRangeByScore(k, a, a + w)),
+        (k.clone(), k.clone(), k.clone()).prop_map(|(d, a, b)| Op::SInterStore(d, a, b)),
+        (k.clone(), k, v).prop_map(|(a, b, v)| Op::SMove(a, b, v)),
     ]
 }
 
@@ -247,6 +268,14 @@ fn apply(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
                 R::Ok
             }
         },
+        Op::ZAdd(..)
+        | Op::ZIncrBy(..)
+        | Op::ZRem(..)
+        | Op::ZRange(_)
+        | Op::ZRemRangeByScore(..) => apply_zset(m, op),
+        Op::ZStore(..) | Op::ZRangeStore(..) | Op::SInterStore(..) | Op::SMove(..) => {
+            apply_store(m, op)
+        }
         Op::Multi(sets) => {
             let replies = sets
                 .iter()
@@ -297,6 +326,169 @@ fn lmove(
         dst.push_back(v.clone());
     }
     R::Bulk(Some(v))
+}
+
+/// A sorted set's reply to ZRANGE 0 -1 WITHSCORES: by score, then member.
+fn zrange_reply(z: &BTreeMap<Vec<u8>, i64>) -> R {
+    let mut items: Vec<(&Vec<u8>, &i64)> = z.iter().collect();
+    items.sort_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
+    bulks(
+        items
+            .into_iter()
+            .flat_map(|(m, s)| [m.clone(), s.to_string().into_bytes()]),
+    )
+}
+
+/// The sorted-set commands on one key.
+fn apply_zset(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
+    let wrong = || R::Err(WRONGTYPE.into());
+    let k = match op {
+        Op::ZAdd(k, ..) | Op::ZIncrBy(k, ..) | Op::ZRem(k, _) | Op::ZRange(k) => key(*k),
+        Op::ZRemRangeByScore(k, ..) => key(*k),
+        _ => unreachable!("not a one-key sorted-set command"),
+    };
+    let z = match m.get_mut(&k) {
+        Some(Model::ZSet(z)) => Some(z),
+        Some(_) => return wrong(),
+        None => None,
+    };
+    let reply = match (op, z) {
+        (Op::ZRange(_), None) => return R::Arr(vec![]),
+        (Op::ZRange(_), Some(z)) => return zrange_reply(z),
+        (Op::ZRem(..) | Op::ZRemRangeByScore(..), None) => return R::Int(0),
+        (Op::ZRem(_, v), Some(z)) => R::Int(i64::from(z.remove(&val(*v)).is_some())),
+        (Op::ZRemRangeByScore(_, lo, hi), Some(z)) => {
+            let before = z.len();
+            z.retain(|_, s| *s < i64::from(*lo) || *s > i64::from(*hi));
+            R::Int((before - z.len()) as i64)
+        }
+        (Op::ZAdd(_, sc, v), _) => {
+            let z = zset_entry(m, &k);
+            R::Int(i64::from(z.insert(val(*v), i64::from(*sc)).is_none()))
+        }
+        (Op::ZIncrBy(_, sc, v), _) => {
+            let slot = zset_entry(m, &k).entry(val(*v)).or_insert(0);
+            *slot += i64::from(*sc);
+            R::Bulk(Some(slot.to_string().into_bytes()))
+        }
+        _ => unreachable!("every one-key sorted-set command is above"),
+    };
+    if matches!(m.get(&k), Some(Model::ZSet(z)) if z.is_empty()) {
+        m.remove(&k);
+    }
+    reply
+}
+
+fn zset_entry<'m>(m: &'m mut BTreeMap<Vec<u8>, Model>, k: &[u8]) -> &'m mut BTreeMap<Vec<u8>, i64> {
+    match m
+        .entry(k.to_vec())
+        .or_insert_with(|| Model::ZSet(BTreeMap::new()))
+    {
+        Model::ZSet(z) => z,
+        _ => unreachable!("type checked by the caller"),
+    }
+}
+
+/// A key read as a ZUNIONSTORE input: sets score 1, missing is empty.
+fn zsource(m: &BTreeMap<Vec<u8>, Model>, k: u8) -> Option<BTreeMap<Vec<u8>, i64>> {
+    match m.get(&key(k)) {
+        None => Some(BTreeMap::new()),
+        Some(Model::ZSet(z)) => Some(z.clone()),
+        Some(Model::Set(s)) => Some(s.iter().map(|v| (v.clone(), 1)).collect()),
+        Some(_) => None,
+    }
+}
+
+/// Stores `value` at `dst`, deleting it when empty; replies with its size.
+fn store(m: &mut BTreeMap<Vec<u8>, Model>, dst: u8, value: Model, len: usize) -> R {
+    if len == 0 {
+        m.remove(&key(dst));
+    } else {
+        m.insert(key(dst), value);
+    }
+    R::Int(len as i64)
+}
+
+/// The commands that write one key from others.
+fn apply_store(m: &mut BTreeMap<Vec<u8>, Model>, op: &Op) -> R {
+    let wrong = || R::Err(WRONGTYPE.into());
+    match op {
+        Op::ZStore(o, d, a, b) => {
+            let (Some(za), Some(zb)) = (zsource(m, *a), zsource(m, *b)) else {
+                return wrong();
+            };
+            let out: BTreeMap<Vec<u8>, i64> = match o % 3 {
+                0 => {
+                    let mut u = za;
+                    for (mb, sb) in zb {
+                        *u.entry(mb).or_insert(0) += sb;
+                    }
+                    u
+                }
+                1 => za
+                    .iter()
+                    .filter_map(|(ma, sa)| zb.get(ma).map(|sb| (ma.clone(), sa + sb)))
+                    .collect(),
+                _ => za
+                    .into_iter()
+                    .filter(|(ma, _)| !zb.contains_key(ma))
+                    .collect(),
+            };
+            let len = out.len();
+            store(m, *d, Model::ZSet(out), len)
+        }
+        Op::ZRangeStore(d, src) => {
+            let z = match m.get(&key(*src)) {
+                None => BTreeMap::new(),
+                Some(Model::ZSet(z)) => z.clone(),
+                Some(_) => return wrong(),
+            };
+            let mut items: Vec<(Vec<u8>, i64)> = z.into_iter().collect();
+            items.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            items.truncate(2);
+            let len = items.len();
+            store(m, *d, Model::ZSet(items.into_iter().collect()), len)
+        }
+        Op::SInterStore(d, a, b) => {
+            let set_of = |k: u8| match m.get(&key(k)) {
+                None => Some(BTreeSet::new()),
+                Some(Model::Set(s)) => Some(s.clone()),
+                Some(_) => None,
+            };
+            let (Some(sa), Some(sb)) = (set_of(*a), set_of(*b)) else {
+                return wrong();
+            };
+            let out: BTreeSet<Vec<u8>> = sa.intersection(&sb).cloned().collect();
+            let len = out.len();
+            store(m, *d, Model::Set(out), len)
+        }
+        Op::SMove(a, b, v) => smove(m, key(*a), key(*b), val(*v)),
+        _ => unreachable!("not a store command"),
+    }
+}
+
+fn smove(m: &mut BTreeMap<Vec<u8>, Model>, src: Vec<u8>, dst: Vec<u8>, member: Vec<u8>) -> R {
+    let has = match m.get(&src) {
+        None => return R::Int(0),
+        Some(Model::Set(s)) => s.contains(&member),
+        Some(_) => return R::Err(WRONGTYPE.into()),
+    };
+    if !matches!(m.get(&dst), None | Some(Model::Set(_))) {
+        return R::Err(WRONGTYPE.into());
+    }
+    if !has || src == dst {
+        return R::Int(i64::from(has));
+    }
+    if let Some(Model::Set(s)) = m.get_mut(&src) {
+        s.remove(&member);
+        if s.is_empty() {
+            m.remove(&src);
+        }
+    }
+    if let Model::Set(s) = m.entry(dst).or_insert_with(|| Model::Set(BTreeSet::new())) {
+        s.insert(member);
+    }
+    R::Int(1)
 }
 
 fn to_r(result: redis::RedisResult<redis::Value>) -> R {
@@ -418,6 +610,42 @@ fn command(op: &Op) -> redis::Cmd {
             c = redis::cmd("RENAME");
             c.arg(key(*a)).arg(key(*b));
         }
+        Op::ZAdd(k, sc, v) | Op::ZIncrBy(k, sc, v) => {
+            c = redis::cmd(if matches!(op, Op::ZAdd(..)) {
+                "ZADD"
+            } else {
+                "ZINCRBY"
+            });
+            c.arg(key(*k)).arg(i64::from(*sc)).arg(val(*v));
+        }
+        Op::ZRem(k, v) => {
+            c = redis::cmd("ZREM");
+            c.arg(key(*k)).arg(val(*v));
+        }
+        Op::ZRange(k) => {
+            c = redis::cmd("ZRANGE");
+            c.arg(key(*k)).arg(0).arg(-1).arg("WITHSCORES");
+        }
+        Op::ZStore(o, d, a, b) => {
+            c = redis::cmd(["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"][usize::from(*o % 3)]);
+            c.arg(key(*d)).arg(2).arg(key(*a)).arg(key(*b));
+        }
+        Op::ZRangeStore(d, src) => {
+            c = redis::cmd("ZRANGESTORE");
+            c.arg(key(*d)).arg(key(*src)).arg(0).arg(1);
+        }
+        Op::ZRemRangeByScore(k, lo, hi) => {
+            c = redis::cmd("ZREMRANGEBYSCORE");
+            c.arg(key(*k)).arg(i64::from(*lo)).arg(i64::from(*hi));
+        }
+        Op::SInterStore(d, a, b) => {
+            c = redis::cmd("SINTERSTORE");
+            c.arg(key(*d)).arg(key(*a)).arg(key(*b));
+        }
+        Op::SMove(a, b, v) => {
+            c = redis::cmd("SMOVE");
+            c.arg(key(*a)).arg(key(*b)).arg(val(*v));
+        }
         Op::Multi(_) => unreachable!("sent as a pipeline"),
     }
     c
@@ -439,7 +667,14 @@ fn run_on_server(con: &mut redis::Connection, op: &Op) -> R {
 fn dump(con: &mut redis::Connection) -> BTreeMap<Vec<u8>, Model> {
     let mut out = BTreeMap::new();
     for k in 0..6 {
-        for probe in [Op::Get(k), Op::LRange(k), Op::SMembers(k), Op::HGetAll(k)] {
+        let probes = [
+            Op::Get(k),
+            Op::LRange(k),
+            Op::SMembers(k),
+            Op::HGetAll(k),
+            Op::ZRange(k),
+        ];
+        for probe in probes {
             let got = normalise(&probe, run_on_server(con, &probe));
             let mut one = BTreeMap::new();
             let value = match (&probe, got) {
@@ -458,6 +693,14 @@ fn dump(con: &mut redis::Connection) -> BTreeMap<Vec<u8>, Model> {
                             .collect(),
                     )
                 }
+                (Op::ZRange(_), R::Arr(a)) if !a.is_empty() => {
+                    let flat: Vec<Vec<u8>> = a.into_iter().map(bytes_of).collect();
+                    Model::ZSet(
+                        flat.chunks(2)
+                            .map(|p| (p[0].clone(), score_of(&p[1])))
+                            .collect(),
+                    )
+                }
                 _ => continue,
             };
             one.insert(key(k), value);
@@ -465,6 +708,12 @@ fn dump(con: &mut redis::Connection) -> BTreeMap<Vec<u8>, Model> {
         }
     }
     out
+}
+
+fn score_of(text: &[u8]) -> i64 {
+    let text = std::str::from_utf8(text).expect("a score is text");
+    text.parse()
+        .unwrap_or_else(|_| panic!("integer score expected, got {text}"))
 }
 
 fn bytes_of(r: R) -> Vec<u8> {

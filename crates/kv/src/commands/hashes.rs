@@ -8,8 +8,11 @@ use super::{errors, int_arg, CmdError, CmdResult, Ctx};
 use crate::keyspace::events::HASH;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
-use crate::resp::Args;
-use crate::types::number::{format_float_human, parse_f64, value_as_i64};
+use crate::resp::{Args, Protocol};
+
+use super::zsets::{count_and_with, pick_indices};
+use crate::types::long_double::LongDouble;
+use crate::types::number::value_as_i64;
 use crate::types::{HashValue, Value};
 
 fn hash_ref<'k>(
@@ -198,18 +201,24 @@ pub(super) fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// HINCRBYFLOAT computes in Redis's 80-bit long double, so its digits
+/// are Redis's (`0.1` plus `0.2` is `0.3`); logged as the HSET of the
+/// result.
 pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let delta = parse_f64(args.get(3)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    let delta = LongDouble::parse(args.get(3)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+    if delta.is_infinite() {
+        return Err(Cow::Borrowed("ERR value is NaN or Infinity"));
+    }
     let (db, key, field) = (ctx.session.db, args.get(1), args.get(2));
     let current = match hash_ref(&mut ctx.state.keyspace, db, key)?.and_then(|h| h.get(field)) {
-        None => 0.0,
-        Some(v) => parse_f64(v).ok_or(Cow::Borrowed("ERR hash value is not a float"))?,
+        None => LongDouble::ZERO,
+        Some(v) => LongDouble::parse(v).ok_or(Cow::Borrowed("ERR hash value is not a float"))?,
     };
-    let next = current + delta;
-    if !next.is_finite() {
+    let next = current.add(delta);
+    if next.is_infinite() {
         return Err(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
     }
-    let text = format_float_human(next);
+    let text = next.to_human();
     let hash = hash_create(&mut ctx.state.keyspace, db, key)?;
     hash.insert(field.into(), text.as_bytes().into());
     ctx.propagate(&[b"HSET", key, field, text.as_bytes()]);
@@ -218,15 +227,47 @@ pub(super) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// HRANDFIELD key [count [WITHVALUES]].
 pub(super) fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let hash = hash_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let fields: Vec<&[u8]> = hash.into_iter().flatten().map(|(f, _)| &f[..]).collect();
-    if fields.is_empty() {
-        ctx.reply.null();
+    let db = ctx.session.db;
+    if args.len() == 2 {
+        let Some(hash) = hash_ref(&mut ctx.state.keyspace, db, args.get(1))? else {
+            ctx.reply.null();
+            return Ok(());
+        };
+        let pick = ctx.state.rng.below(hash.len() as u64) as usize;
+        ctx.reply.bulk_opt(hash.keys().nth(pick).map(|f| &f[..]));
         return Ok(());
     }
-    let pick = ctx.state.rng.below(fields.len() as u64) as usize;
-    ctx.reply.bulk(fields[pick]);
+    let (count, withvalues) = count_and_with(args, b"WITHVALUES")?;
+    let Some(hash) = hash_ref(&mut ctx.state.keyspace, db, args.get(1))? else {
+        ctx.reply.array(0);
+        return Ok(());
+    };
+    let pairs: Vec<(&[u8], &[u8])> = hash.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+    let picks = pick_indices(&mut ctx.state.rng, pairs.len(), count);
+    let chosen: Vec<(&[u8], &[u8])> = picks
+        .into_iter()
+        .filter_map(|i| pairs.get(i).copied())
+        .collect();
+    if !withvalues {
+        ctx.reply.bulks(chosen.iter().map(|(f, _)| *f));
+        return Ok(());
+    }
+    // Pairs: a flat array in RESP2, `[field, value]` arrays in RESP3.
+    let nested = ctx.reply.proto == Protocol::Resp3;
+    ctx.reply.array(if nested {
+        chosen.len()
+    } else {
+        chosen.len() * 2
+    });
+    for (f, v) in chosen {
+        if nested {
+            ctx.reply.array(2);
+        }
+        ctx.reply.bulk(f);
+        ctx.reply.bulk(v);
+    }
     Ok(())
 }
 
@@ -268,6 +309,6 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("hexists", 3, RF, K1, "hash", "Tells whether a field exists.", hexists),
     cmd!("hincrby", 4, WF, K1, "hash", "Increments an integer field.", hincrby),
     cmd!("hincrbyfloat", 4, WF, K1, "hash", "Increments a float field.", hincrbyfloat),
-    cmd!("hrandfield", 2, READONLY | RANDOM, K1, "hash", "Returns a random field.", hrandfield),
+    cmd!("hrandfield", -2, READONLY | RANDOM, K1, "hash", "Returns a random field.", hrandfield),
     cmd!("hscan", -3, READONLY, K1, "hash", "Iterates over fields.", hscan),
 ];

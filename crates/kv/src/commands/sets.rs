@@ -11,9 +11,7 @@ use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::{Bytes, SetValue, Shared, Value};
 
-/// Most picks SRANDMEMBER with a negative count makes, so one command
-/// cannot make the server build an unbounded reply.
-const RANDOM_PICKS_MAX: u64 = 1 << 24;
+use super::zsets::{pick_indices, COUNT_RANGE, RANDOM_PICKS_MAX};
 
 fn set_ref<'k>(
     ks: &'k mut Keyspace,
@@ -23,6 +21,19 @@ fn set_ref<'k>(
     match ks.get(db, key) {
         None => Ok(None),
         Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    }
+}
+
+/// The set at `key`, shared (no copy), if any.
+fn set_shared(
+    ks: &mut Keyspace,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<Shared<SetValue>>, CmdError> {
+    match ks.get(db, key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s.clone())),
         Some(_) => Err(Cow::Borrowed(errors::WRONGTYPE)),
     }
 }
@@ -97,16 +108,28 @@ pub(super) fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Picks `count` distinct members at random (a partial Fisher-Yates).
-fn sample(ctx: &mut Ctx<'_>, members: Vec<Bytes>, count: usize) -> Vec<Bytes> {
-    let mut members = members;
-    let take = count.min(members.len());
-    for i in 0..take {
-        let j = i + ctx.state.rng.below((members.len() - i) as u64) as usize;
-        members.swap(i, j);
+/// The members at `indices` of the set's iteration order, in the order of
+/// `indices` (which may repeat): one pass over the set, copying only the
+/// members chosen.
+fn members_at(set: &SetValue, indices: &[usize]) -> Vec<Bytes> {
+    let mut wanted: Vec<(usize, usize)> =
+        indices.iter().enumerate().map(|(p, &i)| (i, p)).collect();
+    wanted.sort_unstable();
+    let mut out: Vec<Option<Bytes>> = vec![None; indices.len()];
+    let mut next = wanted.iter().peekable();
+    for (i, member) in set.iter().enumerate() {
+        while let Some(&&(at, slot)) = next.peek() {
+            if at != i {
+                break;
+            }
+            out[slot] = Some(member.clone());
+            next.next();
+        }
+        if next.peek().is_none() {
+            break;
+        }
     }
-    members.truncate(take);
-    members
+    out.into_iter().flatten().collect()
 }
 
 fn optional_count(args: &Args<'_>) -> Result<Option<i64>, CmdError> {
@@ -121,7 +144,14 @@ fn optional_count(args: &Args<'_>) -> Result<Option<i64>, CmdError> {
 
 pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let count = optional_count(args)?;
+    if args.len() > 3 {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
+    // A count that is not a number gets the same error as a negative one.
+    let count = match args.len() {
+        3 => Some(int_arg(args, 2).unwrap_or(-1)),
+        _ => None,
+    };
     if count.is_some_and(|c| c < 0) {
         return Err(Cow::Borrowed(errors::NOT_POSITIVE));
     }
@@ -132,8 +162,8 @@ pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         return Ok(());
     };
-    let members: Vec<Bytes> = set.iter().cloned().collect();
-    let chosen = sample(ctx, members, count.unwrap_or(1) as usize);
+    let indices = pick_indices(&mut ctx.state.rng, set.len(), count.unwrap_or(1));
+    let chosen = members_at(set, &indices);
     if let Some(Value::Set(set)) = ctx.state.keyspace.get_mut(db, key) {
         for m in &chosen {
             set.remove(m);
@@ -162,34 +192,90 @@ pub(super) fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let count = optional_count(args)?;
-    let set = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let members: Vec<Bytes> = set.into_iter().flatten().cloned().collect();
+    if count == Some(i64::MIN) {
+        return Err(Cow::Borrowed(COUNT_RANGE));
+    }
+    if count.is_some_and(|n| n < 0 && n.unsigned_abs() > RANDOM_PICKS_MAX) {
+        return Err(Cow::Borrowed("ERR value is out of range"));
+    }
+    let Some(set) = set_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))? else {
+        match count {
+            None => ctx.reply.null(),
+            Some(_) => ctx.reply.array(0),
+        }
+        return Ok(());
+    };
+    let indices = pick_indices(&mut ctx.state.rng, set.len(), count.unwrap_or(1));
+    let chosen = members_at(set, &indices);
     match count {
-        None => {
-            let chosen = sample(ctx, members, 1);
-            ctx.reply.bulk_opt(chosen.first().map(|m| &m[..]));
-        }
-        Some(n) if n >= 0 => {
-            let chosen = sample(ctx, members, n as usize);
-            ctx.reply.bulks(chosen.iter().map(|m| &m[..]));
-        }
-        Some(n) => {
-            // A negative count allows repeats: |n| independent picks.
-            if n.unsigned_abs() > RANDOM_PICKS_MAX {
-                return Err(Cow::Borrowed("ERR value is out of range"));
-            }
-            let n = if members.is_empty() {
-                0
-            } else {
-                n.unsigned_abs()
-            };
-            let picks: Vec<&[u8]> = (0..n)
-                .map(|_| &members[ctx.state.rng.below(members.len() as u64) as usize][..])
-                .collect();
-            ctx.reply.bulks(picks.into_iter());
-        }
+        None => ctx.reply.bulk_opt(chosen.first().map(|m| &m[..])),
+        Some(_) => ctx.reply.bulks(chosen.iter().map(|m| &m[..])),
     }
     Ok(())
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]: the size of the
+/// intersection, counting stopped at `limit` (0: no limit).
+pub(super) fn sintercard(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    // As in Redis, a count that is not a number gets the range's message.
+    let n = int_arg(args, 1).unwrap_or(0);
+    if n < 1 {
+        return Err(Cow::Borrowed("ERR numkeys should be greater than 0"));
+    }
+    if n as u64 > (args.len() - 2) as u64 {
+        return Err(Cow::Borrowed(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let n = n as usize;
+    let mut limit = 0usize;
+    let mut i = 2 + n;
+    while i < args.len() {
+        if args.get(i).eq_ignore_ascii_case(b"LIMIT") && i + 1 < args.len() {
+            let value = int_arg(args, i + 1).unwrap_or(-1);
+            if value < 0 {
+                return Err(Cow::Borrowed("ERR LIMIT can't be negative"));
+            }
+            limit = usize::try_from(value).unwrap_or(usize::MAX);
+            i += 2;
+        } else {
+            return Err(Cow::Borrowed(errors::SYNTAX));
+        }
+    }
+    let db = ctx.session.db;
+    let mut sets: Vec<Option<Shared<SetValue>>> = Vec::with_capacity(n);
+    for at in 2..2 + n {
+        // Cloning shares the set (a reference count), it copies nothing.
+        sets.push(set_shared(&mut ctx.state.keyspace, db, args.get(at))?);
+    }
+    let count = intersection_size(&sets, limit);
+    ctx.reply.int(count as i64);
+    Ok(())
+}
+
+/// How many members all `sets` share (a missing set is empty), stopping
+/// at `limit` when it is not 0.
+fn intersection_size(sets: &[Option<Shared<SetValue>>], limit: usize) -> usize {
+    let Some(present) = sets
+        .iter()
+        .map(Option::as_deref)
+        .collect::<Option<Vec<&SetValue>>>()
+    else {
+        return 0;
+    };
+    let Some(smallest) = present.iter().min_by_key(|s| s.len()) else {
+        return 0;
+    };
+    let mut count = 0;
+    for member in smallest.iter() {
+        if present.iter().all(|s| s.contains(member)) {
+            count += 1;
+            if limit != 0 && count >= limit {
+                break;
+            }
+        }
+    }
+    count
 }
 
 #[derive(Clone, Copy)]
@@ -280,18 +366,27 @@ pub(super) fn sdiffstore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (db, src, dst, member) = (ctx.session.db, args.get(1), args.get(2), args.get(3));
-    let has = set_ref(&mut ctx.state.keyspace, db, src)?.is_some_and(|s| s.contains(member));
-    set_ref(&mut ctx.state.keyspace, db, dst)?;
-    if !has {
+    // A missing source answers 0 before the destination's type is checked.
+    let Some(source) = set_ref(&mut ctx.state.keyspace, db, src)? else {
         ctx.reply.int(0);
+        return Ok(());
+    };
+    let has = source.contains(member);
+    let dst_has = set_ref(&mut ctx.state.keyspace, db, dst)?.is_some_and(|s| s.contains(member));
+    if !has || src == dst {
+        ctx.reply.int(i64::from(has));
         return Ok(());
     }
     if let Some(Value::Set(s)) = ctx.state.keyspace.get_mut(db, src) {
         s.remove(member);
     }
     ctx.state.keyspace.remove_if_empty(db, src);
-    if let Value::Set(s) = ctx.state.keyspace.get_or_insert(db, dst, Value::new_set) {
-        s.insert(member.into());
+    // The destination is modified (and its watchers told) only when the
+    // member is new to it.
+    if !dst_has {
+        if let Value::Set(s) = ctx.state.keyspace.get_or_insert(db, dst, Value::new_set) {
+            s.insert(member.into());
+        }
     }
     ctx.propagate_args(args);
     if src != dst {
@@ -319,6 +414,15 @@ pub(super) fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Key finder of SINTERCARD: `numkeys` at 1, the keys after it.
+const SINTERCARD_KEYS: KeyFinder = |args, out| {
+    let Some(n) = crate::types::number::parse_i64(args.get(1)).filter(|&n| n > 0) else {
+        return;
+    };
+    let end = 2u64.saturating_add(n as u64).min(args.len() as u64) as usize;
+    out.extend(2..end);
+};
+
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -333,6 +437,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("sinter", -2, R, KALL, "set", "Intersects sets.", sinter),
     cmd!("sunion", -2, R, KALL, "set", "Unites sets.", sunion),
     cmd!("sdiff", -2, R, KALL, "set", "Subtracts sets.", sdiff),
+    cmd!("sintercard", -3, R, K0, "set", "Counts an intersection.", sintercard).with_key_finder(SINTERCARD_KEYS),
     cmd!("sinterstore", -3, W, KALL, "set", "Stores an intersection.", sinterstore),
     cmd!("sunionstore", -3, W, KALL, "set", "Stores a union.", sunionstore),
     cmd!("sdiffstore", -3, W, KALL, "set", "Stores a difference.", sdiffstore),

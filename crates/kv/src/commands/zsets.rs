@@ -1,4 +1,10 @@
-//! Sorted-set commands.
+//! Sorted-set commands: adding, removing and reading single members here;
+//! ranges in [`range`], unions, intersections and differences in
+//! [`algebra`], random members in [`random`].
+
+mod algebra;
+mod random;
+mod range;
 
 use std::borrow::Cow;
 
@@ -9,9 +15,14 @@ use crate::keyspace::events::ZSET;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::{Args, Protocol};
-use crate::types::number::{normalize_range, parse_f64};
-use crate::types::{LexBound, ScoreBound, Value, ZSet};
+use crate::types::number::parse_f64;
+use crate::types::{Value, ZSet};
 
+/// The error ZADD INCR and ZINCRBY give when a score would become NaN
+/// (`+inf` plus `-inf`).
+const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
+
+/// The sorted set at `key`, if any; an error if the key holds another type.
 fn zset_ref<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<Option<&'k ZSet>, CmdError> {
     match ks.get(db, key) {
         None => Ok(None),
@@ -20,12 +31,45 @@ fn zset_ref<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<Option<&'
     }
 }
 
+/// The sorted set at `key`, created empty if missing (the caller removes
+/// it again if it stays empty).
 fn zset_create<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<&'k mut ZSet, CmdError> {
     zset_ref(ks, db, key)?;
     match ks.get_or_insert(db, key, Value::new_zset) {
         Value::ZSet(z) => Ok(z),
         _ => Err(Cow::Borrowed(errors::WRONGTYPE)),
     }
+}
+
+/// Stores `result` at `dest` (a write's destination), or deletes `dest`
+/// when the result is empty, as Redis's store variants do. Returns the
+/// stored length and whether anything changed.
+fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, bool) {
+    let db = ctx.session.db;
+    let len = result.len();
+    if len <= LISTPACK_ENTRIES_MAX {
+        // Stored small, as Redis stores it (a listpack), a negative zero
+        // reads back as 0.
+        let zeros: Vec<Vec<u8>> = result
+            .iter()
+            .filter(|(_, s)| *s == 0.0 && s.is_sign_negative())
+            .map(|(m, _)| m.to_vec())
+            .collect();
+        for m in zeros {
+            result.insert(&m, 0.0);
+        }
+    }
+    if len == 0 {
+        let existed = ctx.state.keyspace.remove(db, dest).is_some();
+        return (0, existed);
+    }
+    ctx.state.keyspace.set(
+        db,
+        dest,
+        Value::ZSet(crate::types::Shared::new(result)),
+        false,
+    );
+    (len, true)
 }
 
 #[derive(Default)]
@@ -38,8 +82,9 @@ struct ZaddFlags {
     incr: bool,
 }
 
-fn zadd_flags(args: &Args<'_>) -> Result<(ZaddFlags, usize), CmdError> {
-    let mut f = ZaddFlags::default();
+/// Parses ZADD's options; returns them with the index of the first score.
+/// The checks run in Redis's order: pairs, then conflicts, then INCR.
+fn zadd_flags(args: &Args<'_>, mut f: ZaddFlags) -> Result<(ZaddFlags, usize), CmdError> {
     let mut i = 2;
     while i < args.len() {
         match upper(args, i).as_slice() {
@@ -53,6 +98,10 @@ fn zadd_flags(args: &Args<'_>) -> Result<(ZaddFlags, usize), CmdError> {
         }
         i += 1;
     }
+    let elements = args.len() - i;
+    if elements == 0 || !elements.is_multiple_of(2) {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
     if f.nx && f.xx {
         return Err(Cow::Borrowed(
             "ERR XX and NX options at the same time are not compatible",
@@ -63,11 +112,7 @@ fn zadd_flags(args: &Args<'_>) -> Result<(ZaddFlags, usize), CmdError> {
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
     }
-    let pairs = args.len() - i;
-    if pairs == 0 || !pairs.is_multiple_of(2) {
-        return Err(Cow::Borrowed(errors::SYNTAX));
-    }
-    if f.incr && pairs != 2 {
+    if f.incr && elements > 2 {
         return Err(Cow::Borrowed(
             "ERR INCR option supports a single increment-element pair",
         ));
@@ -75,54 +120,93 @@ fn zadd_flags(args: &Args<'_>) -> Result<(ZaddFlags, usize), CmdError> {
     Ok((f, i))
 }
 
-pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let (f, first) = zadd_flags(args)?;
-    let mut scores = Vec::with_capacity((args.len() - first) / 2);
+/// Most members of a sorted set Redis stores as a listpack by default
+/// (`zset-max-listpack-entries`).
+const LISTPACK_ENTRIES_MAX: usize = 128;
+
+/// A score as a small sorted set stores it: Redis's listpack keeps a zero
+/// as the integer 0, so a negative zero reads back as 0.
+fn stored(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
+/// What adding one member did.
+enum AddOutcome {
+    Added(f64),
+    Updated(f64),
+    /// Nothing to change; the score it has (`None` if it was not added).
+    Unchanged(Option<f64>),
+    Skipped,
+}
+
+/// Adds or updates one member under ZADD's rules.
+fn add_one(
+    zset: &mut ZSet,
+    f: &ZaddFlags,
+    member: &[u8],
+    score: f64,
+) -> Result<AddOutcome, CmdError> {
+    let Some(current) = zset.score(member) else {
+        if f.xx {
+            return Ok(AddOutcome::Skipped);
+        }
+        zset.insert(member, stored(score));
+        return Ok(AddOutcome::Added(score));
+    };
+    if f.nx {
+        return Ok(AddOutcome::Skipped);
+    }
+    let next = if f.incr { current + score } else { score };
+    if next.is_nan() {
+        return Err(Cow::Borrowed(NAN_SCORE));
+    }
+    if (f.lt && next >= current) || (f.gt && next <= current) {
+        return Ok(AddOutcome::Skipped);
+    }
+    if next == current {
+        return Ok(AddOutcome::Unchanged(Some(next)));
+    }
+    zset.insert(member, stored(next));
+    Ok(AddOutcome::Updated(next))
+}
+
+fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, preset: ZaddFlags) -> CmdResult {
+    let (f, first) = zadd_flags(args, preset)?;
+    let mut pairs = Vec::with_capacity((args.len() - first) / 2);
     for i in (first..args.len()).step_by(2) {
-        scores.push((
-            parse_f64(args.get(i)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?,
-            args.get(i + 1),
-        ));
+        let score = parse_f64(args.get(i)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
+        pairs.push((score, args.get(i + 1)));
     }
     let (db, key) = (ctx.session.db, args.get(1));
-    if f.xx && zset_ref(&mut ctx.state.keyspace, db, key)?.is_none() {
-        if f.incr {
-            ctx.reply.null()
-        } else {
-            ctx.reply.int(0)
-        }
-        return Ok(());
-    }
-    let zset = zset_create(&mut ctx.state.keyspace, db, key)?;
-    let (mut added, mut changed, mut last) = (0, 0, None);
-    for (score, member) in scores {
-        let current = zset.score(member);
-        let mut next = score;
-        if f.incr {
-            next = current.unwrap_or(0.0) + score;
-            if next.is_nan() {
-                ctx.state.keyspace.remove_if_empty(db, key);
-                return Err(Cow::Borrowed("ERR resulting score is not a number (NaN)"));
+    let exists = zset_ref(&mut ctx.state.keyspace, db, key)?.is_some();
+    let (mut added, mut updated, mut last) = (0i64, 0i64, None);
+    let mut failure = None;
+    if exists || !f.xx {
+        let zset = zset_create(&mut ctx.state.keyspace, db, key)?;
+        for (score, member) in pairs {
+            match add_one(zset, &f, member, score) {
+                Ok(AddOutcome::Added(s)) => (added, last) = (added + 1, Some(s)),
+                Ok(AddOutcome::Updated(s)) => (updated, last) = (updated + 1, Some(s)),
+                Ok(AddOutcome::Unchanged(s)) => last = s,
+                Ok(AddOutcome::Skipped) => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             }
         }
-        let allowed = match current {
-            Some(cur) => !f.nx && (!f.gt || next > cur) && (!f.lt || next < cur),
-            None => !f.xx,
-        };
-        if !allowed {
-            continue;
-        }
-        if zset.insert(member, next) {
-            added += 1;
-        } else if current != Some(next) {
-            changed += 1;
-        }
-        last = Some(next);
+        ctx.state.keyspace.remove_if_empty(db, key);
     }
-    ctx.state.keyspace.remove_if_empty(db, key);
-    if added + changed > 0 {
+    if added + updated > 0 {
         ctx.propagate_args(args);
         ctx.notify(ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     if f.incr {
         match last {
@@ -130,25 +214,23 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             None => ctx.reply.null(),
         }
     } else {
-        ctx.reply.int(if f.ch { added + changed } else { added });
+        ctx.reply.int(if f.ch { added + updated } else { added });
     }
     Ok(())
 }
 
+pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    zadd_generic(ctx, args, ZaddFlags::default())
+}
+
+/// ZINCRBY is ZADD INCR with one pair, options parsing included (as in
+/// Redis, where both share one implementation).
 pub(super) fn zincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let delta = parse_f64(args.get(2)).ok_or(Cow::Borrowed(errors::NOT_FLOAT))?;
-    let (db, key, member) = (ctx.session.db, args.get(1), args.get(3));
-    let zset = zset_create(&mut ctx.state.keyspace, db, key)?;
-    let next = zset.score(member).unwrap_or(0.0) + delta;
-    if next.is_nan() {
-        ctx.state.keyspace.remove_if_empty(db, key);
-        return Err(Cow::Borrowed("ERR resulting score is not a number (NaN)"));
-    }
-    zset.insert(member, next);
-    ctx.propagate_args(args);
-    ctx.notify(ZSET, "zincr", key);
-    ctx.reply.double(next);
-    Ok(())
+    let preset = ZaddFlags {
+        incr: true,
+        ..ZaddFlags::default()
+    };
+    zadd_generic(ctx, args, preset)
 }
 
 pub(super) fn zrem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
@@ -217,228 +299,32 @@ pub(super) fn zrevrank(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     rank_generic(ctx, args, true)
 }
 
-fn score_bound(text: &[u8]) -> Result<ScoreBound, CmdError> {
-    let (exclusive, number) = match text.split_first() {
-        Some((b'(', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let value = parse_f64(number).ok_or(Cow::Borrowed(errors::MIN_MAX_FLOAT))?;
-    Ok(ScoreBound { value, exclusive })
-}
-
-fn lex_bound(text: &[u8]) -> Result<LexBound, CmdError> {
-    match text {
-        b"-" => Ok(LexBound::Min),
-        b"+" => Ok(LexBound::Max),
-        [b'[', rest @ ..] => Ok(LexBound::Value {
-            member: rest.to_vec(),
-            exclusive: false,
-        }),
-        [b'(', rest @ ..] => Ok(LexBound::Value {
-            member: rest.to_vec(),
-            exclusive: true,
-        }),
-        _ => Err(Cow::Borrowed("ERR min or max not valid string range item")),
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RangeBy {
-    Rank,
-    Score,
-    Lex,
-}
-
-struct RangeRequest {
-    by: RangeBy,
-    rev: bool,
-    limit: Option<(i64, i64)>,
-    withscores: bool,
-}
-
-/// Parses the options after `key start stop` from index `first`.
-fn range_options(
-    args: &Args<'_>,
-    first: usize,
-    mut req: RangeRequest,
-    modern: bool,
-) -> Result<RangeRequest, CmdError> {
-    let mut i = first;
-    while i < args.len() {
-        match upper(args, i).as_slice() {
-            b"WITHSCORES" => req.withscores = true,
-            b"LIMIT" if i + 2 < args.len() => {
-                req.limit = Some((int_arg(args, i + 1)?, int_arg(args, i + 2)?));
-                i += 2;
-            }
-            b"BYSCORE" if modern && req.by == RangeBy::Rank => req.by = RangeBy::Score,
-            b"BYLEX" if modern && req.by == RangeBy::Rank => req.by = RangeBy::Lex,
-            b"REV" if modern => req.rev = true,
-            _ => return Err(Cow::Borrowed(errors::SYNTAX)),
-        }
-        i += 1;
-    }
-    if req.limit.is_some() && req.by == RangeBy::Rank {
-        return Err(Cow::Borrowed(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        ));
-    }
-    if req.withscores && req.by == RangeBy::Lex {
-        return Err(Cow::Borrowed(
-            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-        ));
-    }
-    Ok(req)
-}
-
-/// Selects the members a range request names, in reply order.
-fn select(
-    z: &ZSet,
-    req: &RangeRequest,
-    a: &[u8],
-    b: &[u8],
-) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let own = |(m, s): (&[u8], f64)| (m.to_vec(), s);
-    let mut items: Vec<(Vec<u8>, f64)> = match req.by {
-        RangeBy::Rank => {
-            let start =
-                crate::types::number::parse_i64(a).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?;
-            let stop =
-                crate::types::number::parse_i64(b).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?;
-            let Some((from, to)) = normalize_range(start, stop, z.len()) else {
-                return Ok(Vec::new());
-            };
-            return Ok(if req.rev {
-                z.iter()
-                    .rev()
-                    .skip(from)
-                    .take(to - from + 1)
-                    .map(own)
-                    .collect()
-            } else {
-                z.iter().skip(from).take(to - from + 1).map(own).collect()
-            });
-        }
-        RangeBy::Score => {
-            let (min, max) = if req.rev { (b, a) } else { (a, b) };
-            let (min, max) = (score_bound(min)?, score_bound(max)?);
-            z.range_by_score(min, max).map(own).collect()
-        }
-        RangeBy::Lex => {
-            let (min, max) = if req.rev { (b, a) } else { (a, b) };
-            let (min, max) = (lex_bound(min)?, lex_bound(max)?);
-            z.range_by_lex(&min, &max).map(own).collect()
-        }
-    };
-    if req.rev {
-        items.reverse();
-    }
-    if let Some((offset, count)) = req.limit {
-        if offset < 0 {
-            return Ok(Vec::new());
-        }
-        let count = if count < 0 {
-            usize::MAX
-        } else {
-            count as usize
-        };
-        items = items
-            .into_iter()
-            .skip(offset as usize)
-            .take(count)
-            .collect();
-    }
-    Ok(items)
-}
-
+/// Replies with members, and their scores if asked: a flat array in RESP2,
+/// `[member, score]` pairs in RESP3.
 fn reply_members(ctx: &mut Ctx<'_>, items: &[(Vec<u8>, f64)], withscores: bool) {
     if !withscores {
         ctx.reply.bulks(items.iter().map(|(m, _)| m.as_slice()));
         return;
     }
-    if ctx.reply.proto == Protocol::Resp3 {
-        ctx.reply.array(items.len());
-        for (m, s) in items {
+    let nested = ctx.reply.proto == Protocol::Resp3;
+    ctx.reply
+        .array(if nested { items.len() } else { items.len() * 2 });
+    for (m, s) in items {
+        if nested {
             ctx.reply.array(2);
-            ctx.reply.bulk(m);
-            ctx.reply.double(*s);
         }
-    } else {
-        ctx.reply.array(items.len() * 2);
-        for (m, s) in items {
-            ctx.reply.bulk(m);
-            ctx.reply.double(*s);
-        }
+        ctx.reply.bulk(m);
+        ctx.reply.double(*s);
     }
-}
-
-fn range_generic(
-    ctx: &mut Ctx<'_>,
-    args: &Args<'_>,
-    base: RangeRequest,
-    modern: bool,
-) -> CmdResult {
-    let req = range_options(args, 4, base, modern)?;
-    let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let items = match z {
-        Some(z) => select(z, &req, args.get(2), args.get(3))?,
-        None => {
-            // Bounds are still validated for a missing key, as Redis does.
-            select(&ZSet::default(), &req, args.get(2), args.get(3))?
-        }
-    };
-    reply_members(ctx, &items, req.withscores);
-    Ok(())
-}
-
-fn request(by: RangeBy, rev: bool) -> RangeRequest {
-    RangeRequest {
-        by,
-        rev,
-        limit: None,
-        withscores: false,
-    }
-}
-
-pub(super) fn zrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    range_generic(ctx, args, request(RangeBy::Rank, false), true)
-}
-
-pub(super) fn zrevrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    range_generic(ctx, args, request(RangeBy::Rank, true), false)
-}
-
-pub(super) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    range_generic(ctx, args, request(RangeBy::Score, false), false)
-}
-
-pub(super) fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    range_generic(ctx, args, request(RangeBy::Score, true), false)
-}
-
-pub(super) fn zrangebylex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    range_generic(ctx, args, request(RangeBy::Lex, false), false)
-}
-
-pub(super) fn zcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let (min, max) = (score_bound(args.get(2))?, score_bound(args.get(3))?);
-    let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let n = z.map_or(0, |z| z.range_by_score(min, max).count());
-    ctx.reply.int(n as i64);
-    Ok(())
-}
-
-pub(super) fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let (min, max) = (lex_bound(args.get(2))?, lex_bound(args.get(3))?);
-    let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
-    let n = z.map_or(0, |z| z.range_by_lex(&min, &max).count());
-    ctx.reply.int(n as i64);
-    Ok(())
 }
 
 fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) -> CmdResult {
+    if args.len() > 3 {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
     let count = if args.len() > 2 {
-        let n = int_arg(args, 2)?;
+        // A count that is not a number gets the same error as a negative one.
+        let n = int_arg(args, 2).unwrap_or(-1);
         if n < 0 {
             return Err(Cow::Borrowed(errors::NOT_POSITIVE));
         }
@@ -485,7 +371,8 @@ pub(super) fn zpopmax(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     pop_generic(ctx, args, true)
 }
 
-/// ZSCAN returns the whole (matching) sorted set with cursor 0.
+/// ZSCAN returns the whole (matching) sorted set with cursor 0: a valid,
+/// if unchunked, SCAN iteration.
 pub(super) fn zscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let (_, o) = scan_options(args, 2, false)?;
     let z = zset_ref(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
@@ -505,6 +392,17 @@ pub(super) fn zscan(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+use algebra::{
+    zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore, ZREAD_KEYS,
+    ZSTORE_KEYS,
+};
+use random::zrandmember;
+pub(super) use random::{count_and_with, pick_indices, COUNT_RANGE, RANDOM_PICKS_MAX};
+use range::{
+    zcount, zlexcount, zrange, zrangebylex, zrangebyscore, zrangestore, zremrangebylex,
+    zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
+};
+
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -517,13 +415,26 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("zrank", 3, RF, K1, "sorted-set", "Returns a member's rank.", zrank),
     cmd!("zrevrank", 3, RF, K1, "sorted-set", "Returns a member's rank, highest first.", zrevrank),
     cmd!("zrange", -4, R, K1, "sorted-set", "Returns a range by rank, score or name.", zrange),
+    cmd!("zrangestore", -5, W, (1, 2, 1), "sorted-set", "Stores a range by rank, score or name.", zrangestore),
     cmd!("zrevrange", -4, R, K1, "sorted-set", "Returns a range by rank, highest first.", zrevrange),
     cmd!("zrangebyscore", -4, R, K1, "sorted-set", "Returns a range by score.", zrangebyscore),
     cmd!("zrevrangebyscore", -4, R, K1, "sorted-set", "Returns a range by score, highest first.", zrevrangebyscore),
     cmd!("zrangebylex", -4, R, K1, "sorted-set", "Returns a range by name.", zrangebylex),
+    cmd!("zrevrangebylex", -4, R, K1, "sorted-set", "Returns a range by name, highest first.", zrevrangebylex),
     cmd!("zcount", 4, RF, K1, "sorted-set", "Counts members in a score range.", zcount),
     cmd!("zlexcount", 4, RF, K1, "sorted-set", "Counts members in a name range.", zlexcount),
+    cmd!("zremrangebyrank", 4, WRITE, K1, "sorted-set", "Removes members in a rank range.", zremrangebyrank),
+    cmd!("zremrangebyscore", 4, WRITE, K1, "sorted-set", "Removes members in a score range.", zremrangebyscore),
+    cmd!("zremrangebylex", 4, WRITE, K1, "sorted-set", "Removes members in a name range.", zremrangebylex),
     cmd!("zpopmin", -2, D, K1, "sorted-set", "Removes and returns the lowest members.", zpopmin),
     cmd!("zpopmax", -2, D, K1, "sorted-set", "Removes and returns the highest members.", zpopmax),
+    cmd!("zrandmember", -2, READONLY | RANDOM, K1, "sorted-set", "Returns random members.", zrandmember),
+    cmd!("zunion", -3, R, K0, "sorted-set", "Returns the union of sorted sets.", zunion).with_key_finder(ZREAD_KEYS),
+    cmd!("zinter", -3, R, K0, "sorted-set", "Returns the intersection of sorted sets.", zinter).with_key_finder(ZREAD_KEYS),
+    cmd!("zdiff", -3, R, K0, "sorted-set", "Returns the difference of sorted sets.", zdiff).with_key_finder(ZREAD_KEYS),
+    cmd!("zintercard", -3, R, K0, "sorted-set", "Counts the intersection of sorted sets.", zintercard).with_key_finder(ZREAD_KEYS),
+    cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder(ZSTORE_KEYS),
+    cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder(ZSTORE_KEYS),
+    cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder(ZSTORE_KEYS),
     cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan),
 ];

@@ -40,8 +40,25 @@ pub fn parse_f64(text: &[u8]) -> Option<f64> {
 /// exponent, no trailing zeros (Redis's "human friendly" long double).
 pub fn format_float_human(value: f64) -> String {
     // Rust's Display never uses an exponent and prints the shortest text
-    // that reads back to the same double, which is what this needs.
-    format!("{value}")
+    // that reads back to the same double, which is what this needs; Redis
+    // prints at most 17 digits after the point (`%.17Lf`), so a longer
+    // fraction is rounded there and its trailing zeros dropped.
+    if value == 0.0 {
+        // Redis prints a negative zero as 0.
+        return "0".to_string();
+    }
+    let text = format!("{value}");
+    match text.split_once('.') {
+        Some((_, fraction)) if fraction.len() > 17 => {
+            let rounded = format!("{value:.17}");
+            let trimmed = rounded.trim_end_matches('0').trim_end_matches('.');
+            match trimmed {
+                "-0" => "0".to_string(),
+                other => other.to_string(),
+            }
+        }
+        _ => text,
+    }
 }
 
 /// Reads a string value as an integer for INCR and friends.
@@ -87,6 +104,11 @@ mod tests {
         assert_eq!(parse_f64(b"abc"), None);
         assert_eq!(format_float_human(10.5), "10.5");
         assert_eq!(format_float_human(3.0e3), "3000");
+        assert_eq!(format_float_human(1.9), "1.9");
+        assert_eq!(format_float_human(1e-20), "0");
+        assert_eq!(format_float_human(-1e-20), "0");
+        assert_eq!(format_float_human(-0.0), "0");
+        assert_eq!(format_float_human(1.5e-7), "0.00000015");
     }
 
     #[test]

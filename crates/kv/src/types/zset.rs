@@ -1,34 +1,13 @@
 //! Sorted sets: members ordered by (score, member bytes), as Redis orders
-//! them, with a member → score map for O(1) ZSCORE.
-//!
-//! The order is a `BTreeSet`, so rank queries walk the tree (O(rank)); a
-//! skip list with spans, as Redis has, would make them O(log n). Recorded
-//! as a known difference in `docs/kv.md`.
+//! them, with a member → score map for O(1) ZSCORE and an order with
+//! O(log n) ranks ([`order`]) for ZRANK, ZRANGE and ZCOUNT.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
+mod order;
 
+use std::collections::HashMap;
+
+use self::order::{Order, Score};
 use super::Bytes;
-
-/// A score with a total order. NaN never gets in: every path that could
-/// produce one is refused before insertion.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Score(f64);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Score) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
 
 /// One end of a score range (`1`, `(1`, `-inf`, `+inf`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,7 +52,36 @@ impl ScoreBound {
     }
 }
 
+/// Most members of a sorted set Redis keeps as a listpack by default
+/// (`zset-max-listpack-entries`).
+const LISTPACK_ENTRIES_MAX: usize = 128;
+
 impl LexBound {
+    /// Whether no member can lie between `min` and `max`: `min` after
+    /// `max`, or both the same name with one end exclusive.
+    fn empty_between(min: &LexBound, max: &LexBound) -> bool {
+        use std::cmp::Ordering;
+        let order = |b: &LexBound| match b {
+            LexBound::Min => (0, None),
+            LexBound::Value { member, .. } => (1, Some(member.clone())),
+            LexBound::Max => (2, None),
+        };
+        let exclusive = |b: &LexBound| {
+            matches!(
+                b,
+                LexBound::Value {
+                    exclusive: true,
+                    ..
+                }
+            )
+        };
+        match order(min).cmp(&order(max)) {
+            Ordering::Greater => true,
+            Ordering::Equal => exclusive(min) || exclusive(max),
+            Ordering::Less => false,
+        }
+    }
+
     fn below_min(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => false,
@@ -110,10 +118,18 @@ impl LexBound {
 }
 
 /// A sorted set.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ZSet {
     scores: HashMap<Bytes, f64>,
-    order: BTreeSet<(Score, Bytes)>,
+    order: Order,
+}
+
+/// Two sorted sets are equal when they hold the same members with the
+/// same scores, however their order happens to be chunked.
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.scores == other.scores
+    }
 }
 
 impl ZSet {
@@ -132,12 +148,13 @@ impl ZSet {
         self.scores.get(member).copied()
     }
 
-    /// Sets `member`'s score; returns whether the member is new.
+    /// Sets `member`'s score (exactly: -0 replaces 0); returns whether the
+    /// member is new.
     pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
         match self.scores.get_mut(member) {
             Some(old) => {
-                if *old != score {
+                if old.to_bits() != score.to_bits() {
                     let key: Bytes = member.into();
                     self.order.remove(&(Score(*old), key.clone()));
                     self.order.insert((Score(score), key));
@@ -159,17 +176,17 @@ impl ZSet {
         match self.scores.remove_entry(member) {
             Some((key, score)) => {
                 self.order.remove(&(Score(score), key));
+                debug_assert_eq!(self.order.len(), self.scores.len());
                 true
             }
             None => false,
         }
     }
 
-    /// 0-based rank of `member` in ascending order.
+    /// 0-based rank of `member` in ascending order, in O(log n).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
-        let key: Bytes = member.into();
-        Some(self.order.range(..(Score(score), key)).count())
+        self.order.rank(&(Score(score), member.into()))
     }
 
     /// Members with scores in ascending order.
@@ -177,43 +194,112 @@ impl ZSet {
         self.order.iter().map(|(s, m)| (&m[..], s.0))
     }
 
+    /// Members of ranks `from..=to` (0-based, ascending), in O(log n) plus
+    /// the members returned.
+    pub fn range_by_rank(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let items: Vec<(&[u8], f64)> = self
+            .order
+            .slice(from, to.saturating_add(1))
+            .map(|(s, m)| (&m[..], s.0))
+            .collect();
+        items.into_iter()
+    }
+
+    /// The ranks `lo..hi` of the members whose score is within
+    /// `min..max`, in O(log n).
+    pub fn score_ranks(&self, min: ScoreBound, max: ScoreBound) -> (usize, usize) {
+        let lo = self.order.partition_point(|(s, _)| min.below_min(s.0));
+        let hi = self.order.partition_point(|(s, _)| !max.above_max(s.0));
+        (lo, hi.max(lo))
+    }
+
+    /// How many members have a score within `min..max`, in O(log n).
+    pub fn count_by_score(&self, min: ScoreBound, max: ScoreBound) -> usize {
+        let (lo, hi) = self.score_ranks(min, max);
+        hi - lo
+    }
+
     /// Members whose score is within `min..max`, ascending.
-    pub fn range_by_score<'a>(
-        &'a self,
+    pub fn range_by_score(
+        &self,
         min: ScoreBound,
         max: ScoreBound,
-    ) -> impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a {
-        let lower = (Score(min.value), Bytes::default());
-        self.order
-            .range((Bound::Included(lower), Bound::Unbounded))
-            .map(|(s, m)| (&m[..], s.0))
-            .skip_while(move |&(_, s)| min.below_min(s))
-            .take_while(move |&(_, s)| !max.above_max(s))
-            .collect::<Vec<_>>()
-            .into_iter()
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let (lo, hi) = self.score_ranks(min, max);
+        self.ranks(lo, hi)
     }
 
     /// Members within a lexicographic range, ascending (meaningful when all
     /// scores are equal, as Redis documents).
     pub fn range_by_lex<'a>(
         &'a self,
-        min: &'a LexBound,
-        max: &'a LexBound,
+        min: &LexBound,
+        max: &LexBound,
     ) -> impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a {
-        self.iter()
-            .skip_while(move |&(m, _)| min.below_min(m))
-            .take_while(move |&(m, _)| !max.above_max(m))
-            .collect::<Vec<_>>()
-            .into_iter()
+        let (lo, hi) = self.lex_ranks(min, max, false);
+        self.ranks(lo, hi)
+    }
+
+    /// The ranks `lo..hi` of the members within a lexicographic range,
+    /// found from the low end (or the high end, `rev`). When scores differ
+    /// the order is not by name and the answer depends on how the range is
+    /// searched; Redis scans a set this small (a listpack) in order, and
+    /// this does the same, so even such ranges agree. A larger set is
+    /// searched in O(log n), as Redis's skip list is.
+    pub fn lex_ranks(&self, min: &LexBound, max: &LexBound, rev: bool) -> (usize, usize) {
+        // Redis first checks the range against the first and last members.
+        let (Some((first, _)), Some((last, _))) = (self.iter().next(), self.iter().next_back())
+        else {
+            return (0, 0);
+        };
+        if LexBound::empty_between(min, max) || min.below_min(last) || max.above_max(first) {
+            return (0, 0);
+        }
+        if self.len() > LISTPACK_ENTRIES_MAX {
+            let lo = self.order.partition_point(|(_, m)| min.below_min(m));
+            let hi = self.order.partition_point(|(_, m)| !max.above_max(m));
+            return (lo, hi.max(lo));
+        }
+        let members: Vec<&[u8]> = self.iter().map(|(m, _)| m).collect();
+        if rev {
+            let Some(hi) = members.iter().rposition(|m| !max.above_max(m)) else {
+                return (0, 0);
+            };
+            let run = members[..=hi]
+                .iter()
+                .rev()
+                .take_while(|m| !min.below_min(m))
+                .count();
+            (hi + 1 - run, hi + 1)
+        } else {
+            let Some(lo) = members.iter().position(|m| !min.below_min(m)) else {
+                return (0, 0);
+            };
+            let run = members[lo..]
+                .iter()
+                .take_while(|m| !max.above_max(m))
+                .count();
+            (lo, lo + run)
+        }
+    }
+
+    /// Members of ranks `lo..hi`.
+    fn ranks(&self, lo: usize, hi: usize) -> std::vec::IntoIter<(&[u8], f64)> {
+        let items: Vec<(&[u8], f64)> = self
+            .order
+            .slice(lo, hi)
+            .map(|(s, m)| (&m[..], s.0))
+            .collect();
+        items.into_iter()
     }
 
     /// Removes and returns the lowest (`max == false`) or highest member.
     pub fn pop(&mut self, max: bool) -> Option<(Bytes, f64)> {
-        let (score, member) = if max {
-            self.order.pop_last()?
-        } else {
-            self.order.pop_first()?
-        };
+        let (score, member) = self.order.pop(max)?;
         self.scores.remove(&member);
         Some((member, score.0))
     }
@@ -242,6 +328,8 @@ mod tests {
             exclusive: false,
         };
         assert_eq!(z.range_by_score(min, max).count(), 1);
+        assert_eq!(z.count_by_score(min, max), 1);
+        assert_eq!(z.range_by_rank(1, 2).count(), 2);
         assert!(z.remove(b"a"));
         assert_eq!(z.pop(true), Some((Bytes::from(&b"c"[..]), 3.0)));
         assert_eq!(z.len(), 1);
