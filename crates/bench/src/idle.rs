@@ -5,8 +5,8 @@
 //! (`haltpoll.guest_halt_poll_ns=0`, as on the machines this project is
 //! measured on), each of those wake-ups goes through the hypervisor: a
 //! round trip between two threads on the two cores took about 70 µs with
-//! halting idle and 20 µs with polling idle (`docs/kv.md`, twentieth
-//! session). The steady rate then measures the host's wake-up cost, and
+//! halting idle and 20 µs with polling idle
+//! (`docs/results/bench-host-noise.md`). The steady rate then measures the host's wake-up cost, and
 //! whatever keeps a vCPU busy (a rewrite's workers, Redis's fork child)
 //! *raises* the clients' rate: no longer a comparison of servers.
 //!

@@ -252,8 +252,8 @@ fn thp_mode() -> String {
 /// Small pages while the dataset loads, huge pages after
 /// ([`LoadPages::begin`]).
 ///
-/// On a VM whose balloon reports free 2 MiB blocks to the host (the
-/// measurement VM), a fresh huge page costs four to six times its 512
+/// On a virtual machine whose balloon reports free 2 MiB blocks to the
+/// host (a 2-vCPU Firecracker guest), a fresh huge page costs four to six times its 512
 /// small pages to fault in (1 GiB: 1.6-2.9 s against 0.4-0.5 s), and a
 /// restart faults in the whole dataset: at 1M x 1 KiB the server served
 /// after 2.2-3.8 s with huge pages against 1.5-1.6 s without. Once

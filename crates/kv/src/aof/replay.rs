@@ -2,11 +2,11 @@
 //! the records on its own thread and hands them over in batches while the
 //! calling thread runs them.
 //!
-//! Until the twelfth session the log was read twice, once by recovery
-//! (`Wal::open`, checking every record's checksum to find the end) and
-//! again by the replay, one after the other. Replaying 200k x 5 KiB
-//! records from the page cache took 1.74 s, about a quarter of it in
-//! reading and checksums. Now recovery hands each record it keeps to the
+//! Reading the log twice, once by recovery (`Wal::open`, checking every
+//! record's checksum to find the end) and again by the replay, one after
+//! the other, made replaying 200k x 5 KiB records from the page cache take
+//! 1.74 s, about a quarter of it in reading and checksums (see
+//! `docs/results/recovery.md`). So recovery hands each record it keeps to the
 //! replay ([`ferrite_wal::Wal::open_visiting`]): the log is read once, and
 //! reading overlaps running.
 //!

@@ -77,7 +77,7 @@ struct RealWriter(io::BufWriter<Chunked>);
 /// The rewrite threads run in `SCHED_IDLE`, so a waking event loop or
 /// client should take their core at once; but on a kernel without full
 /// preemption (`preempt=none`, the default of many server kernels and of
-/// the VMs Ferrite was measured on) a thread inside `write` keeps the core
+/// the 2-core virtual machines of `docs/results/`) a thread inside `write` keeps the core
 /// until the kernel has copied its buffer into the page cache. With the
 /// 1 MiB writes of the part writer's buffer the loop waited 172-347 ms of
 /// every second in the run queue during a 1M x 1 KiB rewrite; with 32 KiB

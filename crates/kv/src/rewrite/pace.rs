@@ -2,14 +2,14 @@
 //! the time the rewrite may keep the device busy writing.
 //!
 //! A rewrite writes the whole dataset; at the device's full speed it slows
-//! everything else the machine does. On the measurement VM (ext4 on
-//! virtio, 2 cores) a `SCHED_IDLE` thread writing 1 MiB `O_DIRECT` blocks
+//! everything else the machine does. On a 2-core virtual machine (ext4 on
+//! virtio) a `SCHED_IDLE` thread writing 1 MiB `O_DIRECT` blocks
 //! without pause (about 540 MB/s) cost redis-benchmark 30-34% of its SET/s
 //! against Ferrite, and as much against Redis 7 with or without its AOF:
 //! the cost is the host's, not the server's. Paced, it cost 18% at
 //! 350 MB/s, 7-10% at 180-250 MB/s and 3-7% at 60-120 MB/s (SET/s in
 //! alternating half-second windows, writer stopped and running, 1 KiB
-//! values, `redis-benchmark -c 4`).
+//! values, `redis-benchmark -c 4`; see `docs/results/rewrite-io.md`).
 //!
 //! A fixed rate would suit one device only, so the pacer measures instead:
 //! every direct write's time counts as device time (overlapping writes of
@@ -32,9 +32,9 @@
 //! may then write at full speed for a while, and a rewrite with little to
 //! write (about `CATCH_UP * share / (1 - share)` of device time: 25 ms at
 //! the default 20%, 15-25 MB here with 4 MiB writes) is not paced at
-//! all. The bound was 250 ms until the tenth session; then a whole 1M x
-//! 100 B rewrite (120 MB) went through at the device's full speed, and
-//! its clients lost the most in the shortest rewrites. Full runs at 100 B
+//! all. With a bound of 250 ms a whole 1M x 100 B rewrite (120 MB) went
+//! through at the device's full speed, and its clients lost the most in
+//! the shortest rewrites. Full runs at 100 B
 //! (7 rewrites each; SET/s during over steady, against Redis's during its
 //! rewrite, duration over Redis's): 250 ms 0.64 and 0.56, 1.80 and 1.63,
 //! 0.30 and 0.20; 100 ms 0.68, 1.91, 0.32; none 0.76, 2.28, 0.52 (over
@@ -53,9 +53,9 @@ use crate::cpus::{run_queue_wait, thread_cpu_time};
 /// device's full speed.
 pub const CATCH_UP: Duration = Duration::from_millis(100);
 
-/// `aof-rewrite-io-share` when not configured, in percent. 40 until the
-/// eleventh session; once 4 MiB writes from huge pages made each second of
-/// device time carry about twice the bytes, 40% rewrote 1M x 1 KiB in
+/// `aof-rewrite-io-share` when not configured, in percent. With 4 MiB
+/// writes from huge pages each second of device time carries about twice
+/// the bytes of 1 MiB writes from small pages, and 40% rewrote 1M x 1 KiB in
 /// 5.8 s at 0.76 of the clients' rate before it, 20% in 7.6 s at 0.85 and
 /// 10% in 13.9 s at 0.96 (medians of 8 alternating rewrites, one server
 /// under redis-benchmark), against Redis's 15-21 s; at 100 B the share
@@ -113,12 +113,12 @@ pub struct Pacer {
 }
 
 /// `aof-rewrite-cpu-share` when not configured: percent of one core, 0 =
-/// unlimited (see [`Burst`]). 15 from the twenty-first session until the
-/// twenty-fourth, whose cheaper workers let a lower share finish within
-/// half of Redis's rewrite: at 1M x 100 B under the bench's load the
+/// unlimited (see [`Burst`]). 11 rather than 15: with the workers' write
+/// buffers kept from start-up, a lower share still finishes within half
+/// of Redis's rewrite time, and at 1M x 100 B under the bench's load the
 /// clients lose about the share (11%: 0.885 of their steady rate in
 /// rewrites of 0.69-0.81 s; 15%: 0.85 in 0.51-0.52 s), and at 1M x 1 KiB
-/// 11% gave 0.899 in 3.2-3.4 s (`docs/kv.md`, "Twenty-fourth session").
+/// 11% gave 0.899 in 3.2-3.4 s (`docs/results/rewrite-cpu-share.md`).
 pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 11;
 
 /// CPU time a worker runs in one burst under a CPU share ([`Burst`]).
@@ -130,7 +130,7 @@ pub const CPU_BURST: Duration = Duration::from_millis(6);
 
 /// Keys the event loop keeps captured ahead of each worker under a CPU
 /// share: about two thirds of a burst's worth at 1M x 100 B (110-125 ns a
-/// key on the measurement VM, two workers; the loop tops the feed up while
+/// key on a 2-core virtual machine, two workers; the loop tops the feed up while
 /// the worker runs), so that a worker does not stop in the middle of a
 /// burst to wait for the loop.
 const BURST_AHEAD_KEYS: usize = 32 * 1024;
@@ -177,13 +177,13 @@ struct CpuBudget {
 /// of the workers' profile samples fell on the return from an interrupt.
 /// Sleeping between bursts leaves the cores idle as they were; the clients
 /// then lose about the workers' CPU time, spread over as long as the share
-/// makes the rewrite last (docs/kv.md, "Twenty-first session").
+/// makes the rewrite last (`docs/results/rewrite-cpu-share.md`).
 ///
 /// Why together: on a small machine the event loop and its clients wait
 /// for each other, so a worker holding the clients' core idles the loop's
 /// core, which the other worker can then use for nothing. Two threads in
-/// a closed loop over 4 connections on the two cores of the measurement
-/// VM lost 11-23 ms of their round trips to 28 ms of work in bursts taken
+/// a closed loop over 4 connections on the two cores of a 2-core virtual
+/// machine lost 11-23 ms of their round trips to 28 ms of work in bursts taken
 /// together, against 26-34 ms taken by one worker or in `SCHED_IDLE`; in
 /// the server the clients still lost about the workers' whole CPU time.
 ///
@@ -191,7 +191,7 @@ struct CpuBudget {
 /// takes the loop's core, one worker at a time, the loop waiting on the
 /// other cores meanwhile ([`Seat`]): at 1M x 100 B and 11% the clients
 /// then kept 0.923 of their steady rate against 0.886 (medians of 5 x 3
-/// alternated runs, `docs/kv.md`, "Twenty-fifth session").
+/// alternated runs, `docs/results/rewrite-cpu-share.md`).
 #[derive(Debug)]
 pub struct Burst {
     /// The thread's CPU time when its current burst started.

@@ -5,8 +5,8 @@
 //! event loop on one, its clients or other programs on the rest) a burst
 //! shares a core with whatever runs there, and since the loop and its
 //! clients wait for each other, slowing either slows both: the clients
-//! lost about the workers' whole CPU time (`docs/kv.md`, "Twenty-fourth
-//! session"). Two threads that wait for each other lose much less by
+//! lost about the workers' whole CPU time
+//! (`docs/results/rewrite-cpu-share.md`). Two threads that wait for each other lose much less by
 //! sharing one core than a busy thread costs the one it shares a core
 //! with: the loop and the bench's client pinned to the same core kept
 //! 0.72-0.75 of the rate they had on two (1M x 100 B). So a burst takes
