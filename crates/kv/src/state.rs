@@ -25,6 +25,9 @@ pub struct Stats {
     /// Times the event loop moved itself off a core it kept waiting for
     /// (`cpus::Unstack`).
     pub event_loop_moves: u64,
+    /// Per-command and per-error counters (INFO commandstats, errorstats,
+    /// latencystats).
+    pub commands: crate::cmdstats::CommandTable,
 }
 
 /// The log's figures for INFO persistence, refreshed by the server.

@@ -8,8 +8,8 @@ use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
 
 /// The Redis version reported to clients. Tools pick features by version;
-/// Ferrite implements the 7.2 command forms it lists in `docs/kv.md`.
-pub const REDIS_VERSION: &str = "7.2.0";
+/// Ferrite implements Redis 7.0's commands and replies.
+pub const REDIS_VERSION: &str = "7.0.15";
 
 pub(super) fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     match args.len() {

@@ -6,6 +6,7 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod config;
 mod connection;
 mod hashes;
 mod keys;
@@ -21,6 +22,7 @@ use std::borrow::Cow;
 
 use ferrite_pmem::SplitMix64;
 
+use crate::cmdstats::CommandName;
 use crate::keyspace::{segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
@@ -438,20 +440,22 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Ok(found) => found,
         Err(e) => {
             ctx.session.multi_error |= ctx.session.multi.is_some();
-            ctx.reply.error(&e);
+            reject(ctx, None, &e);
             return;
         }
     };
+    let name = stats_name(container, spec);
     if !ctx.session.authenticated && !spec.has(flags::NOAUTH) {
-        ctx.reply.error("NOAUTH Authentication required.");
+        reject(ctx, Some(name), "NOAUTH Authentication required.");
         return;
     }
     if !spec.arity_ok(args.len()) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
-        ctx.reply.error(&format!(
+        let text = format!(
             "ERR wrong number of arguments for '{}' command",
             full_name(container, spec)
-        ));
+        );
+        reject(ctx, Some(name), &text);
         return;
     }
     // As Redis: the command the client sent last, queued or run (after
@@ -460,13 +464,16 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {
         if spec.has(flags::NO_MULTI) {
             ctx.session.multi_error = true;
-            ctx.reply
-                .error("ERR Command not allowed inside a transaction");
+            reject(
+                ctx,
+                Some(name),
+                "ERR Command not allowed inside a transaction",
+            );
             return;
         }
         if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
             ctx.session.multi_error = true;
-            ctx.reply.error(OOM);
+            reject(ctx, Some(name), OOM);
             return;
         }
         if let Some(queue) = ctx.session.multi.as_mut() {
@@ -475,16 +482,23 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.reply.simple("QUEUED");
         return;
     }
-    run(ctx, spec, args);
+    run(ctx, container, spec, args);
 }
 
 /// The OOM refusal, worded as Redis words it.
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-/// Runs a command that passed the checks of [`execute`] (also used by EXEC).
-pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
+/// Runs a command that passed the checks of [`execute`] (also used by
+/// EXEC); `container` is the command of a subcommand (CONFIG for GET).
+pub(crate) fn run(
+    ctx: &mut Ctx<'_>,
+    container: Option<&'static CommandSpec>,
+    spec: &'static CommandSpec,
+    args: &Args<'_>,
+) {
+    let name = stats_name(container, spec);
     if let Err(e) = refusal(ctx, spec) {
-        ctx.reply.error(&e);
+        reject(ctx, Some(name), &e);
         return;
     }
     ctx.state.stats.commands_processed += 1;
@@ -503,8 +517,63 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) {
     if spec.flags & flags::WRITE != 0 && ctx.state.keyspace.superseding() {
         before_write_during_rewrite(ctx, spec, args);
     }
-    if let Err(e) = (spec.handler)(ctx, args) {
+    let started = std::time::Instant::now();
+    let result = (spec.handler)(ctx, args);
+    record_call(ctx, name, started.elapsed(), result.as_ref().err());
+    if let Err(e) = result {
         ctx.reply.error(&e);
+    }
+}
+
+// Command statistics (INFO commandstats, errorstats, latencystats). Kept
+// here, apart from dispatch, so the accounting reads in one place: a
+// refusal before the command runs is a rejected call, an error the
+// command itself replies is a failed call. Replay of the log is not
+// counted, as Redis does not count loading its AOF.
+
+/// The name INFO commandstats counts a command under.
+fn stats_name(container: Option<&'static CommandSpec>, spec: &'static CommandSpec) -> CommandName {
+    match container {
+        Some(c) => (c.name, spec.name),
+        None => (spec.name, ""),
+    }
+}
+
+/// Replies error `text` to a command refused before it ran (`name`, or
+/// `None` for an unknown command).
+fn reject(ctx: &mut Ctx<'_>, name: Option<CommandName>, text: &str) {
+    ctx.reply.error(text);
+    if ctx.session.is_replay {
+        return;
+    }
+    let table = &mut ctx.state.stats.commands;
+    table.error(text);
+    if let Some(name) = name {
+        table.of(name).rejected_calls += 1;
+    }
+}
+
+/// Counts one call of `name` that took `elapsed` and failed with `error`.
+fn record_call(
+    ctx: &mut Ctx<'_>,
+    name: CommandName,
+    elapsed: std::time::Duration,
+    error: Option<&CmdError>,
+) {
+    if ctx.session.is_replay {
+        return;
+    }
+    let tracking = ctx.state.config.latency_tracking;
+    let table = &mut ctx.state.stats.commands;
+    if let Some(e) = error {
+        table.error(e);
+    }
+    let stats = table.of(name);
+    stats.calls += 1;
+    stats.usec += elapsed.as_micros() as u64;
+    stats.failed_calls += u64::from(error.is_some());
+    if tracking {
+        stats.latency.record(elapsed);
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
+use super::{config, connection, hashes, keys, lists, server, sets, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -216,6 +216,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    config::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -195,7 +195,7 @@ impl Server {
     /// flushes and syncs the log.
     pub fn run(mut self) -> Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
-        let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz.max(1)));
+        let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz_effective()));
         // Read the process's set before the loop narrows its own (by
         // `server_cpulist` or by `Unstack`'s moves): threads it starts
         // later take that set.
@@ -208,7 +208,8 @@ impl Server {
         }
         self.unstack = crate::cpus::Unstack::for_current_thread();
         crate::rewrite::seat::register_loop();
-        tracing::info!("ready to accept connections on port {}", self.state.port);
+        // The wording is redis-server's: Redis's test harness waits for it.
+        tracing::info!("Ready to accept connections tcp (port {})", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             let timeout = if self.reread.is_empty() {
                 tick.saturating_sub(self.last_tick.elapsed())
