@@ -454,6 +454,24 @@ impl Server {
         }
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
+        self.release_idle_query_buffers();
+    }
+
+    /// Frees the empty query buffers of connections idle for
+    /// [`conn::QUERY_BUF_IDLE_MS`], so idle clients hold no input memory.
+    fn release_idle_query_buffers(&mut self) {
+        let now = self.state.keyspace.now_ms;
+        for conn in self.conns.iter_mut().flatten() {
+            if !conn.inbuf.is_empty() || conn.inbuf.capacity() == 0 {
+                continue;
+            }
+            if let Some(info) = self.state.clients.get_mut(&conn.session.id) {
+                if now - info.last_ms >= conn::QUERY_BUF_IDLE_MS {
+                    conn.inbuf = Vec::new();
+                    info.qbuf_free = 0;
+                }
+            }
+        }
     }
 
     /// Moves a requested or running rewrite on at once rather than at the
