@@ -9,7 +9,7 @@ use crate::resp::Args;
 
 /// Whether the calling client is connected over loopback (for
 /// `enable-protected-configs local`).
-fn client_is_local(ctx: &Ctx<'_>) -> bool {
+pub(super) fn client_is_local(ctx: &Ctx<'_>) -> bool {
     ctx.state
         .clients
         .get(&ctx.session.id)

@@ -458,6 +458,10 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         reject(ctx, Some(name), &text);
         return;
     }
+    if let Some(text) = protected_refusal(ctx, spec) {
+        reject(ctx, Some(name), &text);
+        return;
+    }
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
@@ -483,6 +487,31 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return;
     }
     run(ctx, container, spec, args);
+}
+
+/// Why DEBUG or MODULE may not run for this client, if they may not
+/// (`enable-debug-command`, `enable-module-command`: no, yes or local).
+fn protected_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<String> {
+    let (command, directive) = match spec.name {
+        "debug" => ("DEBUG", "enable-debug-command"),
+        "module" => ("MODULE", "enable-module-command"),
+        _ => return None,
+    };
+    let allowed = if command == "DEBUG" {
+        ctx.state.config.enable_debug_command
+    } else {
+        match ctx.state.config.get(directive).as_deref() {
+            Some("yes") => crate::config::ProtectedAction::Yes,
+            Some("local") => crate::config::ProtectedAction::Local,
+            _ => crate::config::ProtectedAction::No,
+        }
+    };
+    if ctx.session.is_replay || allowed.allows(config::client_is_local(ctx)) {
+        return None;
+    }
+    Some(format!(
+        "ERR {command} command not allowed. If the {directive} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
 }
 
 /// The OOM refusal, worded as Redis words it.

@@ -21,6 +21,8 @@ struct State {
     /// Canonical directive name → indexes of its lines, in order.
     used: HashMap<&'static str, Vec<usize>>,
     signed: bool,
+    /// Write every directive, even at its default.
+    force_all: bool,
 }
 
 impl State {
@@ -29,6 +31,7 @@ impl State {
             lines: Vec::new(),
             used: HashMap::new(),
             signed: false,
+            force_all: false,
         };
         for raw in text.split('\n') {
             let line = raw.trim_matches(|c| matches!(c, '\r' | '\n' | '\t' | ' '));
@@ -71,7 +74,7 @@ impl State {
             .map(|l| l.remove(0));
         match slot {
             Some(at) => self.lines[at] = line,
-            None if force => {
+            None if force || self.force_all => {
                 if !self.signed {
                     self.lines.push(SIGNATURE.to_string());
                     self.signed = true;
@@ -161,12 +164,14 @@ fn directive(state: &mut State, d: &'static Directive, value: &str) {
             state.put(name, format!("{name} {}", quoted(value)), force)
         }
         Kind::Special(Special::Save) => {
+            // Always written, as Redis does: without a `save` line the
+            // file would mean the default, not what is set.
             let parts: Vec<&str> = value.split(' ').filter(|p| !p.is_empty()).collect();
             if parts.is_empty() {
-                state.put(name, format!("{name} \"\""), force);
+                state.put(name, format!("{name} \"\""), true);
             }
             for pair in parts.chunks(2) {
-                state.put(name, format!("{name} {}", pair.join(" ")), force);
+                state.put(name, format!("{name} {}", pair.join(" ")), true);
             }
         }
         Kind::Special(Special::ClientOutputBufferLimit) => {
@@ -203,6 +208,12 @@ fn directive(state: &mut State, d: &'static Directive, value: &str) {
 impl Config {
     /// CONFIG REWRITE; the error is Redis's reply text.
     pub fn rewrite_file(&self) -> Result<(), String> {
+        self.rewrite_file_with(false)
+    }
+
+    /// CONFIG REWRITE; `force_all` writes every directive, defaults too
+    /// (what Redis's `DEBUG CONFIG-REWRITE-FORCE-ALL` asks for).
+    pub fn rewrite_file_with(&self, force_all: bool) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -213,6 +224,7 @@ impl Config {
             Err(e) => return Err(io(e)),
         };
         let mut state = State::read(&old);
+        state.force_all = force_all;
         for d in DIRECTIVES {
             let value = self.get(d.name).unwrap_or_default();
             directive(&mut state, d, &value);

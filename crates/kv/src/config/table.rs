@@ -405,7 +405,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("tls-session-cache-size", None, num(0, I32_MAX), "20480", 0, No(TLS), "Sessions cached."),
     d!("tls-session-cache-timeout", None, num(0, I32_MAX), "300", 0, No(TLS), "Seconds a session stays cached."),
     // Ferrite's own.
-    d!("log-device", None, Enum(LOG_DEVICE), "auto", IMMUTABLE, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, or pmem-emulated (a mapped file: survives a process crash, not a power failure)."),
+    d!("log-device", None, Enum(LOG_DEVICE), "auto", STARTUP_ONLY, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, or pmem-emulated (a mapped file: survives a process crash, not a power failure)."),
     d!("aof-rewrite-threads", None, num(0, 64), "0", 0, Acts, "Threads of a log rewrite; 0 for one per core."),
     d!("aof-rewrite-io-share", None, num(1, 100), "20", 0, Acts, "Percent of the time a rewrite may spend writing."),
     d!("aof-rewrite-cpu-share", None, num(0, 10000), "11", 0, Acts, "Percent of one core a rewrite may use; 0 for no limit."),
