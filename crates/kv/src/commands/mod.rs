@@ -6,6 +6,7 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod accounting;
 mod config;
 mod connection;
 mod hashes;
@@ -22,7 +23,6 @@ use std::borrow::Cow;
 
 use ferrite_pmem::SplitMix64;
 
-use crate::cmdstats::CommandName;
 use crate::keyspace::{segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
@@ -31,6 +31,8 @@ use crate::types::Bytes;
 pub use connection::REDIS_VERSION;
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
+
+use accounting::{protected_refusal, record_call, reject, stats_name};
 
 /// A command's error reply, without the leading `-`.
 pub type CmdError = Cow<'static, str>;
@@ -489,31 +491,6 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     run(ctx, container, spec, args);
 }
 
-/// Why DEBUG or MODULE may not run for this client, if they may not
-/// (`enable-debug-command`, `enable-module-command`: no, yes or local).
-fn protected_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<String> {
-    let (command, directive) = match spec.name {
-        "debug" => ("DEBUG", "enable-debug-command"),
-        "module" => ("MODULE", "enable-module-command"),
-        _ => return None,
-    };
-    let allowed = if command == "DEBUG" {
-        ctx.state.config.enable_debug_command
-    } else {
-        match ctx.state.config.get(directive).as_deref() {
-            Some("yes") => crate::config::ProtectedAction::Yes,
-            Some("local") => crate::config::ProtectedAction::Local,
-            _ => crate::config::ProtectedAction::No,
-        }
-    };
-    if ctx.session.is_replay || allowed.allows(config::client_is_local(ctx)) {
-        return None;
-    }
-    Some(format!(
-        "ERR {command} command not allowed. If the {directive} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-    ))
-}
-
 /// The OOM refusal, worded as Redis words it.
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -551,58 +528,6 @@ pub(crate) fn run(
     record_call(ctx, name, started.elapsed(), result.as_ref().err());
     if let Err(e) = result {
         ctx.reply.error(&e);
-    }
-}
-
-// Command statistics (INFO commandstats, errorstats, latencystats). Kept
-// here, apart from dispatch, so the accounting reads in one place: a
-// refusal before the command runs is a rejected call, an error the
-// command itself replies is a failed call. Replay of the log is not
-// counted, as Redis does not count loading its AOF.
-
-/// The name INFO commandstats counts a command under.
-fn stats_name(container: Option<&'static CommandSpec>, spec: &'static CommandSpec) -> CommandName {
-    match container {
-        Some(c) => (c.name, spec.name),
-        None => (spec.name, ""),
-    }
-}
-
-/// Replies error `text` to a command refused before it ran (`name`, or
-/// `None` for an unknown command).
-fn reject(ctx: &mut Ctx<'_>, name: Option<CommandName>, text: &str) {
-    ctx.reply.error(text);
-    if ctx.session.is_replay {
-        return;
-    }
-    let table = &mut ctx.state.stats.commands;
-    table.error(text);
-    if let Some(name) = name {
-        table.of(name).rejected_calls += 1;
-    }
-}
-
-/// Counts one call of `name` that took `elapsed` and failed with `error`.
-fn record_call(
-    ctx: &mut Ctx<'_>,
-    name: CommandName,
-    elapsed: std::time::Duration,
-    error: Option<&CmdError>,
-) {
-    if ctx.session.is_replay {
-        return;
-    }
-    let tracking = ctx.state.config.latency_tracking;
-    let table = &mut ctx.state.stats.commands;
-    if let Some(e) = error {
-        table.error(e);
-    }
-    let stats = table.of(name);
-    stats.calls += 1;
-    stats.usec += elapsed.as_micros() as u64;
-    stats.failed_calls += u64::from(error.is_some());
-    if tracking {
-        stats.latency.record(elapsed);
     }
 }
 
