@@ -64,8 +64,9 @@ for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
 done
 port="${COMPAT_PORT:-21600}"
 mode="${COMPAT_MODE:-external}"
-# Own mode: 250 ports per COMPAT_PORT from 30000 (the harness also takes
-# the 32 ports below its base for its own clients).
+# 250 ports per COMPAT_PORT from 30000 for the servers the harness starts
+# (own mode) and, 32 below its base, its own test clients (both modes):
+# concurrent runs would otherwise all take the harness's default ports.
 own_base=$(( 30000 + (port - 21600) * 300 + 32 ))
 
 # Points the suite's src/redis-server at `server`'s binary.
@@ -95,7 +96,7 @@ run_unit() { # server unit log
   local pid
   pid=$(start_server "$server" "$dir")
   (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
-    --port "$port" --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
+    --port "$port" --baseport "$own_base" --portcount 250 --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
     --clients 1 ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
