@@ -397,3 +397,39 @@ fn multi_exec_counts_each_command() {
         "{errors}"
     );
 }
+
+#[test]
+fn a_new_maxmemory_refuses_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(&resp(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+    c.check(
+        &resp(&[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "1",
+            "maxmemory-policy",
+            "noeviction",
+        ]),
+        b"+OK\r\n",
+    );
+    c.check(
+        &resp(&["SET", "a", "b"]),
+        b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+    );
+    c.check(&resp(&["CONFIG", "SET", "maxmemory", "0"]), b"+OK\r\n");
+    let stats = bulk(&mut c, &["INFO", "commandstats"]);
+    assert!(
+        field(&stats, "cmdstat_set")
+            .unwrap()
+            .starts_with("calls=0,"),
+        "{stats}"
+    );
+    assert!(field(&stats, "cmdstat_set")
+        .unwrap()
+        .ends_with("rejected_calls=1,failed_calls=0"));
+    let errors = bulk(&mut c, &["INFO", "errorstats"]);
+    assert_eq!(errors, "# Errorstats\r\nerrorstat_OOM:count=1\r\n");
+}

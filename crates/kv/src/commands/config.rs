@@ -49,6 +49,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .config
         .set_at_runtime(&pairs, local)
         .map_err(Cow::Owned)?;
+    // A new maxmemory applies to the very next command, as in Redis: the
+    // memory figure is otherwise refreshed only by the timer.
+    if pairs
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("maxmemory"))
+    {
+        ctx.state.refresh_used_memory();
+    }
     ctx.reply.ok();
     Ok(())
 }
