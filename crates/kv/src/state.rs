@@ -135,6 +135,8 @@ pub struct State {
     pub port: u16,
     /// The log rewrite's status, for BGREWRITEAOF and INFO.
     pub rewrite: RewriteInfo,
+    /// Listeners CONFIG SET port bound, for the event loop to take over.
+    pub new_listeners: Option<Vec<std::net::TcpListener>>,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -205,6 +207,7 @@ impl State {
             clients: BTreeMap::new(),
             shutdown_requested: false,
             port: 0,
+            new_listeners: None,
         }
     }
 

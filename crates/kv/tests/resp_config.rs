@@ -433,3 +433,32 @@ fn a_new_maxmemory_refuses_the_next_write() {
     let errors = bulk(&mut c, &["INFO", "errorstats"]);
     assert_eq!(errors, "# Errorstats\r\nerrorstat_OOM:count=1\r\n");
 }
+
+#[test]
+fn config_set_port_moves_the_listener_or_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    c.check(
+        &resp(&["CONFIG", "SET", "maxmemory", "12345", "port", &busy_port]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.\r\n",
+    );
+    c.check(
+        &resp(&["CONFIG", "GET", "maxmemory"]),
+        format!("*2\r\n{}", pair("maxmemory", "0")).as_bytes(),
+    );
+    // A free port: the one `busy` had, once released.
+    drop(busy);
+    c.check(&resp(&["CONFIG", "SET", "port", &busy_port]), b"+OK\r\n");
+    c.check(
+        &resp(&["CONFIG", "GET", "port"]),
+        format!("*2\r\n{}", pair("port", &busy_port)).as_bytes(),
+    );
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{busy_port}").parse().unwrap();
+    let mut moved = Raw::connect(addr);
+    moved.check(&resp(&["PING"]), b"+PONG\r\n");
+    // Connected clients stay.
+    c.check(&resp(&["PING"]), b"+PONG\r\n");
+}

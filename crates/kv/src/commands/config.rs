@@ -45,10 +45,23 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .map(|i| (text(i), text(i + 1)))
         .collect();
     let local = client_is_local(ctx);
-    ctx.state
-        .config
-        .set_at_runtime(&pairs, local)
-        .map_err(Cow::Owned)?;
+    let mut next = ctx.state.config.clone();
+    next.set_at_runtime(&pairs, local).map_err(Cow::Owned)?;
+    // A new port is bound now, before anything changes, so a port in use
+    // refuses the whole CONFIG SET (Redis's "apply" step).
+    if next.port != ctx.state.config.port {
+        let listeners = if next.port == 0 {
+            // As Redis: port 0 closes the TCP listeners.
+            Vec::new()
+        } else {
+            crate::server::bind_listeners(&next.bind, next.port).map_err(|e| {
+                tracing::warn!("CONFIG SET port {}: {e}", next.port);
+                Cow::Borrowed("ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.")
+            })?
+        };
+        ctx.state.new_listeners = Some(listeners);
+    }
+    ctx.state.config = next;
     // A new maxmemory applies to the very next command, as in Redis: the
     // memory figure is otherwise refreshed only by the timer.
     if pairs

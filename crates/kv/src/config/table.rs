@@ -217,7 +217,7 @@ use Kind::{Bool, Enum, Flags, Special as Sp, Text};
 #[rustfmt::skip]
 pub static DIRECTIVES: &[Directive] = &[
     // Network and clients.
-    d!("port", None, num(0, 65535), "6379", STARTUP_ONLY, Acts, "TCP port; 0 picks a free one."),
+    d!("port", None, num(0, 65535), "6379", 0, Acts, "TCP port; at start-up 0 picks a free one, at run time 0 stops listening (as Redis)."),
     d!("bind", None, Sp(Special::Bind), "127.0.0.1", MULTI_ARG | STARTUP_ONLY, Acts, "Addresses to listen on (Ferrite's default is loopback only)."),
     d!("protected-mode", None, Bool, "yes", 0, Acts, "Refuse non-loopback clients when no password is set."),
     d!("maxclients", None, unsigned(1, U32_MAX), "10000", 0, Acts, "Most clients connected at once; more are refused."),
