@@ -15,8 +15,17 @@
 # Environment: FERRITE_BIN (default: target/release/ferrite, built here),
 # COMPAT_SERVERS (default "ferrite redis"), COMPAT_TIMEOUT (seconds a unit
 # may take, default 600), COMPAT_PORT (the server's port, default 21600; give
-# concurrent runs different ports; the harness listens below its --baseport, COMPAT_PORT +
-# 7000, so concurrent runs do not collide there either).
+# concurrent runs different ports), COMPAT_MODE (default "external"),
+# COMPAT_HARNESS_ARGS (more test_helper.tcl options, e.g. `--tags -needs:debug`
+# to see what a unit's exceptions hide; not for the reported ratios).
+#
+# COMPAT_MODE=own runs the harness the way Redis's own CI does: it starts
+# its own servers (`start_server` blocks, tests tagged external:skip too)
+# from config files it writes, through the suite's src/redis-server, which
+# here is a small script that runs `ferrite serve <config file> [args]`
+# (or the installed redis-server for the baseline). Spawned servers take
+# ports from a range derived from COMPAT_PORT, so concurrent runs with
+# different COMPAT_PORTs do not meet.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 src="${1:?usage: scripts/compat.sh REDIS_SRC [unit ...]}"
@@ -54,6 +63,44 @@ for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
   if command -v "$tool" >/dev/null; then ln -sf "$(command -v "$tool")" "$work/suite/src/$tool"; fi
 done
 port="${COMPAT_PORT:-21600}"
+mode="${COMPAT_MODE:-external}"
+# 250 ports per COMPAT_PORT from 30000 for the servers the harness starts
+# (own mode) and, 32 below its base, its own test clients (both modes):
+# concurrent runs would otherwise all take the harness's default ports.
+own_base=$(( 30000 + (port - 21600) * 300 + 32 ))
+
+# Points the suite's src/redis-server at `server`'s binary.
+install_server_wrapper() { # server
+  local target=$work/suite/src/redis-server
+  rm -f "$target"
+  case $1 in
+    # The harness waits for " PID: <pid>" in the server's output; exec
+    # keeps the script's pid. Ferrite logs to stderr: both go to stdout.
+    ferrite) printf '#!/bin/sh\necho "ferrite started PID: $$"\nexec %q serve "$@" 2>&1\n' "$ferrite" >"$target" ;;
+    redis) ln -s "$(command -v redis-server)" "$target" ;;
+  esac
+  chmod +x "$target"
+}
+
+run_unit() { # server unit log
+  local server=$1 unit=$2 log=$3
+  if [ "$mode" = own ]; then
+    install_server_wrapper "$server"
+    (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --baseport "$own_base" \
+      --portcount 250 --ignore-encoding --ignore-digest --single "unit/$unit" --clients 1 \
+      ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
+    return
+  fi
+  local dir="$work/$server/data-${unit//\//_}"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local pid
+  pid=$(start_server "$server" "$dir")
+  (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
+    --port "$port" --baseport "$own_base" --portcount 250 --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
+    --clients 1 ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
 
 start_server() { # server dir -> pid
   local server=$1 dir=$2
@@ -79,15 +126,9 @@ printf ' %9s %7s\n' "both" "ratio"
 for unit in "${units[@]}"; do
   printf '%-18s' "$unit"
   for s in "${servers[@]}"; do
-    dir="$work/$s/data-${unit//\//_}"
+    mkdir -p "$work/$s"
     log="$work/$s/${unit//\//_}.log"
-    rm -rf "$dir" && mkdir -p "$dir"
-    pid=$(start_server "$s" "$dir")
-    (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
-      --port "$port" --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
-      --clients 1 --baseport "$((port + 7000))" >"$log" 2>&1) || true
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    run_unit "$s" "$unit" "$log"
     sed 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"
     grep '^\[ok\]: ' "$log.plain" | sed 's/^\[ok\]: //; s/ ([0-9]* ms)$//' | sort -u \
       >"${log%.log}.passed" || true

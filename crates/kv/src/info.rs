@@ -1,34 +1,133 @@
-//! INFO sections. Field names follow Redis where the meaning is the same,
-//! so monitoring that reads Redis's INFO reads Ferrite's; Ferrite's own
-//! fields are prefixed `ferrite_`.
+//! INFO as Redis 7.0 writes it: the same sections, in the same order, with
+//! Redis's field names, so monitoring and test suites written for Redis
+//! read Ferrite's. Fields about features Ferrite lacks (replication, RDB,
+//! defragmentation...) report those features idle. Ferrite's own fields are
+//! prefixed `ferrite_` and sit in the section they belong to.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use crate::state::State;
 
-/// `# Server`.
-pub fn server(state: &State, out: &mut String) {
+/// Writes one section's fields.
+type SectionWriter = fn(&State, &mut String);
+
+/// Every section in output order: name, title, in the default set.
+const SECTIONS: [(&str, &str, bool, SectionWriter); 13] = [
+    ("server", "Server", true, server),
+    ("clients", "Clients", true, clients),
+    ("memory", "Memory", true, memory),
+    ("persistence", "Persistence", true, persistence),
+    ("stats", "Stats", true, stats),
+    ("replication", "Replication", true, replication),
+    ("cpu", "CPU", true, cpu),
+    ("modules", "Modules", true, |_, _| {}),
+    ("commandstats", "Commandstats", false, commandstats),
+    ("errorstats", "Errorstats", true, errorstats),
+    ("latencystats", "Latencystats", false, latencystats),
+    ("cluster", "Cluster", true, |_, out| {
+        out.push_str("cluster_enabled:0\r\n")
+    }),
+    ("keyspace", "Keyspace", true, keyspace),
+];
+
+/// The INFO text for the requested sections (lower case): none or
+/// `default` for the default set, `all` or `everything` for every section.
+pub fn text(state: &State, wanted: &[String]) -> String {
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let all = wanted.iter().any(|w| w == "all" || w == "everything");
+    let mut out = String::new();
+    for (name, title, in_default, write) in SECTIONS {
+        if all || (default && in_default) || wanted.iter().any(|w| w == name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            let _ = write!(out, "# {title}\r\n");
+            write(state, &mut out);
+        }
+    }
+    out
+}
+
+/// Bytes as Redis's INFO shows them for people (`967.21K`, `1.50M`).
+pub fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    let units = [
+        ("K", 1u64 << 10),
+        ("M", 1 << 20),
+        ("G", 1 << 30),
+        ("T", 1 << 40),
+        ("P", 1 << 50),
+    ];
+    if n < 1024.0 {
+        return format!("{n}B");
+    }
+    let mut shown = format!("{:.2}P", n / (1u64 << 50) as f64);
+    for (unit, scale) in units {
+        if n < (scale as f64) * 1024.0 {
+            shown = format!("{:.2}{unit}", n / scale as f64);
+            break;
+        }
+    }
+    shown
+}
+
+/// A random 40-hex-digit id, fixed for the process (`run_id`,
+/// `master_replid`).
+fn process_id_hex(which: u64) -> String {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    let seed = *SEED
+        .get_or_init(|| crate::state::unix_ms() as u64 ^ (u64::from(std::process::id()) << 40));
+    let mut rng = ferrite_pmem::SplitMix64::new(seed ^ which);
+    (0..5)
+        .map(|_| format!("{:08x}", rng.next_u64() as u32))
+        .collect()
+}
+
+fn os_text() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let sysname = match std::env::consts::OS {
+        "linux" => "Linux",
+        other => other,
+    };
+    format!("{sysname} {} {}", release.trim(), std::env::consts::ARCH)
+}
+
+fn server(state: &State, out: &mut String) {
     let uptime = state.started.elapsed().as_secs();
+    let now_us = crate::state::unix_ms() * 1000;
+    let executable = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let config_file = state
+        .config
+        .file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let _ = write!(
         out,
-        "redis_version:{}\r\nferrite_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:ferrite\r\nconfig_file:\r\ncommands_known:{}\r\n",
+        "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{now_us}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{executable}\r\nconfig_file:{config_file}\r\nio_threads_active:0\r\nferrite_version:{}\r\n",
         crate::commands::REDIS_VERSION,
-        env!("CARGO_PKG_VERSION"),
-        std::env::consts::OS,
-        std::env::consts::ARCH,
+        os_text(),
         std::process::id(),
+        process_id_hex(1),
         state.port,
         uptime / 86400,
+        state.config.hz_effective(),
         state.config.hz,
-        crate::commands::command_count(),
+        (now_us / 1_000_000) & ((1 << 24) - 1),
+        env!("CARGO_PKG_VERSION"),
     );
 }
 
-/// `# Clients`.
-pub fn clients(state: &State, out: &mut String) {
+fn clients(state: &State, out: &mut String) {
+    let max_in = state.clients.values().map(|c| c.qbuf).max().unwrap_or(0);
+    let max_out = state.clients.values().map(|c| c.obl).max().unwrap_or(0);
     let _ = write!(
         out,
-        "connected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
+        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{max_in}\r\nclient_recent_max_output_buffer:{max_out}\r\nblocked_clients:{}\r\n",
         state.clients.len(),
         state.config.maxclients,
         state.blocking.count()
@@ -36,23 +135,49 @@ pub fn clients(state: &State, out: &mut String) {
     crate::server::pubsub::info_clients(state, out);
 }
 
+fn total_system_memory() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// `# Memory`. `used_memory` is the resident set size: Ferrite uses the
 /// system allocator and does not count allocations itself.
-pub fn memory(state: &State, out: &mut String) {
+fn memory(state: &State, out: &mut String) {
+    static PEAK: AtomicU64 = AtomicU64::new(0);
+    let used = state.used_memory_bytes;
+    let peak = PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+    let system = total_system_memory();
+    let maxmemory = state.config.maxmemory_bytes;
+    let percent = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / whole as f64
+        }
+    };
     let _ = write!(
         out,
-        "used_memory:{0}\r\nused_memory_human:{1:.2}M\r\nused_memory_rss:{0}\r\nmaxmemory:{2}\r\nmaxmemory_human:{3:.2}M\r\nmaxmemory_policy:{4}\r\nmem_allocator:libc\r\n",
-        state.used_memory_bytes,
-        state.used_memory_bytes as f64 / (1024.0 * 1024.0),
-        state.config.maxmemory_bytes,
-        state.config.maxmemory_bytes as f64 / (1024.0 * 1024.0),
+        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{used}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:0\r\nused_memory_startup:0\r\nused_memory_dataset:{used}\r\nused_memory_dataset_perc:100.00%\r\nallocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{used}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n",
+        human_bytes(used),
+        human_bytes(used),
+        human_bytes(peak),
+        percent(used, peak),
+        human_bytes(system),
+    );
+    let _ = write!(
+        out,
+        "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\nnumber_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:1.00\r\nmem_fragmentation_bytes:0\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        human_bytes(maxmemory),
         state.config.maxmemory_policy.name(),
     );
 }
 
-/// `# Persistence`.
-pub fn persistence(state: &State, out: &mut String) {
+fn persistence(state: &State, out: &mut String) {
     let log = &state.log;
+    let rewrite = &state.rewrite;
     let status = if state.log_failure.is_some() {
         "err"
     } else {
@@ -60,26 +185,30 @@ pub fn persistence(state: &State, out: &mut String) {
     };
     let _ = write!(
         out,
-        "loading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{status}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:{}\r\n",
+        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n",
         state.start_unix_s,
+    );
+    let _ = write!(
+        out,
+        "aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\naof_last_write_status:{status}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:{}\r\n",
         u8::from(log.enabled),
-        u8::from(state.rewrite.running_since.is_some()),
-        u8::from(state.rewrite.scheduled),
-        state.rewrite.last_duration_s,
-        state
-            .rewrite
-            .running_since
-            .map_or(-1, |t| t.elapsed().as_secs() as i64),
-        if state.rewrite.last_ok { "ok" } else { "err" },
-        state.rewrite.completed,
-        state.rewrite.base_bytes + log.current_size,
-        if state.rewrite.completed > 0 || state.rewrite.parts > 0 {
-            state.rewrite.base_bytes
-        } else {
-            log.base_size
-        },
+        u8::from(rewrite.running_since.is_some()),
+        u8::from(rewrite.scheduled),
+        rewrite.last_duration_s,
+        rewrite.running_since.map_or(-1, |t| t.elapsed().as_secs() as i64),
+        if rewrite.last_ok { "ok" } else { "err" },
+        rewrite.completed,
+        rewrite.failures_in_row,
+        rewrite.base_bytes + log.current_size,
+        if rewrite.completed > 0 || rewrite.parts > 0 { rewrite.base_bytes } else { log.base_size },
         log.delayed_fsync,
     );
+    ferrite_log(state, out);
+    ferrite_rewrite(state, out);
+}
+
+fn ferrite_log(state: &State, out: &mut String) {
+    let log = &state.log;
     let _ = write!(
         out,
         "ferrite_appendfsync:{}\r\nferrite_log_device:{}\r\nferrite_log_pmem:{}\r\nferrite_log_appends:{}\r\nferrite_log_commits:{}\r\nferrite_log_syncs:{}\r\nferrite_log_mean_batch:{:.2}\r\nferrite_log_wait_us_total:{}\r\nferrite_log_commit_wait_us_total:{}\r\nferrite_log_durable_lsn:{}\r\nferrite_log_postponed_writes:{}\r\nferrite_log_flushes_per_write:{:.2}\r\nferrite_loaded_commands:{}\r\nferrite_load_ms:{}\r\nferrite_truncated_bytes:{}\r\nferrite_log_failure:{}\r\n",
@@ -100,6 +229,9 @@ pub fn persistence(state: &State, out: &mut String) {
         log.truncated_bytes,
         state.log_failure.as_deref().unwrap_or(""),
     );
+}
+
+fn ferrite_rewrite(state: &State, out: &mut String) {
     let rewrite = &state.rewrite;
     let _ = write!(
         out,
@@ -116,13 +248,12 @@ pub fn persistence(state: &State, out: &mut String) {
     );
 }
 
-/// `# Stats`.
-pub fn stats(state: &State, out: &mut String) {
+fn stats(state: &State, out: &mut String) {
     let s = &state.stats;
     let ks = &state.keyspace;
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nferrite_event_loop_moves:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:0.00\r\ninstantaneous_output_kbps:0.00\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
         s.connections_received,
         s.commands_processed,
         s.net_input_bytes,
@@ -132,18 +263,97 @@ pub fn stats(state: &State, out: &mut String) {
         s.evicted_keys,
         ks.hits,
         ks.misses,
+    );
+    let _ = write!(
+        out,
+        "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\nferrite_event_loop_moves:{}\r\n",
+        s.commands.error_replies,
         s.event_loop_moves,
     );
     crate::server::pubsub::info_stats(state, out);
 }
 
-/// `# Replication`: Ferrite is always a standalone master.
-pub fn replication(_state: &State, out: &mut String) {
-    out.push_str("role:master\r\nconnected_slaves:0\r\n");
+/// `# Replication`: Ferrite is always a master without replicas.
+fn replication(state: &State, out: &mut String) {
+    let _ = write!(
+        out,
+        "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+        process_id_hex(2),
+        state.config.get("repl-backlog-size").unwrap_or_default(),
+    );
 }
 
-/// `# Keyspace`.
-pub fn keyspace(state: &State, out: &mut String) {
+/// User and system CPU seconds of `/proc/<path>/stat` (fields 14 and 15,
+/// in clock ticks of 1/100 s as Linux reports them to user space).
+fn cpu_seconds(path: &str) -> (f64, f64) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // The command name may hold spaces: fields count from after its ')'.
+    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0) as f64
+            / 100.0
+    };
+    (ticks(11), ticks(12))
+}
+
+fn cpu(_state: &State, out: &mut String) {
+    let (user, sys) = cpu_seconds("/proc/self/stat");
+    let (thread_user, thread_sys) = cpu_seconds("/proc/thread-self/stat");
+    let _ = write!(
+        out,
+        "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{thread_sys:.6}\r\nused_cpu_user_main_thread:{thread_user:.6}\r\n"
+    );
+}
+
+fn commandstats(state: &State, out: &mut String) {
+    for (name, s) in state.stats.commands.sorted() {
+        if s.calls == 0 && s.rejected_calls == 0 && s.failed_calls == 0 {
+            continue;
+        }
+        let per_call = if s.calls == 0 {
+            0.0
+        } else {
+            s.usec as f64 / s.calls as f64
+        };
+        let _ = write!(
+            out,
+            "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+            s.calls, s.usec, s.rejected_calls, s.failed_calls
+        );
+    }
+}
+
+fn errorstats(state: &State, out: &mut String) {
+    for (code, count) in &state.stats.commands.errors {
+        let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+    }
+}
+
+fn latencystats(state: &State, out: &mut String) {
+    let percentiles = &state.config.latency_percentiles;
+    for (name, s) in state.stats.commands.sorted() {
+        if s.latency.count() == 0 {
+            continue;
+        }
+        let _ = write!(out, "latency_percentiles_usec_{name}:");
+        for (at, p) in percentiles.iter().enumerate() {
+            let us = s.latency.percentile_ns(*p) as f64 / 1000.0;
+            let comma = if at + 1 < percentiles.len() { "," } else { "" };
+            let _ = write!(
+                out,
+                "p{}={us:.3}{comma}",
+                crate::config::format_percentile(*p)
+            );
+        }
+        out.push_str("\r\n");
+    }
+}
+
+fn keyspace(state: &State, out: &mut String) {
     let ks = &state.keyspace;
     for db in 0..ks.databases() {
         let d = ks.db(db);

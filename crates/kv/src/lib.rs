@@ -36,6 +36,7 @@
 //! ```
 
 pub mod aof;
+pub mod cmdstats;
 pub mod commands;
 pub mod config;
 pub mod cpus;

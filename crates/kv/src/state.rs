@@ -29,6 +29,9 @@ pub struct Stats {
     pub evicted_keys: u64,
     /// Per-command latency histograms (LATENCY HISTOGRAM).
     pub command_latency: crate::commands::diagnostics::Histograms,
+    /// Per-command and per-error counters (INFO commandstats, errorstats,
+    /// latencystats).
+    pub commands: crate::cmdstats::CommandTable,
 }
 
 /// The log's figures for INFO persistence, refreshed by the server.
@@ -160,6 +163,8 @@ pub struct State {
     pub reload_requested: bool,
     /// SAVE ran: the event loop makes the log durable, then replies.
     pub save_requested: bool,
+    /// Listeners CONFIG SET port bound, for the event loop to take over.
+    pub new_listeners: Option<Vec<std::net::TcpListener>>,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -240,6 +245,7 @@ impl State {
             active_expire_enabled: true,
             reload_requested: false,
             save_requested: false,
+            new_listeners: None,
         }
     }
 

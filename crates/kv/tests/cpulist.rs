@@ -56,7 +56,7 @@ fn server_cpulist_pins_the_event_loop_only() {
         .raw()
         .roundtrip_any(&resp(&["CONFIG", "SET", "aof_rewrite_cpulist", "0"]));
     assert!(
-        String::from_utf8_lossy(&reply).contains("can only be set at start-up"),
+        String::from_utf8_lossy(&reply).contains("can't set immutable config"),
         "{}",
         String::from_utf8_lossy(&reply)
     );

@@ -214,8 +214,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("echo", 2, C, K0, "connection", "Returns its argument.", echo),
     cmd!("select", 2, C, K0, "connection", "Selects a database.", select),
     cmd!("swapdb", 3, WRITE | FAST | WHOLE_DB, K0, "server", "Swaps two databases.", swapdb),
-    cmd!("auth", -2, C | NOAUTH | NOQUEUE, K0, "connection", "Authenticates.", auth),
-    cmd!("hello", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
+    cmd!("auth", -2, C | NOAUTH, K0, "connection", "Authenticates.", auth),
+    cmd!("hello", -1, C | NOAUTH, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Closes the connection.", quit),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE, K0, "connection", "Resets the connection.", reset),
 ];

@@ -22,15 +22,12 @@ const SLEEP_MAX: Duration = Duration::from_secs(3600);
 
 /// Whether this client may run DEBUG (`yes`, or `local` from loopback).
 fn allowed(ctx: &Ctx<'_>) -> bool {
-    match ctx.state.config.passive_value("enable-debug-command") {
-        Some("yes") => true,
-        Some("local") => ctx
-            .state
-            .clients
-            .get(&ctx.session.id)
-            .is_none_or(|c| c.addr.starts_with("127.") || c.addr.starts_with("[::1]")),
-        _ => false,
-    }
+    let local = ctx
+        .state
+        .clients
+        .get(&ctx.session.id)
+        .is_none_or(|c| c.addr.starts_with("127.") || c.addr.starts_with("[::1]"));
+    ctx.state.config.enable_debug_command.allows(local)
 }
 
 fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {

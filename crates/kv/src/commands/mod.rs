@@ -6,9 +6,11 @@
 //! deterministic form (relative expiry as absolute `PXAT`, SPOP as SREM,
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
+mod accounting;
 mod bits;
 mod blocking;
 mod client;
+mod config;
 mod connection;
 mod debug;
 pub mod diagnostics;
@@ -50,6 +52,8 @@ pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, Pause
 pub use connection::REDIS_VERSION;
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
+
+use accounting::{protected_refusal, record_call, reject, stats_name};
 
 /// A command's error reply, without the leading `-`.
 pub type CmdError = Cow<'static, str>;
@@ -498,20 +502,26 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Ok(found) => found,
         Err(e) => {
             ctx.session.multi_error |= ctx.session.multi.is_some();
-            ctx.reply.error(&e);
+            reject(ctx, None, &e);
             return;
         }
     };
+    let name = stats_name(container, spec);
     if !ctx.session.authenticated && !spec.has(flags::NOAUTH) {
-        ctx.reply.error("NOAUTH Authentication required.");
+        reject(ctx, Some(name), "NOAUTH Authentication required.");
         return;
     }
     if !spec.arity_ok(args.len()) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
-        ctx.reply.error(&format!(
+        let text = format!(
             "ERR wrong number of arguments for '{}' command",
             full_name(container, spec)
-        ));
+        );
+        reject(ctx, Some(name), &text);
+        return;
+    }
+    if let Some(text) = protected_refusal(ctx, spec) {
+        reject(ctx, Some(name), &text);
         return;
     }
     // As Redis, eviction runs before each command a client sends, never
@@ -535,13 +545,16 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if ctx.session.multi.is_some() && !spec.has(flags::NOQUEUE) {
         if spec.has(flags::NO_MULTI) {
             ctx.session.multi_error = true;
-            ctx.reply
-                .error("ERR Command not allowed inside a transaction");
+            reject(
+                ctx,
+                Some(name),
+                "ERR Command not allowed inside a transaction",
+            );
             return;
         }
         if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
             ctx.session.multi_error = true;
-            ctx.reply.error(OOM);
+            reject(ctx, Some(name), OOM);
             return;
         }
         if let Some(queue) = ctx.session.multi.as_mut() {
@@ -550,16 +563,23 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.reply.simple("QUEUED");
         return;
     }
-    run(ctx, spec, args);
+    run(ctx, container, spec, args);
 }
 
 /// The OOM refusal, worded as Redis words it.
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-/// Runs a command that passed the checks of [`execute`] (also used by EXEC).
-pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &Args<'_>) {
+/// Runs a command that passed the checks of [`execute`] (also used by
+/// EXEC); `container` is the command of a subcommand (CONFIG for GET).
+pub(crate) fn run(
+    ctx: &mut Ctx<'_>,
+    container: Option<&'static CommandSpec>,
+    spec: &'static CommandSpec,
+    args: &Args<'_>,
+) {
+    let name = stats_name(container, spec);
     if let Err(e) = refusal(ctx, spec) {
-        ctx.reply.error(&e);
+        reject(ctx, Some(name), &e);
         return;
     }
     ctx.state.stats.commands_processed += 1;
@@ -587,7 +607,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &Args<'_>
     ctx.session.redacted.clear();
     let started = std::time::Instant::now();
     let reply_start = ctx.reply.buf.len();
-    if let Err(e) = (spec.handler)(ctx, args) {
+    let result = (spec.handler)(ctx, args);
+    record_call(ctx, name, started.elapsed(), result.as_ref().err());
+    if let Err(e) = result {
         ctx.reply.error(&e);
     }
     if !ctx.session.is_replay {

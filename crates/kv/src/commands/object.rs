@@ -29,7 +29,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// A size threshold from the configuration, or Redis's default.
 fn threshold(config: &Config, name: &str, default: usize) -> usize {
     config
-        .passive_value(name)
+        .get(name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }

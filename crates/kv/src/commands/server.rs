@@ -1,13 +1,12 @@
-//! Server commands: INFO, CONFIG, FLUSHDB, FLUSHALL, TIME, SHUTDOWN
-//! (LASTSAVE, SAVE and BGSAVE are in `persistence.rs`).
+//! Server commands: FLUSHDB, FLUSHALL, TIME, SHUTDOWN (COMMAND is in
+//! `introspect.rs`, CONFIG and INFO in `config.rs`, LASTSAVE, SAVE and
+//! BGSAVE in `persistence.rs`).
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
-use crate::state::State;
 
 fn flush_option(args: &Args<'_>) -> CmdResult {
     match args.len() {
@@ -81,118 +80,6 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let sub = upper(args, 1);
-    let arity = |name: &str| {
-        Cow::Owned(format!(
-            "ERR wrong number of arguments for 'config|{name}' command"
-        ))
-    };
-    match sub.as_slice() {
-        b"GET" => {
-            if args.len() < 3 {
-                return Err(arity("get"));
-            }
-            let mut found: Vec<(String, String)> = Vec::new();
-            for pattern in args.iter().skip(2) {
-                for entry in ctx
-                    .state
-                    .config
-                    .get_matching(&String::from_utf8_lossy(pattern))
-                {
-                    if !found.iter().any(|(k, _)| *k == entry.0) {
-                        found.push(entry);
-                    }
-                }
-            }
-            ctx.reply.map(found.len());
-            for (k, v) in found {
-                ctx.reply.bulk(k.as_bytes());
-                ctx.reply.bulk(v.as_bytes());
-            }
-        }
-        b"SET" => {
-            if args.len() < 4 || !args.len().is_multiple_of(2) {
-                return Err(arity("set"));
-            }
-            let mut next = ctx.state.config.clone();
-            for i in (2..args.len()).step_by(2) {
-                let name = String::from_utf8_lossy(args.get(i)).into_owned();
-                let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
-                next.set_at_runtime(&name, &value).map_err(|reason| {
-                    Cow::Owned(format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
-                    ))
-                })?;
-            }
-            ctx.state.config = next;
-            ctx.reply.ok();
-        }
-        b"RESETSTAT" if args.len() == 2 => {
-            ctx.state.stats = Default::default();
-            ctx.reply.ok();
-        }
-        b"REWRITE" => {
-            return Err(Cow::Borrowed(
-                "ERR CONFIG REWRITE is not supported by Ferrite",
-            ))
-        }
-        b"RESETSTAT" => return Err(arity("resetstat")),
-        _ => {
-            return Err(Cow::Owned(format!(
-                "ERR unknown subcommand '{}'. Try CONFIG HELP.",
-                String::from_utf8_lossy(args.get(1))
-            )))
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let wanted: Vec<String> = args
-        .iter()
-        .skip(1)
-        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-        .collect();
-    let text = info_text(ctx.state, &wanted);
-    ctx.reply.verbatim(&text);
-    Ok(())
-}
-
-/// Writes one INFO section's fields.
-type SectionWriter = fn(&State, &mut String);
-
-/// The INFO text for the requested sections (default: all).
-pub fn info_text(state: &State, wanted: &[String]) -> String {
-    let all = wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "everything" || w == "default");
-    let want = |s: &str| all || wanted.iter().any(|w| w == s);
-    let mut out = String::new();
-    let sections: [(&str, SectionWriter); 7] = [
-        ("server", crate::info::server),
-        ("clients", crate::info::clients),
-        ("memory", crate::info::memory),
-        ("persistence", crate::info::persistence),
-        ("stats", crate::info::stats),
-        ("replication", crate::info::replication),
-        ("keyspace", crate::info::keyspace),
-    ];
-    for (name, write) in sections {
-        if want(name) {
-            if !out.is_empty() {
-                out.push_str("\r\n");
-            }
-            let mut title = name.to_string();
-            title[..1].make_ascii_uppercase();
-            let _ = write!(out, "# {title}\r\n");
-            write(state, &mut out);
-        }
-    }
-    out
-}
-
 /// FUNCTION FLUSH and FUNCTION LIST. No library can be loaded until
 /// scripting exists (FUNCTION LOAD is unknown), so the set of libraries is
 /// always empty: FLUSH has nothing to delete and LIST nothing to show.
@@ -239,20 +126,10 @@ static FUNCTION: &[CommandSpec] = &[
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("info", -1, RANDOM, K0, "server", "Returns server information.", info),
-    cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
     cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
     cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
     cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
     cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
     cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
-];
-
-/// CONFIG's subcommands.
-#[rustfmt::skip]
-static CONFIG: &[CommandSpec] = &[
-    cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the values of configuration directives.", config),
-    cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration directives at run time.", config),
-    cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
 ];

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, blocking, client, connection, debug, diagnostics, dump, geo, hashes};
+use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, geo, hashes};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
 use super::{replication, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
@@ -302,6 +302,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     diagnostics::COMMANDS,
     memory::COMMANDS,
     persistence::COMMANDS,
+    config::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -85,7 +85,7 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
         match resolve(&args) {
-            Ok((_, spec)) => run(ctx, spec, &args),
+            Ok((container, spec)) => run(ctx, container, spec, &args),
             Err(e) => ctx.reply.error(&e),
         }
     }

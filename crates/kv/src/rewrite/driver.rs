@@ -13,7 +13,7 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::load_bases;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use super::pace::{burst_ahead_keys, Pacer, DEFAULT_CPU_SHARE_PERCENT, DEFAULT_SHARE_PERCENT};
+use super::pace::{burst_ahead_keys, Pacer};
 use super::priority::lower_cpu_priority;
 use super::seat::Seat;
 use super::worker::rewrite_and_finish;
@@ -21,7 +21,7 @@ use crate::aof::{
     open_device_at, open_log, open_log_on, prefetch_logs, replay_old_log, CommandLog, OpenedLog,
     SyncWait,
 };
-use crate::config::{parse_memory, Config, LogDevice};
+use crate::config::{Config, LogDevice};
 use crate::error::{Error, Result};
 use crate::state::State;
 
@@ -37,43 +37,30 @@ fn note_keyspace_figures(state: &mut State) {
     rewrite.captured_early = state.keyspace.captured_early();
 }
 
-/// `aof-rewrite-threads` (0 or absent: the number of cores).
+/// `aof-rewrite-threads` (0: the number of cores).
 pub fn rewrite_threads(state: &State) -> usize {
-    let configured = state
-        .config
-        .passive_value("aof-rewrite-threads")
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
+    let configured = state.config.aof_rewrite_threads;
     if configured > 0 {
-        return configured.min(64);
+        return configured;
     }
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// A rewrite setting that is a percentage, `default` when unset.
-fn percent_setting(state: &State, name: &str, default: u32) -> u32 {
-    state
-        .config
-        .passive_value(name)
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(default)
-}
-
 /// `aof-rewrite-io-share`, in percent of the time ([`super::pace`]).
 pub fn io_share(state: &State) -> u32 {
-    percent_setting(state, "aof-rewrite-io-share", DEFAULT_SHARE_PERCENT)
+    state.config.aof_rewrite_io_share_percent
 }
 
 /// `aof-rewrite-cpu-share`, in percent of one core, 0 = unlimited
 /// ([`super::pace`]).
 pub fn cpu_share(state: &State) -> u32 {
-    percent_setting(state, "aof-rewrite-cpu-share", DEFAULT_CPU_SHARE_PERCENT)
+    state.config.aof_rewrite_cpu_share_percent
 }
 
 /// `aof-rewrite-lend-loop-core`: whether a burst may take the event
 /// loop's core ([`super::seat`]).
 pub fn lend_loop_core(state: &State) -> bool {
-    state.config.passive_value("aof-rewrite-lend-loop-core") != Some("no")
+    state.config.aof_rewrite_lend_loop_core
 }
 
 #[derive(Debug)]
@@ -407,16 +394,8 @@ impl Rewriter {
     }
 
     fn auto_due(&self, state: &State) -> bool {
-        let percentage = state
-            .config
-            .passive_value("auto-aof-rewrite-percentage")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-        let min = state
-            .config
-            .passive_value("auto-aof-rewrite-min-size")
-            .and_then(parse_memory)
-            .unwrap_or(64 << 20);
+        let percentage = u64::from(state.config.auto_aof_rewrite_percentage);
+        let min = state.config.auto_aof_rewrite_min_size_bytes;
         let size = state.rewrite.base_bytes + state.log.current_size;
         let base = self.size_ref.max(1);
         percentage > 0

@@ -18,6 +18,12 @@ const READS_PER_EVENT_MAX: usize = 16;
 /// Capacity a connection's input or reply buffer always keeps
 /// ([`give_back`]; Redis resizes its query buffers for the same reason).
 pub const BUF_KEEP_BYTES: usize = 64 * 1024;
+/// Room a query buffer has before a read, as Redis's (`PROTO_IOBUF_LEN`):
+/// CLIENT LIST's `qbuf-free` shows it, and Redis's suite checks it.
+pub const QUERY_BUF_READ_BYTES: usize = 16 * 1024;
+/// A connection idle this long gives its empty query buffer back, as
+/// Redis's client cron does.
+pub const QUERY_BUF_IDLE_MS: i64 = 2000;
 
 /// What reading from the socket found.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,6 +90,9 @@ impl Conn {
         query_limit_bytes: usize,
         received: &mut u64,
     ) -> ReadOutcome {
+        if self.inbuf.capacity() - self.inbuf.len() < QUERY_BUF_READ_BYTES {
+            self.inbuf.reserve(QUERY_BUF_READ_BYTES);
+        }
         for _ in 0..READS_PER_EVENT_MAX {
             match self.stream.read(scratch) {
                 Ok(0) => return ReadOutcome::Closed,

@@ -42,6 +42,40 @@ const EVENTS_CAPACITY: usize = 1024;
 /// Segments active expiry visits per timer tick.
 const ACTIVE_EXPIRE_SEGMENTS_PER_TICK: usize = 256;
 
+/// Binds a non-blocking listener on `port` at each of the `bind`
+/// addresses (port 0: one the system picks). CONFIG SET port binds
+/// through this too, so a port in use is refused before anything changes.
+pub fn bind_listeners(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>> {
+    let mut out = Vec::new();
+    for host in bind {
+        let ip: IpAddr = host
+            .trim_start_matches('-')
+            .parse()
+            .map_err(|_| Error::Config {
+                origin: "bind".into(),
+                reason: format!("{host:?} is not an IP address"),
+            })?;
+        let addr = SocketAddr::new(ip, port);
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_err("set non-blocking", addr.to_string()))?;
+        out.push(listener);
+    }
+    Ok(out)
+}
+
+/// Registers listener `i` under token `i`.
+fn register_listeners(poll: &Poll, listeners: &mut [TcpListener]) -> Result<()> {
+    for (i, listener) in listeners.iter_mut().enumerate() {
+        poll.registry()
+            .register(listener, Token(i), Interest::READABLE)
+            .map_err(io_err("register", format!("listener {i}")))?;
+    }
+    Ok(())
+}
+
 /// Stops a running server from another thread.
 #[derive(Clone, Debug)]
 pub struct ShutdownHandle {
@@ -138,21 +172,10 @@ impl Server {
             None => crate::rewrite::driver::open(&mut state, wake)?,
         };
         let mut listeners = Vec::new();
-        for (i, host) in state.config.bind.iter().enumerate() {
-            let ip: IpAddr = host
-                .trim_start_matches('-')
-                .parse()
-                .map_err(|_| Error::Config {
-                    origin: "bind".into(),
-                    reason: format!("{host:?} is not an IP address"),
-                })?;
-            let addr = SocketAddr::new(ip, state.config.port);
-            let mut listener = TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
-            poll.registry()
-                .register(&mut listener, Token(i), Interest::READABLE)
-                .map_err(io_err("register", addr.to_string()))?;
-            listeners.push(listener);
+        for listener in bind_listeners(&state.config.bind, state.config.port)? {
+            listeners.push(TcpListener::from_std(listener));
         }
+        register_listeners(&poll, &mut listeners)?;
         state.port = listeners
             .first()
             .and_then(|l| l.local_addr().ok())
@@ -211,7 +234,6 @@ impl Server {
     /// flushes and syncs the log.
     pub fn run(mut self) -> Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
-        let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz.max(1)));
         // Read the process's set before the loop narrows its own (by
         // `server_cpulist` or by `Unstack`'s moves): threads it starts
         // later take that set.
@@ -224,8 +246,11 @@ impl Server {
         }
         self.unstack = crate::cpus::Unstack::for_current_thread();
         crate::rewrite::seat::register_loop();
-        tracing::info!("ready to accept connections on port {}", self.state.port);
+        // The wording is redis-server's: Redis's test harness waits for it.
+        tracing::info!("Ready to accept connections tcp (port {})", self.state.port);
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
+            // Read each turn: CONFIG SET hz changes it at run time.
+            let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz_effective()));
             let timeout = if self.reread.is_empty() {
                 self.sleep_limit(tick.saturating_sub(self.last_tick.elapsed()))
             } else {
@@ -250,6 +275,9 @@ impl Server {
                 self.read_and_run(index);
             }
             self.blocking_tick();
+            if let Some(new) = self.state.new_listeners.take() {
+                self.replace_listeners(new);
+            }
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
                 self.timer();
@@ -267,6 +295,20 @@ impl Server {
         }
         self.log.close()?;
         Ok(())
+    }
+
+    /// Listens on the listeners CONFIG SET port bound instead of the old
+    /// ones (connected clients stay).
+    fn replace_listeners(&mut self, new: Vec<std::net::TcpListener>) {
+        for listener in &mut self.listeners {
+            let _ = self.poll.registry().deregister(listener);
+        }
+        self.listeners = new.into_iter().map(TcpListener::from_std).collect();
+        if let Err(e) = register_listeners(&self.poll, &mut self.listeners) {
+            tracing::warn!("cannot listen on the new port: {e}");
+        }
+        self.state.port = self.local_addr().map_or(0, |a| a.port());
+        tracing::info!("listening on port {}", self.state.port);
     }
 
     fn accept(&mut self, listener: usize) {
@@ -616,6 +658,24 @@ impl Server {
         }
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
+        self.release_idle_query_buffers();
+    }
+
+    /// Frees the empty query buffers of connections idle for
+    /// [`conn::QUERY_BUF_IDLE_MS`], so idle clients hold no input memory.
+    fn release_idle_query_buffers(&mut self) {
+        let now = self.state.keyspace.now_ms;
+        for conn in self.conns.iter_mut().flatten() {
+            if !conn.inbuf.is_empty() || conn.inbuf.capacity() == 0 {
+                continue;
+            }
+            if let Some(info) = self.state.clients.get_mut(&conn.session.id) {
+                if now - info.last_ms >= conn::QUERY_BUF_IDLE_MS {
+                    conn.inbuf = Vec::new();
+                    info.qbuf_free = 0;
+                }
+            }
+        }
     }
 
     /// Moves a requested or running rewrite on at once rather than at the

@@ -17,9 +17,8 @@ pub fn prepare(state: &mut State) {
     if state.keyspace.track_changes {
         let keys_max = state
             .config
-            .passive_value("tracking-table-max-keys")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+            .accepted_int("tracking-table-max-keys")
+            .map_or(0, |n| n.max(0) as usize);
         tracking::limit(&mut state.pubsub, &state.clients, keys_max);
     }
 }

@@ -1,0 +1,140 @@
+//! CONFIG (GET, SET, RESETSTAT, REWRITE) and INFO. The directives and
+//! their syntax are `config::table`; the INFO sections are `crate::info`.
+
+use std::borrow::Cow;
+
+use super::table::*;
+use super::{upper, CmdResult, Ctx};
+use crate::resp::Args;
+
+/// Whether the calling client is connected over loopback (for
+/// `enable-protected-configs local`).
+pub(super) fn client_is_local(ctx: &Ctx<'_>) -> bool {
+    ctx.state
+        .clients
+        .get(&ctx.session.id)
+        .and_then(|c| c.addr.parse::<std::net::SocketAddr>().ok())
+        .is_none_or(|a| a.ip().is_loopback())
+}
+
+fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for pattern in args.iter().skip(2) {
+        let pattern = String::from_utf8_lossy(pattern);
+        for entry in ctx.state.config.get_matching(&pattern) {
+            if !found.iter().any(|(k, _)| *k == entry.0) {
+                found.push(entry);
+            }
+        }
+    }
+    ctx.reply.map(found.len());
+    for (k, v) in found {
+        ctx.reply.bulk(k.as_bytes());
+        ctx.reply.bulk(v.as_bytes());
+    }
+    Ok(())
+}
+
+fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if !args.len().is_multiple_of(2) {
+        return Err(Cow::Borrowed(super::errors::SYNTAX));
+    }
+    let text = |i: usize| String::from_utf8_lossy(args.get(i)).into_owned();
+    let pairs: Vec<(String, String)> = (2..args.len())
+        .step_by(2)
+        .map(|i| (text(i), text(i + 1)))
+        .collect();
+    let local = client_is_local(ctx);
+    let mut next = ctx.state.config.clone();
+    next.set_at_runtime(&pairs, local).map_err(Cow::Owned)?;
+    // A new port is bound now, before anything changes, so a port in use
+    // refuses the whole CONFIG SET (Redis's "apply" step).
+    if next.port != ctx.state.config.port {
+        let listeners = if next.port == 0 {
+            // As Redis: port 0 closes the TCP listeners.
+            Vec::new()
+        } else {
+            crate::server::bind_listeners(&next.bind, next.port).map_err(|e| {
+                tracing::warn!("CONFIG SET port {}: {e}", next.port);
+                Cow::Borrowed("ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.")
+            })?
+        };
+        ctx.state.new_listeners = Some(listeners);
+    }
+    ctx.state.config = next;
+    // A new maxmemory applies to the very next command, as in Redis: the
+    // memory figure is otherwise refreshed only by the timer.
+    if pairs
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("maxmemory"))
+    {
+        ctx.state.refresh_used_memory();
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Forgets every statistic INFO reports as counted since start.
+fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    ctx.state.stats = Default::default();
+    let ks = &mut ctx.state.keyspace;
+    ks.hits = 0;
+    ks.misses = 0;
+    ks.expired_total = 0;
+    ctx.reply.ok();
+    Ok(())
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    match ctx.state.config.rewrite_file() {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
+            ctx.reply.ok();
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("CONFIG REWRITE failed: {e}");
+            Err(Cow::Owned(e))
+        }
+    }
+}
+
+fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    match upper(args, 1).as_slice() {
+        b"GET" => config_get(ctx, args),
+        b"SET" => config_set(ctx, args),
+        b"RESETSTAT" => config_resetstat(ctx, args),
+        b"REWRITE" => config_rewrite(ctx, args),
+        _ => Err(Cow::Owned(format!(
+            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(args.get(1))
+        ))),
+    }
+}
+
+fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let wanted: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let text = crate::info::text(ctx.state, &wanted);
+    ctx.reply.verbatim(&text);
+    Ok(())
+}
+
+/// The commands this file implements, one per line so it reads as a table.
+#[rustfmt::skip]
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    cmd!("info", -1, LOADING | STALE, K0, "server", "Returns information and statistics about the server.", info).with_acl(super::acl::DANGEROUS),
+    cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
+];
+
+/// CONFIG's subcommands.
+#[rustfmt::skip]
+static CONFIG: &[CommandSpec] = &[
+    cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the effective values of configuration parameters.", config),
+    cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration parameters in-flight.", config),
+    cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
+    cmd!("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Persists the effective configuration to file.", config),
+];

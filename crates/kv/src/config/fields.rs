@@ -1,0 +1,136 @@
+//! The directives Ferrite acts on, bound to typed fields of [`Config`]:
+//! [`store`] fills a field from a value [`super::parse`] checked, [`show`]
+//! writes it back as CONFIG GET shows it. The table marks these
+//! directives [`super::table::Effect::Acts`]; a unit test checks the two
+//! agree.
+
+use std::path::PathBuf;
+
+use super::{AppendFsync, Config, LogDevice, MaxmemoryPolicy, ProtectedAction};
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+fn number<T: std::str::FromStr + Default>(text: &str) -> T {
+    // The text was checked against the directive's bounds, which fit `T`.
+    text.parse().unwrap_or_default()
+}
+
+/// Sets the field of directive `name` from its checked text; `false` when
+/// `name` has no field (the value is kept as text).
+pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
+    let yes = text == "yes";
+    match name {
+        "port" => config.port = number(text),
+        "bind" => {
+            config.bind = text
+                .split(' ')
+                .filter(|a| !a.is_empty())
+                .map(String::from)
+                .collect()
+        }
+        "protected-mode" => config.protected_mode = yes,
+        "maxclients" => config.maxclients = number(text),
+        "requirepass" => config.requirepass = (!text.is_empty()).then(|| text.to_string()),
+        "client-query-buffer-limit" => config.client_query_buffer_limit_bytes = number(text),
+        "proto-max-bulk-len" => config.proto_max_bulk_len_bytes = number(text),
+        "databases" => config.databases = number(text),
+        "hz" => config.hz = number(text),
+        "enable-debug-command" => config.enable_debug_command = ProtectedAction::parse(text),
+        "enable-protected-configs" => {
+            config.enable_protected_configs = ProtectedAction::parse(text)
+        }
+        "latency-tracking" => config.latency_tracking = yes,
+        "latency-tracking-info-percentiles" => {
+            config.latency_percentiles = text
+                .split(' ')
+                .filter_map(|p| p.parse::<f64>().ok())
+                .collect()
+        }
+        "maxmemory" => config.maxmemory_bytes = number(text),
+        "server_cpulist" => config.server_cpulist = text.to_string(),
+        "aof_rewrite_cpulist" => config.aof_rewrite_cpulist = text.to_string(),
+        "dir" => config.dir = PathBuf::from(text),
+        "appendonly" => config.appendonly = yes,
+        "appendfsync" => {
+            config.appendfsync = AppendFsync::parse(text).unwrap_or(AppendFsync::EverySec)
+        }
+        "appendfilename" => config.appendfilename = text.to_string(),
+        "aof-load-truncated" => config.aof_load_truncated = yes,
+        "auto-aof-rewrite-percentage" => config.auto_aof_rewrite_percentage = number(text),
+        "auto-aof-rewrite-min-size" => config.auto_aof_rewrite_min_size_bytes = number(text),
+        "log-device" => config.log_device = LogDevice::parse(text).unwrap_or(LogDevice::Auto),
+        "aof-rewrite-threads" => config.aof_rewrite_threads = number(text),
+        "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent = number(text),
+        "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent = number(text),
+        "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
+        "aof-release-log-cache" => config.aof_release_log_cache = yes,
+        "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes = number(text),
+        "maxmemory-policy" => {
+            config.maxmemory_policy =
+                MaxmemoryPolicy::parse(text).unwrap_or(MaxmemoryPolicy::NoEviction)
+        }
+        "maxmemory-samples" => config.maxmemory_samples = number(text),
+        "lfu-log-factor" => config.lfu_log_factor = number(text),
+        "lfu-decay-time" => config.lfu_decay_time_minutes = number(text),
+        "slowlog-log-slower-than" => config.slowlog_log_slower_than_us = number(text),
+        "slowlog-max-len" => config.slowlog_max_len = number(text),
+        "latency-monitor-threshold" => config.latency_monitor_threshold_ms = number(text),
+        "notify-keyspace-events" => {
+            config.notify_keyspace_events = crate::keyspace::events::parse(text).unwrap_or(0)
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The text of directive `name`'s field, `None` when it has none.
+pub(super) fn show(config: &Config, name: &str) -> Option<String> {
+    Some(match name {
+        "port" => config.port.to_string(),
+        "bind" => config.bind.join(" "),
+        "protected-mode" => yes_no(config.protected_mode),
+        "maxclients" => config.maxclients.to_string(),
+        "requirepass" => config.requirepass.clone().unwrap_or_default(),
+        "client-query-buffer-limit" => config.client_query_buffer_limit_bytes.to_string(),
+        "proto-max-bulk-len" => config.proto_max_bulk_len_bytes.to_string(),
+        "databases" => config.databases.to_string(),
+        "hz" => config.hz.to_string(),
+        "enable-debug-command" => config.enable_debug_command.name().to_string(),
+        "enable-protected-configs" => config.enable_protected_configs.name().to_string(),
+        "latency-tracking" => yes_no(config.latency_tracking),
+        "latency-tracking-info-percentiles" => config
+            .latency_percentiles
+            .iter()
+            .map(|p| super::parse::format_percentile(*p))
+            .collect::<Vec<_>>()
+            .join(" "),
+        "maxmemory" => config.maxmemory_bytes.to_string(),
+        "server_cpulist" => config.server_cpulist.clone(),
+        "aof_rewrite_cpulist" => config.aof_rewrite_cpulist.clone(),
+        "dir" => config.dir.display().to_string(),
+        "appendonly" => yes_no(config.appendonly),
+        "appendfsync" => config.appendfsync.name().to_string(),
+        "appendfilename" => config.appendfilename.clone(),
+        "aof-load-truncated" => yes_no(config.aof_load_truncated),
+        "auto-aof-rewrite-percentage" => config.auto_aof_rewrite_percentage.to_string(),
+        "auto-aof-rewrite-min-size" => config.auto_aof_rewrite_min_size_bytes.to_string(),
+        "log-device" => config.log_device.name().to_string(),
+        "aof-rewrite-threads" => config.aof_rewrite_threads.to_string(),
+        "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent.to_string(),
+        "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent.to_string(),
+        "aof-rewrite-lend-loop-core" => yes_no(config.aof_rewrite_lend_loop_core),
+        "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
+        "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
+        "maxmemory-policy" => config.maxmemory_policy.name().to_string(),
+        "maxmemory-samples" => config.maxmemory_samples.to_string(),
+        "lfu-log-factor" => config.lfu_log_factor.to_string(),
+        "lfu-decay-time" => config.lfu_decay_time_minutes.to_string(),
+        "slowlog-log-slower-than" => config.slowlog_log_slower_than_us.to_string(),
+        "slowlog-max-len" => config.slowlog_max_len.to_string(),
+        "latency-monitor-threshold" => config.latency_monitor_threshold_ms.to_string(),
+        "notify-keyspace-events" => crate::keyspace::events::format(config.notify_keyspace_events),
+        _ => return None,
+    })
+}
