@@ -60,7 +60,7 @@ fn config_flags_normalise_as_redis() {
     }
     c.check(
         b"CONFIG SET notify-keyspace-events KQ\r\n",
-        b"-ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmd'.\r\n",
+        b"-ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.\r\n",
     );
 }
 
