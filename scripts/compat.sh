@@ -117,17 +117,23 @@ start_server() { # server dir -> pid
   done
 }
 
+# Results by mode: external in target/compat/<server>, own in
+# target/compat/own/<server>. The baseline is Redis's list of passed tests
+# from this run or, with COMPAT_SERVERS=ferrite, from an earlier one.
+results="$work"
+[ "$mode" = own ] && results="$work/own"
 declare -A total_ok
 for s in "${servers[@]}"; do total_ok[$s]=0; done
 total_both=0
+total_base=0
 printf '%-18s' unit
 for s in "${servers[@]}"; do printf ' %9s' "$s"; done
 printf ' %9s %7s\n' "both" "ratio"
 for unit in "${units[@]}"; do
   printf '%-18s' "$unit"
   for s in "${servers[@]}"; do
-    mkdir -p "$work/$s"
-    log="$work/$s/${unit//\//_}.log"
+    mkdir -p "$results/$s"
+    log="$results/$s/${unit//\//_}.log"
     run_unit "$s" "$unit" "$log"
     sed 's/\x1b\[[0-9;]*m//g' "$log" >"$log.plain"
     grep '^\[ok\]: ' "$log.plain" | sed 's/^\[ok\]: //; s/ ([0-9]* ms)$//' | sort -u \
@@ -136,13 +142,16 @@ for unit in "${units[@]}"; do
     total_ok[$s]=$(( ${total_ok[$s]} + ok ))
     printf ' %9s' "$ok"
   done
-  # Tests both servers pass, against what the baseline (the last server) passes.
-  base="${servers[-1]}"; first="${servers[0]}"
-  both=$(comm -12 "$work/$first/${unit//\//_}.passed" "$work/$base/${unit//\//_}.passed" | wc -l)
-  basen=$(wc -l <"$work/$base/${unit//\//_}.passed")
+  # Tests both servers pass, against what Redis passes.
+  first="${servers[0]}"
+  baseline="$results/redis/${unit//\//_}.passed"
+  [ -f "$baseline" ] || baseline=/dev/null
+  both=$(comm -12 "$results/$first/${unit//\//_}.passed" "$baseline" | wc -l)
+  basen=$(wc -l <"$baseline")
   total_both=$(( total_both + both ))
+  total_base=$(( total_base + basen ))
   printf ' %9s %7s\n' "$both" "$(awk -v a="$both" -v b="$basen" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else print "-" }')"
 done
 printf '%-18s' total
 for s in "${servers[@]}"; do printf ' %9s' "${total_ok[$s]}"; done
-printf ' %9s %7s\n' "$total_both" "$(awk -v a="$total_both" -v b="${total_ok[${servers[-1]}]}" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else print "-" }')"
+printf ' %9s %7s\n' "$total_both" "$(awk -v a="$total_both" -v b="$total_base" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else print "-" }')"
