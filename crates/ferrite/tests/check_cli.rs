@@ -133,7 +133,7 @@ fn serve_refuses_a_corrupt_log_and_cuts_a_torn_tail_with_a_warning() {
         warned |= line.contains("WARN")
             && line.contains("incomplete record")
             && line.contains("truncated");
-        if line.contains("ready to accept connections") {
+        if line.contains("Ready to accept connections") {
             break;
         }
     }
