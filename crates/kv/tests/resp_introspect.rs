@@ -178,6 +178,11 @@ fn debug_protocol_in_both_protocols_and_refused_when_disabled() {
         c.set("enable-debug-command", &["yes".into()]).unwrap()
     });
     let mut c = server.raw();
+    // Redis's bounds: 1 byte up to 1 MiB below 4 GiB.
+    c.check(
+        b"DEBUG QUICKLIST-PACKED-THRESHOLD 1b\r\nDEBUG QUICKLIST-PACKED-THRESHOLD 0\r\nDEBUG QUICKLIST-PACKED-THRESHOLD 4gb\r\n",
+        b"+OK\r\n+OK\r\n-ERR argument must be a memory value bigger than 1 and smaller than 4gb\r\n",
+    );
     c.check(
         b"DEBUG PROTOCOL attrib\r\nDEBUG PROTOCOL bignum\r\nDEBUG PROTOCOL true\r\nDEBUG PROTOCOL null\r\nDEBUG PROTOCOL double\r\n",
         b"$39\r\nSome real reply following the attribute\r\n$37\r\n1234567999999999999999999999999999999\r\n:1\r\n$-1\r\n$5\r\n3.141\r\n",

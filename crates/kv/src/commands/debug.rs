@@ -156,7 +156,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (b"QUICKLIST-PACKED-THRESHOLD", 3) => {
             let text = String::from_utf8_lossy(args.get(2));
             match parse_memory(&text) {
-                Some(n) if n > 1 && n < (4 << 30) => ctx.reply.ok(),
+                // Redis accepts up to 1 MiB below 4 GiB (0 restores the default).
+                Some(n) if n <= (1 << 32) - (1 << 20) => ctx.reply.ok(),
                 _ => {
                     return Err(Cow::Borrowed(
                         "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
