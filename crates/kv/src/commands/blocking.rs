@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use super::lists::{keys_after_numkeys, lmove_generic, mpop_first, parse_multi_pop, side_arg};
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx, Session};
+use crate::keyspace::events::{LIST, ZSET};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::number::parse_f64;
@@ -149,6 +150,8 @@ fn blocking_pop(ctx: &mut Ctx<'_>, args: &Args<'_>, left: bool) -> CmdResult {
             continue;
         }
         let popped = super::lists::pop_elements(&mut ctx.state.keyspace, db, key, left, 1);
+        ctx.notify(LIST, super::lists::pop_event(left), key);
+        ctx.notify_del_if_gone(key);
         let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
         ctx.propagate(&[name, key]);
         ctx.reply.array(2);
@@ -249,6 +252,15 @@ fn zpop_members(
     popped
 }
 
+/// The event a pop of the lowest (highest with `max`) members raises.
+fn zpop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
+    }
+}
+
 fn zpop_name(max: bool) -> &'static [u8] {
     if max {
         b"ZPOPMAX"
@@ -270,6 +282,8 @@ fn blocking_zpop(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) -> CmdResult {
         let Some((member, score)) = popped.first() else {
             continue;
         };
+        ctx.notify(ZSET, zpop_event(max), key);
+        ctx.notify_del_if_gone(key);
         ctx.propagate(&[zpop_name(max), key]);
         ctx.reply.array(3);
         ctx.reply.bulk(key);
@@ -315,6 +329,8 @@ fn zmpop_first<'a>(
             continue;
         }
         let popped = zpop_members(&mut ctx.state.keyspace, db, key, max, count);
+        ctx.notify(ZSET, zpop_event(max), key);
+        ctx.notify_del_if_gone(key);
         let n = popped.len().to_string();
         ctx.propagate(&[zpop_name(max), key, n.as_bytes()]);
         ctx.reply.array(2);

@@ -146,6 +146,8 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     ctx.state.keyspace.remove_if_empty(db, key);
     if added + changed > 0 {
+        // GEOADD runs as ZADD in Redis, so it raises ZADD's event.
+        ctx.notify(crate::keyspace::events::ZSET, "zadd", key);
         log_as_zadd(ctx, args, first, &points);
     }
     ctx.reply.int(if ch { added + changed } else { added });

@@ -146,6 +146,7 @@ pub(super) fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if let Some(at) = expire {
         ks.set_expire(target, to, at);
     }
+    ctx.notify_db(GENERIC, "copy_to", target, to);
     ctx.propagate_args(args);
     ctx.reply.int(1);
     Ok(())
@@ -170,6 +171,8 @@ pub(super) fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ks.set_expire(target, key, at);
         }
     }
+    ctx.notify_db(GENERIC, "move_from", db, key);
+    ctx.notify_db(GENERIC, "move_to", target, key);
     ctx.propagate_args(args);
     ctx.reply.int(1);
     Ok(())

@@ -420,7 +420,9 @@ fn store_items(ctx: &mut Ctx<'_>, dest: &[u8], o: &SortOptions<'_>, items: &[Ite
         ctx.state
             .keyspace
             .set(db, dest, Value::List(Shared::new(list)), false);
+        ctx.notify(crate::keyspace::events::LIST, "sortstore", dest);
     } else if ctx.state.keyspace.remove(db, dest).is_some() {
+        ctx.notify(crate::keyspace::events::GENERIC, "del", dest);
         ctx.propagate(&[b"DEL", dest]);
     }
     ctx.reply.int(len as i64);

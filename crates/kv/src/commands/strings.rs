@@ -509,6 +509,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         };
         if written {
             ctx.propagate_args(args);
+            ctx.notify(STRING, "setrange", key);
             ctx.reply.int(len_now as i64);
             return Ok(());
         }

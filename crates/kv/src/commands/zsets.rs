@@ -44,7 +44,15 @@ fn zset_create<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<&'k mu
 /// Stores `result` at `dest` (a write's destination), or deletes `dest`
 /// when the result is empty, as Redis's store variants do. Returns the
 /// stored length and whether anything changed.
-fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, bool) {
+/// Stores a STORE command's result at `dest` (deleting `dest` when the
+/// result is empty) and raises `event`, or `del` when an existing key was
+/// emptied, as Redis does.
+fn store_result(
+    ctx: &mut Ctx<'_>,
+    dest: &[u8],
+    mut result: ZSet,
+    event: &'static str,
+) -> (usize, bool) {
     let db = ctx.session.db;
     let len = result.len();
     if len <= LISTPACK_ENTRIES_MAX {
@@ -61,6 +69,9 @@ fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, boo
     }
     if len == 0 {
         let existed = ctx.state.keyspace.remove(db, dest).is_some();
+        if existed {
+            ctx.notify(crate::keyspace::events::GENERIC, "del", dest);
+        }
         return (0, existed);
     }
     ctx.state.keyspace.set(
@@ -69,6 +80,7 @@ fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, boo
         Value::ZSet(crate::types::Shared::new(result)),
         false,
     );
+    ctx.notify(ZSET, event, dest);
     (len, true)
 }
 

@@ -1,0 +1,343 @@
+//! Byte-level tests of what joins the command families: the keyspace
+//! events of commands built beside the notification API (bits, HLL, geo,
+//! SORT, DUMP/RESTORE, COPY/MOVE, sorted-set stores, list moves, blocking
+//! pops, eviction), COMMAND INFO's key ranges and key flags, and RESTORE's
+//! IDLETIME and FREQ.
+
+mod common;
+
+use common::{Raw, TestServer};
+
+/// The pmessage bytes for pattern `*`.
+fn pmessage(channel: &str, message: &str) -> Vec<u8> {
+    format!(
+        "*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n${}\r\n{channel}\r\n${}\r\n{message}\r\n",
+        channel.len(),
+        message.len()
+    )
+    .into_bytes()
+}
+
+/// Both messages of one event on `key` of database `db`.
+fn event_in(db: usize, key: &str, event: &str) -> Vec<u8> {
+    let mut out = pmessage(&format!("__keyspace@{db}__:{key}"), event);
+    out.extend(pmessage(&format!("__keyevent@{db}__:{event}"), key));
+    out
+}
+
+/// Both messages of one event on `key` of database 0.
+fn event(key: &str, name: &str) -> Vec<u8> {
+    event_in(0, key, name)
+}
+
+/// The messages of `events`, each `(key, event)` in database 0, in order.
+fn events(list: &[(&str, &str)]) -> Vec<u8> {
+    list.iter().flat_map(|(k, e)| event(k, e)).collect()
+}
+
+/// A client of `server` with every class (`KEA`) turned on, and a pattern
+/// subscriber to everything.
+fn notified(server: &TestServer) -> (Raw, Raw) {
+    let mut c = server.raw();
+    c.check(b"CONFIG SET notify-keyspace-events KEA\r\n", b"+OK\r\n");
+    let mut sub = server.raw();
+    sub.check(
+        b"PSUBSCRIBE *\r\n",
+        b"*3\r\n$10\r\npsubscribe\r\n$1\r\n*\r\n:1\r\n",
+    );
+    (c, sub)
+}
+
+/// A command as RESP, its arguments raw bytes (DUMP payloads are binary).
+fn command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend(format!("${}\r\n", a.len()).into_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// The payload of a bulk string reply.
+fn bulk_payload(reply: &[u8]) -> Vec<u8> {
+    let end = reply
+        .iter()
+        .position(|&b| b == b'\r')
+        .expect("a bulk header");
+    let len: usize = std::str::from_utf8(&reply[1..end])
+        .unwrap()
+        .parse()
+        .unwrap();
+    reply[end + 2..end + 2 + len].to_vec()
+}
+
+#[test]
+fn bit_and_hll_commands_raise_their_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    // SETBIT raises `setbit` only when the bit (or the length) changes.
+    c.check(b"SETBIT b 3 1\r\nSETBIT b 3 1\r\n", b":0\r\n:1\r\n");
+    // BITFIELD: a write on a new key, a write that changes nothing (no
+    // event), a read (no event), a refused write creating the key (none).
+    c.check(
+        b"BITFIELD bf SET u8 0 0\r\nBITFIELD bf SET u8 0 0\r\nBITFIELD bf GET u8 0\r\nBITFIELD bf2 OVERFLOW FAIL INCRBY u2 0 5\r\n",
+        b"*1\r\n:0\r\n*1\r\n:0\r\n*1\r\n:0\r\n*1\r\n$-1\r\n",
+    );
+    c.check(b"SETRANGE b 0 x\r\n", b":1\r\n");
+    c.check(
+        b"SET s abc\r\nBITOP AND d s\r\nBITOP AND d nosuch\r\nBITOP AND d nosuch\r\n",
+        b"+OK\r\n:3\r\n:0\r\n:0\r\n",
+    );
+    c.check(
+        b"PFADD h a\r\nPFADD h a\r\nPFMERGE h2 h\r\n",
+        b":1\r\n:0\r\n+OK\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("b", "setbit"),
+            ("bf", "setbit"),
+            ("b", "setrange"),
+            ("s", "set"),
+            ("d", "set"),
+            ("d", "del"),
+            ("h", "pfadd"),
+            ("h2", "pfadd"),
+        ]),
+    );
+    c.check(
+        b"INCRBYFLOAT f 1.5\r\nINCR i\r\nDECRBY i 3\r\nAPPEND s d\r\n",
+        b"$3\r\n1.5\r\n:1\r\n:-2\r\n:4\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("f", "incrbyfloat"),
+            ("i", "incrby"),
+            // Redis names every INCR/DECR form's event `incrby`.
+            ("i", "incrby"),
+            ("s", "append"),
+        ]),
+    );
+}
+
+#[test]
+fn geo_and_sort_stores_raise_their_events_or_del() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    c.check(b"GEOADD g 13 38 p\r\nGEOADD g 13 38 p\r\n", b":1\r\n:0\r\n");
+    c.check(
+        b"GEOSEARCHSTORE gd g FROMLONLAT 13 38 BYRADIUS 10 km\r\nGEORADIUS g 13 38 10 km STORE gd2\r\n",
+        b":1\r\n:1\r\n",
+    );
+    // An empty result deletes the destination; a missing source too.
+    c.check(
+        b"GEORADIUS g 0 0 1 km STORE gd2\r\nGEOSEARCHSTORE gd nosuch FROMLONLAT 0 0 BYRADIUS 1 km\r\nGEOSEARCHSTORE gd nosuch FROMLONLAT 0 0 BYRADIUS 1 km\r\n",
+        b":0\r\n:0\r\n:0\r\n",
+    );
+    c.check(
+        b"RPUSH l 3 1 2\r\nSORT l STORE st\r\nSORT nosuch STORE st\r\nSORT nosuch STORE st\r\n",
+        b":3\r\n:3\r\n:0\r\n:0\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("g", "zadd"),
+            ("gd", "geosearchstore"),
+            ("gd2", "georadiusstore"),
+            ("gd2", "del"),
+            ("gd", "del"),
+            ("l", "rpush"),
+            ("st", "sortstore"),
+            ("st", "del"),
+        ]),
+    );
+}
+
+#[test]
+fn restore_copy_and_move_raise_their_events_in_their_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    c.check(b"SET s v\r\n", b"+OK\r\n");
+    let payload = bulk_payload(&c.roundtrip_any(b"DUMP s\r\n"));
+    c.check(&command(&[b"RESTORE", b"r", b"0", &payload]), b"+OK\r\n");
+    // REPLACE with a TTL already past deletes the key it replaced.
+    c.check(
+        &command(&[b"RESTORE", b"r", b"1", &payload, b"REPLACE", b"ABSTTL"]),
+        b"+OK\r\n",
+    );
+    c.check(
+        b"COPY s c DB 2\r\nMOVE s 3\r\nCOPY c c2\r\n",
+        b":1\r\n:1\r\n:0\r\n",
+    );
+    let mut expected = events(&[("s", "set"), ("r", "restore"), ("r", "del")]);
+    expected.extend(event_in(2, "c", "copy_to"));
+    expected.extend(event_in(0, "s", "move_from"));
+    expected.extend(event_in(3, "s", "move_to"));
+    sub.check(b"", &expected);
+}
+
+#[test]
+fn sorted_set_removals_and_stores_raise_their_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    c.check(
+        b"ZADD z 1 a 2 b 3 c 4 d\r\nZREMRANGEBYSCORE z 1 1\r\nZREMRANGEBYSCORE z 9 9\r\nZREMRANGEBYLEX z [b [b\r\nZREMRANGEBYRANK z 0 -1\r\n",
+        b":4\r\n:1\r\n:0\r\n:1\r\n:2\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("z", "zadd"),
+            ("z", "zremrangebyscore"),
+            ("z", "zremrangebylex"),
+            ("z", "zremrangebyrank"),
+            ("z", "del"),
+        ]),
+    );
+    c.check(
+        b"ZADD z 1 a\r\nZUNIONSTORE u 1 z\r\nZINTERSTORE i 1 z\r\nZDIFFSTORE d 1 z\r\nZRANGESTORE r z 0 -1\r\n",
+        b":1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("z", "zadd"),
+            ("u", "zunionstore"),
+            ("i", "zinterstore"),
+            ("d", "zdiffstore"),
+            ("r", "zrangestore"),
+        ]),
+    );
+    // An empty result deletes an existing destination (`del`) and raises
+    // nothing for a missing one; ZINTERCARD raises nothing.
+    c.check(
+        b"ZUNIONSTORE u 1 nosuch\r\nZINTERSTORE i 2 z nosuch\r\nZDIFFSTORE d 2 z z\r\nZRANGESTORE r nosuch 0 -1\r\nZRANGESTORE r nosuch 0 -1\r\nZINTERCARD 1 z\r\nSINTERCARD 1 nosuch\r\nSET end 1\r\n",
+        b":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:1\r\n:0\r\n+OK\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("u", "del"),
+            ("i", "del"),
+            ("d", "del"),
+            ("r", "del"),
+            ("end", "set"),
+        ]),
+    );
+}
+
+#[test]
+fn list_moves_and_multi_pops_raise_pop_then_push_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    // LMOVE raises the push on the destination, then the pop, then `del`
+    // of an emptied source.
+    c.check(
+        b"RPUSH src x\r\nLMOVE src dst LEFT RIGHT\r\nLMOVE nosuch dst LEFT RIGHT\r\nRPOPLPUSH dst dst\r\n",
+        b":1\r\n$1\r\nx\r\n$-1\r\n$1\r\nx\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("src", "rpush"),
+            ("dst", "rpush"),
+            ("src", "lpop"),
+            ("src", "del"),
+            ("dst", "lpush"),
+            ("dst", "rpop"),
+        ]),
+    );
+    c.check(
+        b"RPUSH l a b c\r\nLMPOP 2 nosuch l RIGHT COUNT 2\r\nLMPOP 1 l LEFT COUNT 5\r\n",
+        b":3\r\n*2\r\n$1\r\nl\r\n*2\r\n$1\r\nc\r\n$1\r\nb\r\n*2\r\n$1\r\nl\r\n*1\r\n$1\r\na\r\n",
+    );
+    c.check(
+        b"ZADD z 1 a 2 b\r\nZMPOP 1 z MAX\r\nZMPOP 1 z MIN COUNT 9\r\n",
+        b":2\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n",
+    );
+    sub.check(
+        b"",
+        &events(&[
+            ("l", "rpush"),
+            ("l", "rpop"),
+            ("l", "lpop"),
+            ("l", "del"),
+            ("z", "zadd"),
+            ("z", "zpopmax"),
+            ("z", "zpopmin"),
+            ("z", "del"),
+        ]),
+    );
+}
+
+#[test]
+fn served_blocking_pops_raise_their_non_blocking_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    // Blocked clients are confirmed blocked (CLIENT LIST counts them)
+    // before the pushes that serve them.
+    let mut b1 = server.raw();
+    let mut b2 = server.raw();
+    let mut b3 = server.raw();
+    let mut b4 = server.raw();
+    let blocking: [(&mut Raw, &[u8]); 4] = [
+        (&mut b1, b"BLMOVE bl dst RIGHT LEFT 0\r\n"),
+        (&mut b2, b"BZPOPMIN bz 0\r\n"),
+        (&mut b3, b"BLMPOP 0 1 bm LEFT COUNT 3\r\n"),
+        (&mut b4, b"BLPOP bp 0\r\n"),
+    ];
+    for (client, cmd) in blocking {
+        client.check(cmd, b"");
+    }
+    loop {
+        let info = c.roundtrip_any(b"INFO clients\r\n");
+        if String::from_utf8_lossy(&info).contains("blocked_clients:4") {
+            break;
+        }
+    }
+    c.check(
+        b"RPUSH bl a b\r\nZADD bz 1 a\r\nRPUSH bm a b\r\nRPUSH bp a\r\n",
+        b":2\r\n:1\r\n:2\r\n:1\r\n",
+    );
+    b1.check(b"", b"$1\r\nb\r\n");
+    b2.check(b"", b"*3\r\n$2\r\nbz\r\n$1\r\na\r\n$1\r\n1\r\n");
+    b3.check(b"", b"*2\r\n$2\r\nbm\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    b4.check(b"", b"*2\r\n$2\r\nbp\r\n$1\r\na\r\n");
+    sub.check(
+        b"",
+        &events(&[
+            ("bl", "rpush"),
+            ("dst", "lpush"),
+            ("bl", "rpop"),
+            ("bz", "zadd"),
+            ("bz", "zpopmin"),
+            ("bz", "del"),
+            ("bm", "rpush"),
+            ("bm", "lpop"),
+            ("bm", "del"),
+            ("bp", "rpush"),
+            ("bp", "lpop"),
+            ("bp", "del"),
+        ]),
+    );
+}
+
+#[test]
+fn evicted_keys_raise_evicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let (mut c, mut sub) = notified(&server);
+    c.check(
+        b"SET k v\r\nCONFIG SET maxmemory-policy allkeys-lru\r\nCONFIG SET maxmemory 1\r\nDBSIZE\r\nCONFIG SET maxmemory 0\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n:0\r\n+OK\r\n",
+    );
+    sub.check(b"", &events(&[("k", "set"), ("k", "evicted")]));
+}
