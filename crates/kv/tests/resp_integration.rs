@@ -341,3 +341,40 @@ fn evicted_keys_raise_evicted() {
     );
     sub.check(b"", &events(&[("k", "set"), ("k", "evicted")]));
 }
+
+/// The integer of an integer reply.
+fn int_of(reply: &[u8]) -> i64 {
+    let text = String::from_utf8_lossy(reply);
+    text.trim()
+        .strip_prefix(':')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an integer reply: {text:?}"))
+}
+
+#[test]
+fn restore_idletime_and_freq_set_the_access_clock_under_their_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"SET s v\r\n", b"+OK\r\n");
+    let payload = bulk_payload(&c.roundtrip_any(b"DUMP s\r\n"));
+    let restore = |key: &[u8], option: &[u8], value: &[u8]| {
+        command(&[b"RESTORE", key, b"0", &payload, option, value])
+    };
+    // Under an LRU (or no) policy IDLETIME counts; FREQ is ignored.
+    c.check(&restore(b"a", b"IDLETIME", b"1000"), b"+OK\r\n");
+    let idle = int_of(&c.roundtrip_any(b"OBJECT IDLETIME a\r\n"));
+    assert!((1000..=1002).contains(&idle), "idle {idle}");
+    c.check(&restore(b"b", b"FREQ", b"100"), b"+OK\r\n");
+    c.check(b"OBJECT IDLETIME b\r\n", b":0\r\n");
+    // Under an LFU policy FREQ counts (no decay here); IDLETIME is
+    // ignored, the key keeping a new key's counter.
+    c.check(
+        b"CONFIG SET maxmemory-policy allkeys-lfu\r\nCONFIG SET lfu-decay-time 0\r\n",
+        b"+OK\r\n+OK\r\n",
+    );
+    c.check(&restore(b"c", b"FREQ", b"100"), b"+OK\r\n");
+    c.check(b"OBJECT FREQ c\r\n", b":100\r\n");
+    c.check(&restore(b"d", b"IDLETIME", b"1000"), b"+OK\r\n");
+    c.check(b"OBJECT FREQ d\r\n", b":5\r\n");
+}
