@@ -378,3 +378,45 @@ fn restore_idletime_and_freq_set_the_access_clock_under_their_policy() {
     c.check(&restore(b"d", b"IDLETIME", b"1000"), b"+OK\r\n");
     c.check(b"OBJECT FREQ d\r\n", b":5\r\n");
 }
+
+#[test]
+fn command_info_reports_legacy_ranges_flags_and_categories_as_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    // Each reply is checked up to its ACL categories, on its own
+    // connection (the rest of the reply is left unread).
+    let prefixes: [(&[u8], &[u8]); 6] = [
+        (
+            b"COMMAND INFO zunionstore\r\n",
+            b"*1\r\n*10\r\n$11\r\nzunionstore\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@sortedset\r\n+@slow\r\n",
+        ),
+        (
+            b"COMMAND INFO sort\r\n",
+            b"*1\r\n*10\r\n$4\r\nsort\r\n:-2\r\n*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n*6\r\n+@write\r\n+@set\r\n+@sortedset\r\n+@list\r\n+@slow\r\n+@dangerous\r\n",
+        ),
+        (
+            b"COMMAND INFO georadius\r\n",
+            b"*1\r\n*10\r\n$9\r\ngeoradius\r\n:-6\r\n*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n",
+        ),
+        (
+            b"COMMAND INFO lmpop\r\n",
+            b"*1\r\n*10\r\n$5\r\nlmpop\r\n:-4\r\n*2\r\n+write\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n",
+        ),
+        (
+            b"COMMAND INFO del\r\n",
+            b"*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n*3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n",
+        ),
+        (
+            b"COMMAND INFO ping\r\n",
+            b"*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n*1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n+@connection\r\n",
+        ),
+    ];
+    for (input, prefix) in prefixes {
+        server.raw().check(input, prefix);
+    }
+    // The finder still decides the keys.
+    server.raw().check(
+        b"COMMAND GETKEYS ZUNIONSTORE dst 2 a b WEIGHTS 1 2\r\n",
+        b"*3\r\n$3\r\ndst\r\n$1\r\na\r\n$1\r\nb\r\n",
+    );
+}

@@ -163,7 +163,7 @@ fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &Comman
     for n in names {
         r.simple(n);
     }
-    let (first, last, step) = spec.keys.legacy();
+    let (first, last, step) = spec.legacy_keys();
     r.int(i64::from(first));
     r.int(i64::from(last));
     r.int(i64::from(step));
@@ -431,11 +431,11 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 /// COMMAND's subcommands.
 #[rustfmt::skip]
 static COMMAND: &[CommandSpec] = &[
-    cmd!("count", 2, LOADING | STALE, K0, "server", "Counts the commands.", count),
-    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list),
-    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info),
-    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs),
-    cmd!("getkeys", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line.", getkeys),
-    cmd!("getkeysandflags", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line with their flags.", getkeysandflags),
-    cmd!("help", 2, LOADING | STALE, K0, "server", "Explains COMMAND's subcommands.", help),
+    cmd!("count", 2, LOADING | STALE, K0, "server", "Counts the commands.", count).with_acl(acl::CONNECTION),
+    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list).with_acl(acl::CONNECTION),
+    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info).with_acl(acl::CONNECTION),
+    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs).with_acl(acl::CONNECTION),
+    cmd!("getkeys", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line.", getkeys).with_acl(acl::CONNECTION),
+    cmd!("getkeysandflags", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line with their flags.", getkeysandflags).with_acl(acl::CONNECTION),
+    cmd!("help", 2, LOADING | STALE, K0, "server", "Explains COMMAND's subcommands.", help).with_acl(acl::CONNECTION),
 ];

@@ -264,6 +264,7 @@ pub mod acl {
             "stream" => Some("stream"),
             "pubsub" => Some("pubsub"),
             "transactions" => Some("transaction"),
+            "connection" => Some("connection"),
             "scripting" => Some("scripting"),
             _ => None,
         };

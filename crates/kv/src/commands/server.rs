@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use super::acl;
 use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
@@ -239,14 +240,14 @@ static FUNCTION: &[CommandSpec] = &[
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("info", -1, RANDOM, K0, "server", "Returns server information.", info),
+    cmd!("info", -1, RANDOM | LOADING | STALE, K0, "server", "Returns server information.", info).with_acl(acl::DANGEROUS),
     cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
-    cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
-    cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
-    cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
+    cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("time", 1, C | RANDOM | LOADING | STALE, K0, "server", "Returns the server time.", time),
     cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
-    cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
+    cmd!("bgrewriteaof", 1, ADMIN | NO_ASYNC_LOADING | NOSCRIPT, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
 ];
 
 /// CONFIG's subcommands.

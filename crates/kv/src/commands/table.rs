@@ -133,6 +133,11 @@ pub struct CommandSpec {
     pub since: &'static str,
     /// Its time complexity, for COMMAND DOCS (empty: not stated).
     pub complexity: &'static str,
+    /// For movable keys ([`Keys::Find`]), the `(first, last, step)`
+    /// COMMAND INFO still reports, as Redis does from its first key
+    /// specification when that one is a plain index (ZUNIONSTORE's
+    /// destination, SORT's source); `(0, 0, 0)` otherwise.
+    pub movable_range: (i32, i32, i32),
 }
 
 /// Flags of a key specification, as COMMAND INFO and COMMAND
@@ -221,6 +226,28 @@ impl CommandSpec {
         self
     }
 
+    /// The same spec with movable keys found by `find` and the legacy
+    /// `(first, last, step)` COMMAND INFO reports for them
+    /// ([`CommandSpec::movable_range`]); `find` alone says where the keys
+    /// are.
+    pub const fn with_key_finder_and_range(
+        mut self,
+        find: KeyFinder,
+        range: (i32, i32, i32),
+    ) -> CommandSpec {
+        self.keys = Keys::Find(find);
+        self.movable_range = range;
+        self
+    }
+
+    /// The `(first, last, step)` COMMAND INFO reports.
+    pub fn legacy_keys(&self) -> (i32, i32, i32) {
+        match self.keys {
+            Keys::Find(_) => self.movable_range,
+            keys => keys.legacy(),
+        }
+    }
+
     /// Whether it has flag bits `bits` (any of them).
     pub fn has(&self, bits: u32) -> bool {
         self.flags & bits != 0
@@ -264,6 +291,7 @@ macro_rules! cmd {
             key_flags: &[],
             since: "",
             complexity: "",
+            movable_range: (0, 0, 0),
         }
     };
 }

@@ -445,8 +445,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("zinter", -3, R, K0, "sorted-set", "Returns the intersection of sorted sets.", zinter).with_key_finder(ZREAD_KEYS),
     cmd!("zdiff", -3, R, K0, "sorted-set", "Returns the difference of sorted sets.", zdiff).with_key_finder(ZREAD_KEYS),
     cmd!("zintercard", -3, R, K0, "sorted-set", "Counts the intersection of sorted sets.", zintercard).with_key_finder(ZREAD_KEYS),
-    cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder(ZSTORE_KEYS),
-    cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder(ZSTORE_KEYS),
-    cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder(ZSTORE_KEYS),
+    cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder_and_range(ZSTORE_KEYS, K1),
+    cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder_and_range(ZSTORE_KEYS, K1),
+    cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder_and_range(ZSTORE_KEYS, K1),
     cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan),
 ];
