@@ -420,3 +420,54 @@ fn command_info_reports_legacy_ranges_flags_and_categories_as_redis() {
         b"*3\r\n$3\r\ndst\r\n$1\r\na\r\n$1\r\nb\r\n",
     );
 }
+
+/// A key specification's `begin_search` at index `at`.
+fn begin_index(at: i64) -> String {
+    format!("$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:{at}\r\n")
+}
+
+/// A key specification's `find_keys` of one key.
+const FIND_ONE: &str = "$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n";
+
+#[test]
+fn command_info_describes_movable_key_specifications() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let keynum = "$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n*6\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n";
+    let zunionstore = format!(
+        "*1\r\n*10\r\n$11\r\nzunionstore\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@sortedset\r\n+@slow\r\n*0\r\n*2\r\n\
+         *6\r\n$5\r\nflags\r\n*2\r\n+OW\r\n+update\r\n{}{FIND_ONE}\
+         *6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n{}{keynum}*0\r\n",
+        begin_index(1),
+        begin_index(2)
+    );
+    server
+        .raw()
+        .check(b"COMMAND INFO zunionstore\r\n", zunionstore.as_bytes());
+    let keyword = |word: &str| {
+        format!(
+            "$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n$4\r\nspec\r\n*4\r\n$7\r\nkeyword\r\n${}\r\n{word}\r\n$9\r\nstartfrom\r\n:6\r\n",
+            word.len()
+        )
+    };
+    let georadius = format!(
+        "*1\r\n*10\r\n$9\r\ngeoradius\r\n:-6\r\n*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@geo\r\n+@slow\r\n*0\r\n*3\r\n\
+         *6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n{}{FIND_ONE}\
+         *6\r\n$5\r\nflags\r\n*2\r\n+OW\r\n+update\r\n{}{FIND_ONE}\
+         *6\r\n$5\r\nflags\r\n*2\r\n+OW\r\n+update\r\n{}{FIND_ONE}*0\r\n",
+        begin_index(1),
+        keyword("STORE"),
+        keyword("STOREDIST")
+    );
+    server
+        .raw()
+        .check(b"COMMAND INFO georadius\r\n", georadius.as_bytes());
+    let blmpop = format!(
+        "*1\r\n*10\r\n$6\r\nblmpop\r\n:-5\r\n*3\r\n+write\r\n+blocking\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n*4\r\n+@write\r\n+@list\r\n+@slow\r\n+@blocking\r\n*0\r\n*1\r\n\
+         *6\r\n$5\r\nflags\r\n*3\r\n+RW\r\n+access\r\n+delete\r\n{}{keynum}*0\r\n",
+        begin_index(2)
+    );
+    server
+        .raw()
+        .check(b"COMMAND INFO blmpop\r\n", blmpop.as_bytes());
+}

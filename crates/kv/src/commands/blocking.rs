@@ -509,10 +509,10 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("brpop", -3, BW, (1, -2, 1), "list", "Pops the last element of the first non-empty list, or blocks.", brpop),
     cmd!("blmove", 6, BW | DENYOOM, (1, 2, 1), "list", "Moves an element between lists, or blocks.", blmove),
     cmd!("brpoplpush", 4, BW | DENYOOM, (1, 2, 1), "list", "Moves the last element to another list's head, or blocks.", brpoplpush),
-    cmd!("blmpop", -5, WRITE | BLOCKING, K0, "list", "Pops elements from the first non-empty list, or blocks.", blmpop).with_key_finder(blmpop_keys),
+    cmd!("blmpop", -5, WRITE | BLOCKING, K0, "list", "Pops elements from the first non-empty list, or blocks.", blmpop).with_key_finder(blmpop_keys).with_key_searches(&[keynum_at(2)]),
     cmd!("bzpopmin", -3, BW | FAST, (1, -2, 1), "sorted-set", "Pops the lowest member of the first non-empty sorted set, or blocks.", bzpopmin),
     cmd!("bzpopmax", -3, BW | FAST, (1, -2, 1), "sorted-set", "Pops the highest member of the first non-empty sorted set, or blocks.", bzpopmax),
-    cmd!("bzmpop", -5, WRITE | BLOCKING, K0, "sorted-set", "Pops members from the first non-empty sorted set, or blocks.", bzmpop).with_key_finder(blmpop_keys),
-    cmd!("zmpop", -4, WRITE, K0, "sorted-set", "Pops members from the first non-empty sorted set.", zmpop).with_key_finder(zmpop_keys),
+    cmd!("bzmpop", -5, WRITE | BLOCKING, K0, "sorted-set", "Pops members from the first non-empty sorted set, or blocks.", bzmpop).with_key_finder(blmpop_keys).with_key_searches(&[keynum_at(2)]),
+    cmd!("zmpop", -4, WRITE, K0, "sorted-set", "Pops members from the first non-empty sorted set.", zmpop).with_key_finder(zmpop_keys).with_key_searches(&[keynum_at(1)]),
     cmd!("wait", 3, NOSCRIPT, K0, "generic", "Waits for replicas to acknowledge writes.", wait).with_acl(super::acl::CONNECTION),
 ];

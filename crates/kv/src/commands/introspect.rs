@@ -103,13 +103,23 @@ fn key_flag_names(bits: u16) -> Vec<&'static str> {
 /// One key specification: `flags`, `begin_search`, `find_keys`. Range keys
 /// split across specifications as Redis splits them: each but the last
 /// names one key, the last runs to the range's end.
-fn key_spec(r: &mut ReplyBuf, keys: Keys, flags: u16, nth: usize, count: usize) {
+fn key_spec(
+    r: &mut ReplyBuf,
+    (keys, search): (Keys, Option<&KeySearch>),
+    flags: u16,
+    nth: usize,
+    count: usize,
+) {
     r.map(3);
     r.bulk(b"flags");
     let names = key_flag_names(flags);
     r.set(names.len());
     for n in names {
         r.simple(n);
+    }
+    if let Some(search) = search {
+        movable_search(r, search);
+        return;
     }
     let Keys::Range(first, last, step) = keys else {
         for part in ["begin_search", "find_keys"] {
@@ -152,6 +162,54 @@ fn key_spec(r: &mut ReplyBuf, keys: Keys, flags: u16, nth: usize, count: usize) 
     r.int(0);
 }
 
+/// `begin_search` and `find_keys` of a movable key specification.
+fn movable_search(r: &mut ReplyBuf, (begin, find): &KeySearch) {
+    let unknown = |r: &mut ReplyBuf| {
+        r.bulk(b"type");
+        r.bulk(b"unknown");
+        r.bulk(b"spec");
+        r.map(0);
+    };
+    r.bulk(b"begin_search");
+    r.map(2);
+    match *begin {
+        BeginSearch::Index(at) => {
+            r.bulk(b"type");
+            r.bulk(b"index");
+            r.bulk(b"spec");
+            r.map(1);
+            r.bulk(b"index");
+            r.int(i64::from(at));
+        }
+        BeginSearch::Keyword(word, from) => {
+            r.bulk(b"type");
+            r.bulk(b"keyword");
+            r.bulk(b"spec");
+            r.map(2);
+            r.bulk(b"keyword");
+            r.bulk(word.as_bytes());
+            r.bulk(b"startfrom");
+            r.int(i64::from(from));
+        }
+        BeginSearch::Unknown => unknown(r),
+    }
+    r.bulk(b"find_keys");
+    r.map(2);
+    let (kind, names, values) = match *find {
+        FindKeys::Range(a, b, c) => ("range", ["lastkey", "keystep", "limit"], [a, b, c]),
+        FindKeys::Keynum(a, b, c) => ("keynum", ["keynumidx", "firstkey", "keystep"], [a, b, c]),
+        FindKeys::Unknown => return unknown(r),
+    };
+    r.bulk(b"type");
+    r.bulk(kind.as_bytes());
+    r.bulk(b"spec");
+    r.map(3);
+    for (name, value) in names.iter().zip(values) {
+        r.bulk(name.as_bytes());
+        r.int(i64::from(value));
+    }
+}
+
 /// COMMAND INFO's ten elements for one command or subcommand.
 fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &CommandSpec) {
     let full = full_name(container, spec);
@@ -176,7 +234,11 @@ fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &Comman
     let specs = spec_key_flags(&full, spec);
     r.array(specs.len());
     for (nth, &flags) in specs.iter().enumerate() {
-        key_spec(r, spec.keys, flags, nth, specs.len());
+        let search = match spec.keys {
+            Keys::Find(_) => spec.key_searches.get(nth),
+            _ => None,
+        };
+        key_spec(r, (spec.keys, search), flags, nth, specs.len());
     }
     r.array(spec.subcommands.len());
     for sub in spec.subcommands {

@@ -614,5 +614,5 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("lmove", 5, W, (1, 2, 1), "list", "Moves an element between lists.", lmove),
     cmd!("rpoplpush", 3, W, (1, 2, 1), "list", "Moves the last element to the head of another list.", rpoplpush),
     cmd!("lpos", -3, R, K1, "list", "Returns the positions of matching elements.", lpos),
-    cmd!("lmpop", -4, WRITE, K0, "list", "Pops elements from the first non-empty list.", lmpop).with_key_finder(lmpop_keys),
+    cmd!("lmpop", -4, WRITE, K0, "list", "Pops elements from the first non-empty list.", lmpop).with_key_finder(lmpop_keys).with_key_searches(&[keynum_at(1)]),
 ];

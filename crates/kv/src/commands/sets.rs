@@ -437,7 +437,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("sinter", -2, R, KALL, "set", "Intersects sets.", sinter),
     cmd!("sunion", -2, R, KALL, "set", "Unites sets.", sunion),
     cmd!("sdiff", -2, R, KALL, "set", "Subtracts sets.", sdiff),
-    cmd!("sintercard", -3, R, K0, "set", "Counts an intersection.", sintercard).with_key_finder(SINTERCARD_KEYS),
+    cmd!("sintercard", -3, R, K0, "set", "Counts an intersection.", sintercard).with_key_finder(SINTERCARD_KEYS).with_key_searches(&[keynum_at(1)]),
     cmd!("sinterstore", -3, W, KALL, "set", "Stores an intersection.", sinterstore),
     cmd!("sunionstore", -3, W, KALL, "set", "Stores a union.", sunionstore),
     cmd!("sdiffstore", -3, W, KALL, "set", "Stores a difference.", sdiffstore),

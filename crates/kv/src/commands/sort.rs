@@ -474,9 +474,11 @@ fn sort_ro_keys(args: &Args<'_>, out: &mut Vec<usize>) {
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("sort", -2, W, K1, "generic", "Sorts a list, set or sorted set, or stores the result.", sort)
-        .with_key_finder_and_range(sort_keys, K1).with_acl(SORT_ACL),
+        .with_key_finder_and_range(sort_keys, K1)
+        .with_key_searches(&[one_at(1), UNKNOWN_KEYS, UNKNOWN_KEYS]).with_acl(SORT_ACL),
     cmd!("sort_ro", -2, R, K1, "generic", "Sorts a list, set or sorted set.", sort_ro)
         .with_key_finder_and_range(sort_ro_keys, K1)
+        .with_key_searches(&[one_at(1), UNKNOWN_KEYS])
         .with_acl(SORT_ACL),
 ];
 
