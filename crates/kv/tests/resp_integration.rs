@@ -471,3 +471,22 @@ fn command_info_describes_movable_key_specifications() {
         .raw()
         .check(b"COMMAND INFO blmpop\r\n", blmpop.as_bytes());
 }
+
+#[test]
+fn getkeysandflags_resolves_bitfield_and_skips_shard_channels() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"COMMAND GETKEYSANDFLAGS BITFIELD k GET u8 0 OVERFLOW SAT\r\n",
+        b"*1\r\n*2\r\n$1\r\nk\r\n*2\r\n+RO\r\n+access\r\n",
+    );
+    c.check(
+        b"COMMAND GETKEYSANDFLAGS BITFIELD k GET u8 0 INCRBY u8 0 1\r\n",
+        b"*1\r\n*2\r\n$1\r\nk\r\n*3\r\n+RW\r\n+access\r\n+update\r\n",
+    );
+    c.check(
+        b"COMMAND GETKEYSANDFLAGS SPUBLISH c m\r\nCOMMAND GETKEYS SSUBSCRIBE c\r\n",
+        b"-ERR The command has no key arguments\r\n-ERR The command has no key arguments\r\n",
+    );
+}

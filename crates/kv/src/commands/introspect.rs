@@ -74,10 +74,37 @@ fn flags_of_key(full: &str, specs: &[u16], args: &Args<'_>, nth: usize, pos: usi
                 kf::OW | kf::UPDATE
             }
         }
+        // BITFIELD only reads when every operation is a GET (OVERFLOW
+        // aside); anything else, a syntax error included, counts as a
+        // write, as Redis decides.
+        "bitfield" if flags & VARIABLE_FLAGS != 0 => {
+            if bitfield_reads_only(args) {
+                kf::RO | kf::ACCESS
+            } else {
+                kf::RW | kf::ACCESS | kf::UPDATE
+            }
+        }
         // SORT's STORE destination is the third specification.
         "sort" if nth > 0 && after_store => specs.get(2).copied().unwrap_or(flags),
         _ => flags & !VARIABLE_FLAGS,
     }
+}
+
+/// Whether a BITFIELD command line has only GET (and OVERFLOW) operations.
+fn bitfield_reads_only(args: &Args<'_>) -> bool {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let word = args.get(i);
+        if word.eq_ignore_ascii_case(b"GET") && left >= 2 {
+            i += 3;
+        } else if word.eq_ignore_ascii_case(b"OVERFLOW") && left >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 fn flag_names(spec: &CommandSpec) -> Vec<&'static str> {
@@ -391,7 +418,14 @@ fn named_command(sub: &Args<'_>) -> Result<(&'static CommandSpec, String), CmdEr
     } else {
         (Some(top), top.subcommand(sub.get(1)).ok_or_else(invalid)?)
     };
-    if matches!(spec.keys, Keys::None) {
+    let full = full_name(container, spec);
+    // Key specifications that all name something other than keys
+    // (SPUBLISH's shard channel) count as none, as in Redis.
+    let only_not_keys = {
+        let specs = spec_key_flags(&full, spec);
+        !specs.is_empty() && specs.iter().all(|f| f & kf::NOT_KEY != 0)
+    };
+    if matches!(spec.keys, Keys::None) || only_not_keys {
         return Err(Cow::Borrowed("ERR The command has no key arguments"));
     }
     if !spec.arity_ok(sub.len()) {
@@ -399,7 +433,7 @@ fn named_command(sub: &Args<'_>) -> Result<(&'static CommandSpec, String), CmdEr
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    Ok((spec, full_name(container, spec)))
+    Ok((spec, full))
 }
 
 /// The positions of the keys in `args` (a whole command line), as the
