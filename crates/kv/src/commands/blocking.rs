@@ -514,5 +514,5 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("bzpopmax", -3, BW | FAST, (1, -2, 1), "sorted-set", "Pops the highest member of the first non-empty sorted set, or blocks.", bzpopmax),
     cmd!("bzmpop", -5, WRITE | BLOCKING, K0, "sorted-set", "Pops members from the first non-empty sorted set, or blocks.", bzmpop).with_key_finder(blmpop_keys).with_key_searches(&[keynum_at(2)]),
     cmd!("zmpop", -4, WRITE, K0, "sorted-set", "Pops members from the first non-empty sorted set.", zmpop).with_key_finder(zmpop_keys).with_key_searches(&[keynum_at(1)]),
-    cmd!("wait", 3, NOSCRIPT, K0, "generic", "Waits for replicas to acknowledge writes.", wait).with_acl(super::acl::CONNECTION),
+    cmd!("wait", 3, NOSCRIPT, K0, "generic", "Waits for replicas to acknowledge writes.", wait).with_tips(&["request_policy:all_shards", "response_policy:agg_min"]).with_acl(super::acl::CONNECTION),
 ];

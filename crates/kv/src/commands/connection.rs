@@ -211,7 +211,7 @@ pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("ping", -1, C, K0, "connection", "Returns PONG.", ping),
+    cmd!("ping", -1, C, K0, "connection", "Returns PONG.", ping).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     cmd!("echo", 2, C | LOADING | STALE, K0, "connection", "Returns its argument.", echo),
     cmd!("select", 2, C | LOADING | STALE, K0, "connection", "Selects a database.", select),
     cmd!("swapdb", 3, WRITE | FAST | WHOLE_DB, K0, "server", "Swaps two databases.", swapdb).with_acl(acl::DANGEROUS | acl::KEYSPACE),

@@ -143,7 +143,7 @@ fn log_restore(ctx: &mut Ctx<'_>, args: &Args<'_>, o: &RestoreOptions, at: Optio
 /// The commands this file implements.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("dump", 2, R, K1, "generic", "Serialises a key's value as Redis does.", dump).with_acl(acl::KEYSPACE),
+    cmd!("dump", 2, R, K1, "generic", "Serialises a key's value as Redis does.", dump).with_tips(&["nondeterministic_output"]).with_acl(acl::KEYSPACE),
     cmd!("restore", -4, W, K1, "generic", "Creates a key from a DUMP payload.", restore).with_acl(acl::KEYSPACE)
         .with_acl(acl::DANGEROUS),
 ];

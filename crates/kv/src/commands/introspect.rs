@@ -257,7 +257,10 @@ fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &Comman
     for c in categories {
         r.simple(&format!("@{c}"));
     }
-    r.set(0);
+    r.set(spec.tips.len());
+    for tip in spec.tips {
+        r.bulk(tip.as_bytes());
+    }
     let specs = spec_key_flags(&full, spec);
     r.array(specs.len());
     for (nth, &flags) in specs.iter().enumerate() {
@@ -520,7 +523,7 @@ fn help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes every command.", command)
+    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes every command.", command).with_tips(&["nondeterministic_output_order"])
         .with_subcommands(COMMAND).with_acl(acl::bit("connection")),
 ];
 
@@ -528,9 +531,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 #[rustfmt::skip]
 static COMMAND: &[CommandSpec] = &[
     cmd!("count", 2, LOADING | STALE, K0, "server", "Counts the commands.", count).with_acl(acl::CONNECTION),
-    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list).with_acl(acl::CONNECTION),
-    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info).with_acl(acl::CONNECTION),
-    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs).with_acl(acl::CONNECTION),
+    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
+    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
+    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
     cmd!("getkeys", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line.", getkeys).with_acl(acl::CONNECTION),
     cmd!("getkeysandflags", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line with their flags.", getkeysandflags).with_acl(acl::CONNECTION),
     cmd!("help", 2, LOADING | STALE, K0, "server", "Explains COMMAND's subcommands.", help).with_acl(acl::CONNECTION),

@@ -170,6 +170,9 @@ pub struct CommandSpec {
     /// of [`CommandSpec::key_flags`] (empty: COMMAND INFO says
     /// `unknown`). Only COMMAND INFO reads it; the finder places keys.
     pub key_searches: &'static [KeySearch],
+    /// COMMAND INFO's tips for clients and proxies
+    /// (`nondeterministic_output`, `request_policy:all_shards`...).
+    pub tips: &'static [&'static str],
 }
 
 /// Flags of a key specification, as COMMAND INFO and COMMAND
@@ -279,6 +282,12 @@ impl CommandSpec {
         self
     }
 
+    /// The same spec with COMMAND INFO's tips ([`CommandSpec::tips`]).
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> CommandSpec {
+        self.tips = tips;
+        self
+    }
+
     /// The `(first, last, step)` COMMAND INFO reports.
     pub fn legacy_keys(&self) -> (i32, i32, i32) {
         match self.keys {
@@ -332,6 +341,7 @@ macro_rules! cmd {
             complexity: "",
             movable_range: (0, 0, 0),
             key_searches: &[],
+            tips: &[],
         }
     };
 }

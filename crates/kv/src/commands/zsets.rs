@@ -440,7 +440,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("zremrangebylex", 4, WRITE, K1, "sorted-set", "Removes members in a name range.", zremrangebylex),
     cmd!("zpopmin", -2, D, K1, "sorted-set", "Removes and returns the lowest members.", zpopmin),
     cmd!("zpopmax", -2, D, K1, "sorted-set", "Removes and returns the highest members.", zpopmax),
-    cmd!("zrandmember", -2, READONLY | RANDOM, K1, "sorted-set", "Returns random members.", zrandmember),
+    cmd!("zrandmember", -2, READONLY | RANDOM, K1, "sorted-set", "Returns random members.", zrandmember).with_tips(&["nondeterministic_output"]),
     cmd!("zunion", -3, R, K0, "sorted-set", "Returns the union of sorted sets.", zunion).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
     cmd!("zinter", -3, R, K0, "sorted-set", "Returns the intersection of sorted sets.", zinter).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
     cmd!("zdiff", -3, R, K0, "sorted-set", "Returns the difference of sorted sets.", zdiff).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
@@ -448,5 +448,5 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
     cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
     cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
-    cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan),
+    cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan).with_tips(&["nondeterministic_output"]),
 ];
