@@ -127,6 +127,12 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 })?;
             }
             ctx.state.config = next;
+            // A lower maxmemory evicts at once, as Redis's eviction timer
+            // starts right after CONFIG SET (the `evicted` events go out
+            // without waiting for another command).
+            if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+                super::memory::perform_evictions(ctx);
+            }
             ctx.reply.ok();
         }
         b"RESETSTAT" if args.len() == 2 => {
