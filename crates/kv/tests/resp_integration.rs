@@ -507,3 +507,20 @@ fn command_info_carries_redis_tips() {
         b"*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n*3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n*2\r\n$26\r\nrequest_policy:multi_shard\r\n$23\r\nresponse_policy:agg_sum\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RM\r\n+delete\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n",
     );
 }
+
+#[test]
+fn debug_quicklist_packed_threshold_takes_any_size_up_to_4gb_less_1mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    c.check(
+        b"DEBUG QUICKLIST-PACKED-THRESHOLD 1b\r\nDEBUG QUICKLIST-PACKED-THRESHOLD 0\r\nDEBUG QUICKLIST-PACKED-THRESHOLD 4293918720\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n",
+    );
+    c.check(
+        b"DEBUG QUICKLIST-PACKED-THRESHOLD 4293918721\r\nDEBUG QUICKLIST-PACKED-THRESHOLD x\r\n",
+        b"-ERR argument must be a memory value bigger than 1 and smaller than 4gb\r\n-ERR argument must be a memory value bigger than 1 and smaller than 4gb\r\n",
+    );
+}

@@ -159,7 +159,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (b"QUICKLIST-PACKED-THRESHOLD", 3) => {
             let text = String::from_utf8_lossy(args.get(2));
             match parse_memory(&text) {
-                Some(n) if n > 1 && n < (4 << 30) => ctx.reply.ok(),
+                // As Redis: anything up to 4 GB less 1 MB (0 restores the
+                // default), even 1 byte.
+                Some(n) if n <= (1 << 32) - (1 << 20) => ctx.reply.ok(),
                 _ => {
                     return Err(Cow::Borrowed(
                         "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
