@@ -264,6 +264,11 @@ proptest! {
             if !spec.arity_ok(line.len()) || matches!(spec.keys, ferrite_kv::commands::Keys::None) {
                 continue;
             }
+            // Shard channels sit where keys would (for the slot), but
+            // COMMAND GETKEYS reports no keys for them, as Redis.
+            if matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe") {
+                continue;
+            }
             let ranges: Vec<(usize, usize)> = {
                 let mut at = 0;
                 line.iter().map(|a| { let r = (at, at + a.len()); at += a.len(); r }).collect()

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use super::strings::get_str;
 use super::table::*;
 use super::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::{GENERIC, STRING};
 use crate::resp::Args;
 use crate::types::number::parse_i64;
 use crate::types::Value;
@@ -107,6 +108,7 @@ pub(super) fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let key = args.get(1);
     if let Some(old) = setbit_in_place(ctx, key, offset, on) {
         if old != on {
+            ctx.notify(STRING, "setbit", key);
             ctx.propagate_args(args);
         }
         ctx.reply.int(i64::from(old));
@@ -119,6 +121,7 @@ pub(super) fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if grew || old != on {
         bytes[byte] = (bytes[byte] & !(1 << shift)) | (on << shift);
         store(ctx, key, bytes);
+        ctx.notify(STRING, "setbit", key);
         ctx.propagate_args(args);
     }
     ctx.reply.int(i64::from(old));
@@ -329,8 +332,10 @@ pub(super) fn bitop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.state
             .keyspace
             .set(db, dest, Value::Str(result.into()), false);
+        ctx.notify(STRING, "set", dest);
         ctx.propagate_args(args);
     } else if ctx.state.keyspace.remove(db, dest).is_some() {
+        ctx.notify(GENERIC, "del", dest);
         ctx.propagate_args(args);
     }
     ctx.reply.int(len as i64);

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use super::lists::{keys_after_numkeys, lmove_generic, mpop_first, parse_multi_pop, side_arg};
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx, Session};
+use crate::keyspace::events::{LIST, ZSET};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::number::parse_f64;
@@ -149,6 +150,8 @@ fn blocking_pop(ctx: &mut Ctx<'_>, args: &Args<'_>, left: bool) -> CmdResult {
             continue;
         }
         let popped = super::lists::pop_elements(&mut ctx.state.keyspace, db, key, left, 1);
+        ctx.notify(LIST, super::lists::pop_event(left), key);
+        ctx.notify_del_if_gone(key);
         let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
         ctx.propagate(&[name, key]);
         ctx.reply.array(2);
@@ -249,6 +252,15 @@ fn zpop_members(
     popped
 }
 
+/// The event a pop of the lowest (highest with `max`) members raises.
+fn zpop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
+    }
+}
+
 fn zpop_name(max: bool) -> &'static [u8] {
     if max {
         b"ZPOPMAX"
@@ -270,6 +282,8 @@ fn blocking_zpop(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) -> CmdResult {
         let Some((member, score)) = popped.first() else {
             continue;
         };
+        ctx.notify(ZSET, zpop_event(max), key);
+        ctx.notify_del_if_gone(key);
         ctx.propagate(&[zpop_name(max), key]);
         ctx.reply.array(3);
         ctx.reply.bulk(key);
@@ -315,6 +329,8 @@ fn zmpop_first<'a>(
             continue;
         }
         let popped = zpop_members(&mut ctx.state.keyspace, db, key, max, count);
+        ctx.notify(ZSET, zpop_event(max), key);
+        ctx.notify_del_if_gone(key);
         let n = popped.len().to_string();
         ctx.propagate(&[zpop_name(max), key, n.as_bytes()]);
         ctx.reply.array(2);
@@ -493,10 +509,10 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("brpop", -3, BW, (1, -2, 1), "list", "Pops the last element of the first non-empty list, or blocks.", brpop),
     cmd!("blmove", 6, BW | DENYOOM, (1, 2, 1), "list", "Moves an element between lists, or blocks.", blmove),
     cmd!("brpoplpush", 4, BW | DENYOOM, (1, 2, 1), "list", "Moves the last element to another list's head, or blocks.", brpoplpush),
-    cmd!("blmpop", -5, WRITE | BLOCKING, K0, "list", "Pops elements from the first non-empty list, or blocks.", blmpop).with_key_finder(blmpop_keys),
+    cmd!("blmpop", -5, WRITE | BLOCKING, K0, "list", "Pops elements from the first non-empty list, or blocks.", blmpop).with_key_finder(blmpop_keys).with_key_searches(&[keynum_at(2)]),
     cmd!("bzpopmin", -3, BW | FAST, (1, -2, 1), "sorted-set", "Pops the lowest member of the first non-empty sorted set, or blocks.", bzpopmin),
     cmd!("bzpopmax", -3, BW | FAST, (1, -2, 1), "sorted-set", "Pops the highest member of the first non-empty sorted set, or blocks.", bzpopmax),
-    cmd!("bzmpop", -5, WRITE | BLOCKING, K0, "sorted-set", "Pops members from the first non-empty sorted set, or blocks.", bzmpop).with_key_finder(blmpop_keys),
-    cmd!("zmpop", -4, WRITE, K0, "sorted-set", "Pops members from the first non-empty sorted set.", zmpop).with_key_finder(zmpop_keys),
-    cmd!("wait", 3, NOSCRIPT, K0, "generic", "Waits for replicas to acknowledge writes.", wait).with_acl(super::acl::CONNECTION),
+    cmd!("bzmpop", -5, WRITE | BLOCKING, K0, "sorted-set", "Pops members from the first non-empty sorted set, or blocks.", bzmpop).with_key_finder(blmpop_keys).with_key_searches(&[keynum_at(2)]),
+    cmd!("zmpop", -4, WRITE, K0, "sorted-set", "Pops members from the first non-empty sorted set.", zmpop).with_key_finder(zmpop_keys).with_key_searches(&[keynum_at(1)]),
+    cmd!("wait", 3, NOSCRIPT, K0, "generic", "Waits for replicas to acknowledge writes.", wait).with_tips(&["request_policy:all_shards", "response_policy:agg_min"]).with_acl(super::acl::CONNECTION),
 ];

@@ -311,8 +311,8 @@ static CLIENT: &[CommandSpec] = &[
     cmd!("setname", 3, SUB, K0, "connection", "Names the connection.", setname),
     cmd!("getname", 2, SUB, K0, "connection", "Returns the connection's name.", getname),
     cmd!("id", 2, SUB, K0, "connection", "Returns the connection's id.", id),
-    cmd!("info", 2, SUB, K0, "connection", "Describes this connection.", info),
-    cmd!("list", -2, ADMIN | SUB, K0, "connection", "Describes open connections.", list),
+    cmd!("info", 2, SUB, K0, "connection", "Describes this connection.", info).with_tips(&["nondeterministic_output"]),
+    cmd!("list", -2, ADMIN | SUB, K0, "connection", "Describes open connections.", list).with_tips(&["nondeterministic_output"]),
     cmd!("kill", -3, ADMIN | SUB, K0, "connection", "Closes connections.", kill),
     cmd!("reply", 3, SUB, K0, "connection", "Turns this connection's replies on or off.", super::notify::client_reply),
     // Client-side caching (`tracking.rs`).

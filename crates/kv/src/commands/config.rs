@@ -70,6 +70,12 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     {
         ctx.state.refresh_used_memory();
     }
+    // A lower maxmemory evicts at once, as Redis's eviction timer starts
+    // right after CONFIG SET (the `evicted` events go out without waiting
+    // for another command).
+    if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+        super::memory::perform_evictions(ctx);
+    }
     ctx.reply.ok();
     Ok(())
 }
@@ -126,7 +132,7 @@ fn info(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("info", -1, LOADING | STALE, K0, "server", "Returns information and statistics about the server.", info).with_acl(super::acl::DANGEROUS),
+    cmd!("info", -1, LOADING | STALE, K0, "server", "Returns information and statistics about the server.", info).with_tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]).with_acl(super::acl::DANGEROUS),
     cmd!("config", -2, 0, K0, "server", "Reads or changes the configuration.", config).with_subcommands(CONFIG),
 ];
 
@@ -134,7 +140,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 #[rustfmt::skip]
 static CONFIG: &[CommandSpec] = &[
     cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the effective values of configuration parameters.", config),
-    cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration parameters in-flight.", config),
+    cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration parameters in-flight.", config).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
     cmd!("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Persists the effective configuration to file.", config),
 ];

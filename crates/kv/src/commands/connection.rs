@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::acl;
 use super::table::*;
 use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
@@ -210,12 +211,12 @@ pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("ping", -1, C, K0, "connection", "Returns PONG.", ping),
-    cmd!("echo", 2, C, K0, "connection", "Returns its argument.", echo),
-    cmd!("select", 2, C, K0, "connection", "Selects a database.", select),
-    cmd!("swapdb", 3, WRITE | FAST | WHOLE_DB, K0, "server", "Swaps two databases.", swapdb),
-    cmd!("auth", -2, C | NOAUTH, K0, "connection", "Authenticates.", auth),
-    cmd!("hello", -1, C | NOAUTH, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
-    cmd!("quit", -1, C | NOAUTH | NOQUEUE, K0, "connection", "Closes the connection.", quit),
-    cmd!("reset", 1, C | NOAUTH | NOQUEUE, K0, "connection", "Resets the connection.", reset),
+    cmd!("ping", -1, C, K0, "connection", "Returns PONG.", ping).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
+    cmd!("echo", 2, C | LOADING | STALE, K0, "connection", "Returns its argument.", echo),
+    cmd!("select", 2, C | LOADING | STALE, K0, "connection", "Selects a database.", select),
+    cmd!("swapdb", 3, WRITE | FAST | WHOLE_DB, K0, "server", "Swaps two databases.", swapdb).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("auth", -2, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Authenticates.", auth),
+    cmd!("hello", -1, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
+    cmd!("quit", -1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Closes the connection.", quit),
+    cmd!("reset", 1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Resets the connection.", reset),
 ];

@@ -156,7 +156,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (b"QUICKLIST-PACKED-THRESHOLD", 3) => {
             let text = String::from_utf8_lossy(args.get(2));
             match parse_memory(&text) {
-                // Redis accepts up to 1 MiB below 4 GiB (0 restores the default).
+                // As Redis: anything up to 4 GB less 1 MB (0 restores the
+                // default), even 1 byte.
                 Some(n) if n <= (1 << 32) - (1 << 20) => ctx.reply.ok(),
                 _ => {
                     return Err(Cow::Borrowed(

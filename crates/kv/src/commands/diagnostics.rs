@@ -435,20 +435,20 @@ const ADM: u32 = ADMIN | LOADING | STALE;
 /// SLOWLOG's subcommands.
 #[rustfmt::skip]
 static SLOWLOG: &[CommandSpec] = &[
-    cmd!("get", -2, ADM, K0, "server", "Returns the newest slow-log entries.", slowlog_get),
-    cmd!("len", 2, ADM, K0, "server", "Counts the slow-log entries.", slowlog_len),
-    cmd!("reset", 2, ADM, K0, "server", "Empties the slow log.", slowlog_reset),
+    cmd!("get", -2, ADM, K0, "server", "Returns the newest slow-log entries.", slowlog_get).with_tips(&["request_policy:all_nodes", "nondeterministic_output"]),
+    cmd!("len", 2, ADM, K0, "server", "Counts the slow-log entries.", slowlog_len).with_tips(&["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
+    cmd!("reset", 2, ADM, K0, "server", "Empties the slow log.", slowlog_reset).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     cmd!("help", 2, LOADING | STALE, K0, "server", "Explains SLOWLOG's subcommands.", slowlog_help),
 ];
 
 /// LATENCY's subcommands.
 #[rustfmt::skip]
 static LATENCY: &[CommandSpec] = &[
-    cmd!("latest", 2, ADM | NOSCRIPT, K0, "server", "Returns each event's latest sample.", latency_latest),
-    cmd!("history", 3, ADM | NOSCRIPT, K0, "server", "Returns an event's samples.", latency_history),
-    cmd!("reset", -2, ADM | NOSCRIPT, K0, "server", "Forgets latency samples.", latency_reset),
-    cmd!("graph", 3, ADM | NOSCRIPT, K0, "server", "Draws an event's samples.", latency_graph),
-    cmd!("doctor", 2, ADM | NOSCRIPT, K0, "server", "Reports on latency events.", latency_doctor),
-    cmd!("histogram", -2, ADM | NOSCRIPT, K0, "server", "Returns per-command latency histograms.", latency_histogram),
+    cmd!("latest", 2, ADM | NOSCRIPT, K0, "server", "Returns each event's latest sample.", latency_latest).with_tips(&["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    cmd!("history", 3, ADM | NOSCRIPT, K0, "server", "Returns an event's samples.", latency_history).with_tips(&["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    cmd!("reset", -2, ADM | NOSCRIPT, K0, "server", "Forgets latency samples.", latency_reset).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    cmd!("graph", 3, ADM | NOSCRIPT, K0, "server", "Draws an event's samples.", latency_graph).with_tips(&["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    cmd!("doctor", 2, ADM | NOSCRIPT, K0, "server", "Reports on latency events.", latency_doctor).with_tips(&["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    cmd!("histogram", -2, ADM | NOSCRIPT, K0, "server", "Returns per-command latency histograms.", latency_histogram).with_tips(&["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
     cmd!("help", 2, LOADING | STALE, K0, "server", "Explains LATENCY's subcommands.", latency_help),
 ];

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{acl, errors, upper, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::GENERIC;
 use crate::rdb::{self, RestoreError};
 use crate::resp::Args;
 
@@ -29,6 +30,10 @@ struct RestoreOptions {
     absolute: bool,
     /// Whether `ABSTTL` was given (so the log needs no extra one).
     given_absttl: bool,
+    /// IDLETIME's seconds.
+    idle: Option<u64>,
+    /// FREQ's counter.
+    freq: Option<u8>,
 }
 
 fn long_arg(args: &Args<'_>, at: usize) -> Result<i64, CmdError> {
@@ -37,7 +42,6 @@ fn long_arg(args: &Args<'_>, at: usize) -> Result<i64, CmdError> {
 
 fn restore_options(args: &Args<'_>) -> Result<RestoreOptions, CmdError> {
     let mut o = RestoreOptions::default();
-    let (mut idle, mut freq) = (false, false);
     let mut j = 4;
     while j < args.len() {
         let more = args.len() - j - 1;
@@ -47,20 +51,22 @@ fn restore_options(args: &Args<'_>) -> Result<RestoreOptions, CmdError> {
                 o.absolute = true;
                 o.given_absttl = true;
             }
-            b"IDLETIME" if more >= 1 && !freq => {
-                if long_arg(args, j + 1)? < 0 {
+            b"IDLETIME" if more >= 1 && o.freq.is_none() => {
+                let idle = long_arg(args, j + 1)?;
+                if idle < 0 {
                     return Err(Cow::Borrowed("ERR Invalid IDLETIME value, must be >= 0"));
                 }
-                idle = true;
+                o.idle = Some(idle as u64);
                 j += 1;
             }
-            b"FREQ" if more >= 1 && !idle => {
-                if !(0..=255).contains(&long_arg(args, j + 1)?) {
+            b"FREQ" if more >= 1 && o.idle.is_none() => {
+                let freq = long_arg(args, j + 1)?;
+                let Ok(freq) = u8::try_from(freq) else {
                     return Err(Cow::Borrowed(
                         "ERR Invalid FREQ value, must be >= 0 and <= 255",
                     ));
-                }
-                freq = true;
+                };
+                o.freq = Some(freq);
                 j += 1;
             }
             _ => return Err(Cow::Borrowed(errors::SYNTAX)),
@@ -97,6 +103,7 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // keys are kept and the log's own DEL removes them).
     if at.is_some_and(|at| at <= ks.now_ms) && !ks.loading {
         if deleted {
+            ctx.notify(GENERIC, "del", key);
             ctx.propagate(&[b"DEL", key]);
         }
         ctx.reply.ok();
@@ -106,6 +113,14 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if let Some(at) = at {
         ks.set_expire(db, key, at);
     }
+    // As Redis, IDLETIME counts only under an LRU (or no) policy and FREQ
+    // only under an LFU one; the other is ignored.
+    if ctx.state.config.maxmemory_policy.is_lfu() {
+        ctx.state.keyspace.set_access(db, key, None, o.freq);
+    } else {
+        ctx.state.keyspace.set_access(db, key, o.idle, None);
+    }
+    ctx.notify(GENERIC, "restore", key);
     log_restore(ctx, args, &o, at);
     ctx.reply.ok();
     Ok(())
@@ -128,7 +143,7 @@ fn log_restore(ctx: &mut Ctx<'_>, args: &Args<'_>, o: &RestoreOptions, at: Optio
 /// The commands this file implements.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("dump", 2, R, K1, "keyspace", "Serialises a key's value as Redis does.", dump),
-    cmd!("restore", -4, W, K1, "keyspace", "Creates a key from a DUMP payload.", restore)
+    cmd!("dump", 2, R, K1, "generic", "Serialises a key's value as Redis does.", dump).with_tips(&["nondeterministic_output"]).with_acl(acl::KEYSPACE),
+    cmd!("restore", -4, W, K1, "generic", "Creates a key from a DUMP payload.", restore).with_acl(acl::KEYSPACE)
         .with_acl(acl::DANGEROUS),
 ];

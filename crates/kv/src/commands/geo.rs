@@ -146,6 +146,8 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     ctx.state.keyspace.remove_if_empty(db, key);
     if added + changed > 0 {
+        // GEOADD runs as ZADD in Redis, so it raises ZADD's event.
+        ctx.notify(crate::keyspace::events::ZSET, "zadd", key);
         log_as_zadd(ctx, args, first, &points);
     }
     ctx.reply.int(if ch { added + changed } else { added });
@@ -250,10 +252,12 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("geohash", -2, R, K1, "geo", "Returns members' positions as geohash strings.", geohash_cmd),
     cmd!("geopos", -2, R, K1, "geo", "Returns members' longitude and latitude.", geopos),
     cmd!("georadius", -6, W, K1, "geo", "Finds members within a radius of a position, optionally storing them.", search::georadius)
-        .with_key_finder(radius_keys),
+        .with_key_finder_and_range(radius_keys, K1)
+        .with_key_searches(&[one_at(1), after_keyword("STORE", 6), after_keyword("STOREDIST", 6)]),
     cmd!("georadius_ro", -6, R, K1, "geo", "Finds members within a radius of a position.", search::georadius_ro),
     cmd!("georadiusbymember", -5, W, K1, "geo", "Finds members within a radius of a member, optionally storing them.", search::georadiusbymember)
-        .with_key_finder(radius_keys),
+        .with_key_finder_and_range(radius_keys, K1)
+        .with_key_searches(&[one_at(1), after_keyword("STORE", 5), after_keyword("STOREDIST", 5)]),
     cmd!("georadiusbymember_ro", -5, R, K1, "geo", "Finds members within a radius of a member.", search::georadiusbymember_ro),
     cmd!("geosearch", -7, R, K1, "geo", "Finds members within a circle or box.", search::geosearch),
     cmd!("geosearchstore", -8, W, (1, 2, 1), "geo", "Finds members within a circle or box and stores them.", search::geosearchstore),

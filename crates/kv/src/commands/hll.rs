@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{errors, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::STRING;
 use crate::resp::Args;
 use crate::types::hll::{count_registers, Encoding, Hll, HllError, REGISTERS};
 use crate::types::{Str, Value};
@@ -61,6 +62,7 @@ pub(super) fn pfadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if updated {
         hll.invalidate();
         store(ctx, key, &hll);
+        ctx.notify(STRING, "pfadd", key);
         ctx.propagate_args(args);
     }
     ctx.reply.int(i64::from(updated));
@@ -124,6 +126,7 @@ pub(super) fn pfmerge(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     dest.invalidate();
     let key = args.get(1);
     store(ctx, key, &dest);
+    ctx.notify(STRING, "pfadd", key);
     ctx.propagate_args(args);
     ctx.reply.ok();
     Ok(())

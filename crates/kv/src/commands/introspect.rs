@@ -74,10 +74,37 @@ fn flags_of_key(full: &str, specs: &[u16], args: &Args<'_>, nth: usize, pos: usi
                 kf::OW | kf::UPDATE
             }
         }
+        // BITFIELD only reads when every operation is a GET (OVERFLOW
+        // aside); anything else, a syntax error included, counts as a
+        // write, as Redis decides.
+        "bitfield" if flags & VARIABLE_FLAGS != 0 => {
+            if bitfield_reads_only(args) {
+                kf::RO | kf::ACCESS
+            } else {
+                kf::RW | kf::ACCESS | kf::UPDATE
+            }
+        }
         // SORT's STORE destination is the third specification.
         "sort" if nth > 0 && after_store => specs.get(2).copied().unwrap_or(flags),
         _ => flags & !VARIABLE_FLAGS,
     }
+}
+
+/// Whether a BITFIELD command line has only GET (and OVERFLOW) operations.
+fn bitfield_reads_only(args: &Args<'_>) -> bool {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let word = args.get(i);
+        if word.eq_ignore_ascii_case(b"GET") && left >= 2 {
+            i += 3;
+        } else if word.eq_ignore_ascii_case(b"OVERFLOW") && left >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 fn flag_names(spec: &CommandSpec) -> Vec<&'static str> {
@@ -103,13 +130,23 @@ fn key_flag_names(bits: u16) -> Vec<&'static str> {
 /// One key specification: `flags`, `begin_search`, `find_keys`. Range keys
 /// split across specifications as Redis splits them: each but the last
 /// names one key, the last runs to the range's end.
-fn key_spec(r: &mut ReplyBuf, keys: Keys, flags: u16, nth: usize, count: usize) {
+fn key_spec(
+    r: &mut ReplyBuf,
+    (keys, search): (Keys, Option<&KeySearch>),
+    flags: u16,
+    nth: usize,
+    count: usize,
+) {
     r.map(3);
     r.bulk(b"flags");
     let names = key_flag_names(flags);
     r.set(names.len());
     for n in names {
         r.simple(n);
+    }
+    if let Some(search) = search {
+        movable_search(r, search);
+        return;
     }
     let Keys::Range(first, last, step) = keys else {
         for part in ["begin_search", "find_keys"] {
@@ -152,6 +189,54 @@ fn key_spec(r: &mut ReplyBuf, keys: Keys, flags: u16, nth: usize, count: usize) 
     r.int(0);
 }
 
+/// `begin_search` and `find_keys` of a movable key specification.
+fn movable_search(r: &mut ReplyBuf, (begin, find): &KeySearch) {
+    let unknown = |r: &mut ReplyBuf| {
+        r.bulk(b"type");
+        r.bulk(b"unknown");
+        r.bulk(b"spec");
+        r.map(0);
+    };
+    r.bulk(b"begin_search");
+    r.map(2);
+    match *begin {
+        BeginSearch::Index(at) => {
+            r.bulk(b"type");
+            r.bulk(b"index");
+            r.bulk(b"spec");
+            r.map(1);
+            r.bulk(b"index");
+            r.int(i64::from(at));
+        }
+        BeginSearch::Keyword(word, from) => {
+            r.bulk(b"type");
+            r.bulk(b"keyword");
+            r.bulk(b"spec");
+            r.map(2);
+            r.bulk(b"keyword");
+            r.bulk(word.as_bytes());
+            r.bulk(b"startfrom");
+            r.int(i64::from(from));
+        }
+        BeginSearch::Unknown => unknown(r),
+    }
+    r.bulk(b"find_keys");
+    r.map(2);
+    let (kind, names, values) = match *find {
+        FindKeys::Range(a, b, c) => ("range", ["lastkey", "keystep", "limit"], [a, b, c]),
+        FindKeys::Keynum(a, b, c) => ("keynum", ["keynumidx", "firstkey", "keystep"], [a, b, c]),
+        FindKeys::Unknown => return unknown(r),
+    };
+    r.bulk(b"type");
+    r.bulk(kind.as_bytes());
+    r.bulk(b"spec");
+    r.map(3);
+    for (name, value) in names.iter().zip(values) {
+        r.bulk(name.as_bytes());
+        r.int(i64::from(value));
+    }
+}
+
 /// COMMAND INFO's ten elements for one command or subcommand.
 fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &CommandSpec) {
     let full = full_name(container, spec);
@@ -163,7 +248,7 @@ fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &Comman
     for n in names {
         r.simple(n);
     }
-    let (first, last, step) = spec.keys.legacy();
+    let (first, last, step) = spec.legacy_keys();
     r.int(i64::from(first));
     r.int(i64::from(last));
     r.int(i64::from(step));
@@ -172,11 +257,18 @@ fn command_info(r: &mut ReplyBuf, container: Option<&CommandSpec>, spec: &Comman
     for c in categories {
         r.simple(&format!("@{c}"));
     }
-    r.set(0);
+    r.set(spec.tips.len());
+    for tip in spec.tips {
+        r.bulk(tip.as_bytes());
+    }
     let specs = spec_key_flags(&full, spec);
     r.array(specs.len());
     for (nth, &flags) in specs.iter().enumerate() {
-        key_spec(r, spec.keys, flags, nth, specs.len());
+        let search = match spec.keys {
+            Keys::Find(_) => spec.key_searches.get(nth),
+            _ => None,
+        };
+        key_spec(r, (spec.keys, search), flags, nth, specs.len());
     }
     r.array(spec.subcommands.len());
     for sub in spec.subcommands {
@@ -329,7 +421,14 @@ fn named_command(sub: &Args<'_>) -> Result<(&'static CommandSpec, String), CmdEr
     } else {
         (Some(top), top.subcommand(sub.get(1)).ok_or_else(invalid)?)
     };
-    if matches!(spec.keys, Keys::None) {
+    let full = full_name(container, spec);
+    // Key specifications that all name something other than keys
+    // (SPUBLISH's shard channel) count as none, as in Redis.
+    let only_not_keys = {
+        let specs = spec_key_flags(&full, spec);
+        !specs.is_empty() && specs.iter().all(|f| f & kf::NOT_KEY != 0)
+    };
+    if matches!(spec.keys, Keys::None) || only_not_keys {
         return Err(Cow::Borrowed("ERR The command has no key arguments"));
     }
     if !spec.arity_ok(sub.len()) {
@@ -337,7 +436,7 @@ fn named_command(sub: &Args<'_>) -> Result<(&'static CommandSpec, String), CmdEr
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    Ok((spec, full_name(container, spec)))
+    Ok((spec, full))
 }
 
 /// The positions of the keys in `args` (a whole command line), as the
@@ -424,18 +523,18 @@ fn help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes every command.", command)
+    cmd!("command", -1, LOADING | STALE, K0, "server", "Describes every command.", command).with_tips(&["nondeterministic_output_order"])
         .with_subcommands(COMMAND).with_acl(acl::bit("connection")),
 ];
 
 /// COMMAND's subcommands.
 #[rustfmt::skip]
 static COMMAND: &[CommandSpec] = &[
-    cmd!("count", 2, LOADING | STALE, K0, "server", "Counts the commands.", count),
-    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list),
-    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info),
-    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs),
-    cmd!("getkeys", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line.", getkeys),
-    cmd!("getkeysandflags", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line with their flags.", getkeysandflags),
-    cmd!("help", 2, LOADING | STALE, K0, "server", "Explains COMMAND's subcommands.", help),
+    cmd!("count", 2, LOADING | STALE, K0, "server", "Counts the commands.", count).with_acl(acl::CONNECTION),
+    cmd!("list", -2, LOADING | STALE, K0, "server", "Names the commands, optionally filtered.", list).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
+    cmd!("info", -2, LOADING | STALE, K0, "server", "Describes commands.", info).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
+    cmd!("docs", -2, LOADING | STALE, K0, "server", "Documents commands.", docs).with_tips(&["nondeterministic_output_order"]).with_acl(acl::CONNECTION),
+    cmd!("getkeys", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line.", getkeys).with_acl(acl::CONNECTION),
+    cmd!("getkeysandflags", -4, LOADING | STALE, K0, "server", "Extracts the keys of a command line with their flags.", getkeysandflags).with_acl(acl::CONNECTION),
+    cmd!("help", 2, LOADING | STALE, K0, "server", "Explains COMMAND's subcommands.", help).with_acl(acl::CONNECTION),
 ];

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::acl;
 use super::table::*;
 use super::{errors, int_arg, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::events::GENERIC;
@@ -146,6 +147,7 @@ pub(super) fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if let Some(at) = expire {
         ks.set_expire(target, to, at);
     }
+    ctx.notify_db(GENERIC, "copy_to", target, to);
     ctx.propagate_args(args);
     ctx.reply.int(1);
     Ok(())
@@ -170,6 +172,8 @@ pub(super) fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ks.set_expire(target, key, at);
         }
     }
+    ctx.notify_db(GENERIC, "move_from", db, key);
+    ctx.notify_db(GENERIC, "move_to", target, key);
     ctx.propagate_args(args);
     ctx.reply.int(1);
     Ok(())
@@ -440,26 +444,26 @@ pub(super) fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("del", -2, WRITE | SUPERSEDES, KALL, "keyspace", "Deletes keys.", del),
-    cmd!("unlink", -2, D | SUPERSEDES, KALL, "keyspace", "Deletes keys.", del),
-    cmd!("exists", -2, RF, KALL, "keyspace", "Counts existing keys.", exists),
-    cmd!("touch", -2, RF, KALL, "keyspace", "Counts existing keys.", touch),
-    cmd!("type", 2, RF, K1, "keyspace", "Returns a key's type.", type_),
-    cmd!("rename", 3, WRITE, (1, 2, 1), "keyspace", "Renames a key.", rename),
-    cmd!("renamenx", 3, D, (1, 2, 1), "keyspace", "Renames a key if the new name is free.", renamenx),
-    cmd!("copy", -3, W | CROSS_DB, (1, 2, 1), "keyspace", "Copies a key.", copy),
-    cmd!("move", 3, D | CROSS_DB, K1, "keyspace", "Moves a key to another database.", move_),
-    cmd!("keys", 2, READONLY, K0, "keyspace", "Returns keys matching a pattern.", keys),
-    cmd!("scan", -2, READONLY, K0, "keyspace", "Iterates over keys.", scan),
-    cmd!("randomkey", 1, READONLY | RANDOM, K0, "keyspace", "Returns a random key.", randomkey),
-    cmd!("dbsize", 1, RF, K0, "server", "Returns the number of keys.", dbsize),
-    cmd!("expire", -3, D, K1, "keyspace", "Sets an expiry in seconds.", expire),
-    cmd!("pexpire", -3, D, K1, "keyspace", "Sets an expiry in milliseconds.", pexpire),
-    cmd!("expireat", -3, D, K1, "keyspace", "Sets an expiry as a Unix time.", expireat),
-    cmd!("pexpireat", -3, D, K1, "keyspace", "Sets an expiry as a Unix time in ms.", pexpireat),
-    cmd!("ttl", 2, RF, K1, "keyspace", "Returns the time to live in seconds.", ttl),
-    cmd!("pttl", 2, RF, K1, "keyspace", "Returns the time to live in ms.", pttl),
-    cmd!("expiretime", 2, RF, K1, "keyspace", "Returns the expiry as a Unix time.", expiretime),
-    cmd!("pexpiretime", 2, RF, K1, "keyspace", "Returns the expiry as a Unix time in ms.", pexpiretime),
-    cmd!("persist", 2, D, K1, "keyspace", "Removes an expiry.", persist),
+    cmd!("del", -2, WRITE | SUPERSEDES, KALL, "generic", "Deletes keys.", del).with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"]).with_acl(acl::KEYSPACE),
+    cmd!("unlink", -2, D | SUPERSEDES, KALL, "generic", "Deletes keys.", del).with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"]).with_acl(acl::KEYSPACE),
+    cmd!("exists", -2, RF, KALL, "generic", "Counts existing keys.", exists).with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"]).with_acl(acl::KEYSPACE),
+    cmd!("touch", -2, RF, KALL, "generic", "Counts existing keys.", touch).with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"]).with_acl(acl::KEYSPACE),
+    cmd!("type", 2, RF, K1, "generic", "Returns a key's type.", type_).with_acl(acl::KEYSPACE),
+    cmd!("rename", 3, WRITE, (1, 2, 1), "generic", "Renames a key.", rename).with_acl(acl::KEYSPACE),
+    cmd!("renamenx", 3, D, (1, 2, 1), "generic", "Renames a key if the new name is free.", renamenx).with_acl(acl::KEYSPACE),
+    cmd!("copy", -3, W | CROSS_DB, (1, 2, 1), "generic", "Copies a key.", copy).with_acl(acl::KEYSPACE),
+    cmd!("move", 3, D | CROSS_DB, K1, "generic", "Moves a key to another database.", move_).with_acl(acl::KEYSPACE),
+    cmd!("keys", 2, READONLY, K0, "generic", "Returns keys matching a pattern.", keys).with_tips(&["request_policy:all_shards", "nondeterministic_output_order"]).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("scan", -2, READONLY, K0, "generic", "Iterates over keys.", scan).with_tips(&["nondeterministic_output", "request_policy:special"]).with_acl(acl::KEYSPACE),
+    cmd!("randomkey", 1, READONLY | RANDOM, K0, "generic", "Returns a random key.", randomkey).with_tips(&["request_policy:all_shards", "nondeterministic_output"]).with_acl(acl::KEYSPACE),
+    cmd!("dbsize", 1, RF, K0, "server", "Returns the number of keys.", dbsize).with_tips(&["request_policy:all_shards", "response_policy:agg_sum"]).with_acl(acl::KEYSPACE),
+    cmd!("expire", -3, D, K1, "generic", "Sets an expiry in seconds.", expire).with_acl(acl::KEYSPACE),
+    cmd!("pexpire", -3, D, K1, "generic", "Sets an expiry in milliseconds.", pexpire).with_acl(acl::KEYSPACE),
+    cmd!("expireat", -3, D, K1, "generic", "Sets an expiry as a Unix time.", expireat).with_acl(acl::KEYSPACE),
+    cmd!("pexpireat", -3, D, K1, "generic", "Sets an expiry as a Unix time in ms.", pexpireat).with_acl(acl::KEYSPACE),
+    cmd!("ttl", 2, RF, K1, "generic", "Returns the time to live in seconds.", ttl).with_tips(&["nondeterministic_output"]).with_acl(acl::KEYSPACE),
+    cmd!("pttl", 2, RF, K1, "generic", "Returns the time to live in ms.", pttl).with_tips(&["nondeterministic_output"]).with_acl(acl::KEYSPACE),
+    cmd!("expiretime", 2, RF, K1, "generic", "Returns the expiry as a Unix time.", expiretime).with_acl(acl::KEYSPACE),
+    cmd!("pexpiretime", 2, RF, K1, "generic", "Returns the expiry as a Unix time in ms.", pexpiretime).with_acl(acl::KEYSPACE),
+    cmd!("persist", 2, D, K1, "generic", "Removes an expiry.", persist).with_acl(acl::KEYSPACE),
 ];

@@ -340,6 +340,24 @@ pub(super) fn move_element(
     Ok(Some(item))
 }
 
+/// The event a push at the head (`left`) or tail raises.
+pub(super) fn push_event(left: bool) -> &'static str {
+    if left {
+        "lpush"
+    } else {
+        "rpush"
+    }
+}
+
+/// The event a pop from the head (`left`) or tail raises.
+pub(super) fn pop_event(left: bool) -> &'static str {
+    if left {
+        "lpop"
+    } else {
+        "rpop"
+    }
+}
+
 fn side_name(left: bool) -> &'static [u8] {
     if left {
         b"LEFT"
@@ -360,6 +378,11 @@ pub(super) fn lmove_generic(
     let db = ctx.session.db;
     let moved = move_element(&mut ctx.state.keyspace, db, src, dst, from_left, to_left)?;
     if moved.is_some() {
+        // Redis raises the push on the destination first, then the pop
+        // (and `del` when it emptied the source).
+        ctx.notify(LIST, push_event(to_left), dst);
+        ctx.notify(LIST, pop_event(from_left), src);
+        ctx.notify_del_if_gone(src);
         ctx.propagate(&[b"LMOVE", src, dst, side_name(from_left), side_name(to_left)]);
     }
     ctx.reply.bulk_opt(moved.as_deref());
@@ -439,6 +462,8 @@ pub(super) fn mpop_first<'a>(
             continue;
         }
         let popped = pop_elements(&mut ctx.state.keyspace, db, key, left, count);
+        ctx.notify(LIST, pop_event(left), key);
+        ctx.notify_del_if_gone(key);
         let n = popped.len().to_string();
         let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
         ctx.propagate(&[name, key, n.as_bytes()]);
@@ -589,5 +614,5 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("lmove", 5, W, (1, 2, 1), "list", "Moves an element between lists.", lmove),
     cmd!("rpoplpush", 3, W, (1, 2, 1), "list", "Moves the last element to the head of another list.", rpoplpush),
     cmd!("lpos", -3, R, K1, "list", "Returns the positions of matching elements.", lpos),
-    cmd!("lmpop", -4, WRITE, K0, "list", "Pops elements from the first non-empty list.", lmpop).with_key_finder(lmpop_keys),
+    cmd!("lmpop", -4, WRITE, K0, "list", "Pops elements from the first non-empty list.", lmpop).with_key_finder(lmpop_keys).with_key_searches(&[keynum_at(1)]),
 ];

@@ -295,9 +295,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 #[rustfmt::skip]
 static MEMORY: &[CommandSpec] = &[
     cmd!("usage", -3, READONLY, K2, "server", "Estimates the memory of a key and its value.", usage),
-    cmd!("stats", 2, 0, K0, "server", "Returns the server's memory figures.", stats),
-    cmd!("doctor", 2, 0, K0, "server", "Reports on the server's memory use.", doctor),
-    cmd!("malloc-stats", 2, 0, K0, "server", "Reports the allocator's statistics.", malloc_stats),
-    cmd!("purge", 2, 0, K0, "server", "Asks the allocator to release memory.", purge),
+    cmd!("stats", 2, 0, K0, "server", "Returns the server's memory figures.", stats).with_tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    cmd!("doctor", 2, 0, K0, "server", "Reports on the server's memory use.", doctor).with_tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    cmd!("malloc-stats", 2, 0, K0, "server", "Reports the allocator's statistics.", malloc_stats).with_tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    cmd!("purge", 2, 0, K0, "server", "Asks the allocator to release memory.", purge).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     cmd!("help", 2, LOADING | STALE, K0, "server", "Explains MEMORY's subcommands.", help),
 ];

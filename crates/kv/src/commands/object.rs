@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 
+use super::acl;
 use super::introspect::help_reply;
 use super::table::*;
 use super::{CmdResult, Ctx};
@@ -173,9 +174,9 @@ const K2: (i32, i32, i32) = (2, 2, 1);
 /// OBJECT's subcommands.
 #[rustfmt::skip]
 static OBJECT: &[CommandSpec] = &[
-    cmd!("encoding", 3, READONLY, K2, "generic", "Names the encoding of a key's value.", object).with_acl(KEYSPACE),
-    cmd!("freq", 3, READONLY, K2, "generic", "Returns a key's access frequency counter.", object).with_acl(KEYSPACE),
-    cmd!("idletime", 3, READONLY, K2, "generic", "Returns the seconds since a key was accessed.", object).with_acl(KEYSPACE),
-    cmd!("refcount", 3, READONLY, K2, "generic", "Returns the reference count of a key's value.", object).with_acl(KEYSPACE),
-    cmd!("help", 2, LOADING | STALE, K0, "generic", "Explains OBJECT's subcommands.", help),
+    cmd!("encoding", 3, READONLY, K2, "generic", "Names the encoding of a key's value.", object).with_tips(&["nondeterministic_output"]).with_acl(KEYSPACE),
+    cmd!("freq", 3, READONLY, K2, "generic", "Returns a key's access frequency counter.", object).with_tips(&["nondeterministic_output"]).with_acl(KEYSPACE),
+    cmd!("idletime", 3, READONLY, K2, "generic", "Returns the seconds since a key was accessed.", object).with_tips(&["nondeterministic_output"]).with_acl(KEYSPACE),
+    cmd!("refcount", 3, READONLY, K2, "generic", "Returns the reference count of a key's value.", object).with_tips(&["nondeterministic_output"]).with_acl(KEYSPACE),
+    cmd!("help", 2, LOADING | STALE, K0, "generic", "Explains OBJECT's subcommands.", help).with_acl(acl::KEYSPACE),
 ];

@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 
+use super::acl;
 use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
@@ -64,5 +65,5 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, K0, "server", "Makes every write so far durable.", save),
     cmd!("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, K0, "server", "Starts a snapshot (a log rewrite).", bgsave),
-    cmd!("lastsave", 1, LOADING | STALE | FAST | RANDOM, K0, "server", "Returns when the data was last saved as a whole.", lastsave),
+    cmd!("lastsave", 1, LOADING | STALE | FAST | RANDOM, K0, "server", "Returns when the data was last saved as a whole.", lastsave).with_tips(&["nondeterministic_output"]).with_acl(acl::bit("admin") | acl::DANGEROUS),
 ];

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use super::acl;
 use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
@@ -119,17 +120,17 @@ fn function(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// FUNCTION's subcommands.
 #[rustfmt::skip]
 static FUNCTION: &[CommandSpec] = &[
-    cmd!("flush", -2, WRITE | NOSCRIPT, K0, "scripting", "Deletes all libraries.", function),
-    cmd!("list", -2, NOSCRIPT, K0, "scripting", "Returns information about all libraries.", function),
+    cmd!("flush", -2, WRITE | NOSCRIPT, K0, "scripting", "Deletes all libraries.", function).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
+    cmd!("list", -2, NOSCRIPT, K0, "scripting", "Returns information about all libraries.", function).with_tips(&["nondeterministic_output_order"]),
 ];
 
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb),
-    cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall),
-    cmd!("time", 1, C | RANDOM, K0, "server", "Returns the server time.", time),
+    cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]).with_acl(acl::DANGEROUS | acl::KEYSPACE),
+    cmd!("time", 1, C | RANDOM | LOADING | STALE, K0, "server", "Returns the server time.", time).with_tips(&["nondeterministic_output"]),
     cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
-    cmd!("bgrewriteaof", 1, ADMIN, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
+    cmd!("bgrewriteaof", 1, ADMIN | NO_ASYNC_LOADING | NOSCRIPT, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
 ];

@@ -420,7 +420,9 @@ fn store_items(ctx: &mut Ctx<'_>, dest: &[u8], o: &SortOptions<'_>, items: &[Ite
         ctx.state
             .keyspace
             .set(db, dest, Value::List(Shared::new(list)), false);
+        ctx.notify(crate::keyspace::events::LIST, "sortstore", dest);
     } else if ctx.state.keyspace.remove(db, dest).is_some() {
+        ctx.notify(crate::keyspace::events::GENERIC, "del", dest);
         ctx.propagate(&[b"DEL", dest]);
     }
     ctx.reply.int(len as i64);
@@ -460,12 +462,23 @@ fn sort_keys(args: &Args<'_>, out: &mut Vec<usize>) {
 /// SORT's ACL categories beyond those its flags imply.
 const SORT_ACL: u64 = acl::DANGEROUS | acl::bit("set") | acl::bit("sortedset") | acl::bit("list");
 
+/// SORT_RO's key: its source only (Redis finds its keys by a function
+/// too, so COMMAND INFO flags it `movablekeys`).
+fn sort_ro_keys(args: &Args<'_>, out: &mut Vec<usize>) {
+    if args.len() > 1 {
+        out.push(1);
+    }
+}
+
 /// The commands this file implements.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("sort", -2, W, K1, "keyspace", "Sorts a list, set or sorted set, or stores the result.", sort)
-        .with_key_finder(sort_keys).with_acl(SORT_ACL),
-    cmd!("sort_ro", -2, R, K1, "keyspace", "Sorts a list, set or sorted set.", sort_ro)
+    cmd!("sort", -2, W, K1, "generic", "Sorts a list, set or sorted set, or stores the result.", sort)
+        .with_key_finder_and_range(sort_keys, K1)
+        .with_key_searches(&[one_at(1), UNKNOWN_KEYS, UNKNOWN_KEYS]).with_acl(SORT_ACL),
+    cmd!("sort_ro", -2, R, K1, "generic", "Sorts a list, set or sorted set.", sort_ro)
+        .with_key_finder_and_range(sort_ro_keys, K1)
+        .with_key_searches(&[one_at(1), UNKNOWN_KEYS])
         .with_acl(SORT_ACL),
 ];
 

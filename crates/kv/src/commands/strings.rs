@@ -509,6 +509,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         };
         if written {
             ctx.propagate_args(args);
+            ctx.notify(STRING, "setrange", key);
             ctx.reply.int(len_now as i64);
             return Ok(());
         }
@@ -540,9 +541,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("getset", 3, WF, K1, "string", "Sets a key and returns its old value.", getset),
     cmd!("getdel", 2, D, K1, "string", "Returns a key's value and deletes it.", getdel),
     cmd!("getex", -2, D, K1, "string", "Returns a key's value and changes its expiry.", getex),
-    cmd!("mget", -2, RF, KALL, "string", "Returns the values of keys.", mget),
-    cmd!("mset", -3, W | SUPERSEDES, (1, -1, 2), "string", "Sets several keys.", mset),
-    cmd!("msetnx", -3, W, (1, -1, 2), "string", "Sets several keys only if none exists.", msetnx),
+    cmd!("mget", -2, RF, KALL, "string", "Returns the values of keys.", mget).with_tips(&["request_policy:multi_shard"]),
+    cmd!("mset", -3, W | SUPERSEDES, (1, -1, 2), "string", "Sets several keys.", mset).with_tips(&["request_policy:multi_shard", "response_policy:all_succeeded"]),
+    cmd!("msetnx", -3, W, (1, -1, 2), "string", "Sets several keys only if none exists.", msetnx).with_tips(&["request_policy:multi_shard", "response_policy:agg_min"]),
     cmd!("incr", 2, WF, K1, "string", "Increments an integer by one.", incr),
     cmd!("decr", 2, WF, K1, "string", "Decrements an integer by one.", decr),
     cmd!("incrby", 3, WF, K1, "string", "Increments an integer.", incrby),

@@ -99,6 +99,34 @@ impl Keys {
     }
 }
 
+/// Where a movable-key command's key specification starts looking, as
+/// COMMAND INFO describes it (`begin_search`).
+#[derive(Debug, Clone, Copy)]
+pub enum BeginSearch {
+    /// At a fixed argument index.
+    Index(i32),
+    /// After `keyword`, searched from index `startfrom` (negative: from
+    /// the end).
+    Keyword(&'static str, i32),
+    /// Not describable (the keys depend on values).
+    Unknown,
+}
+
+/// How a movable-key command's key specification finds its keys from
+/// where the search began (`find_keys`).
+#[derive(Debug, Clone, Copy)]
+pub enum FindKeys {
+    /// `lastkey`, `keystep`, `limit`.
+    Range(i32, i32, i32),
+    /// `keynumidx`, `firstkey`, `keystep`: a count of keys, then the keys.
+    Keynum(i32, i32, i32),
+    /// Not describable.
+    Unknown,
+}
+
+/// One key specification of a movable-key command, for COMMAND INFO.
+pub type KeySearch = (BeginSearch, FindKeys);
+
 /// One command or subcommand.
 #[derive(Debug)]
 pub struct CommandSpec {
@@ -133,6 +161,18 @@ pub struct CommandSpec {
     pub since: &'static str,
     /// Its time complexity, for COMMAND DOCS (empty: not stated).
     pub complexity: &'static str,
+    /// For movable keys ([`Keys::Find`]), the `(first, last, step)`
+    /// COMMAND INFO still reports, as Redis does from its first key
+    /// specification when that one is a plain index (ZUNIONSTORE's
+    /// destination, SORT's source); `(0, 0, 0)` otherwise.
+    pub movable_range: (i32, i32, i32),
+    /// For movable keys, each key specification's search, in the order
+    /// of [`CommandSpec::key_flags`] (empty: COMMAND INFO says
+    /// `unknown`). Only COMMAND INFO reads it; the finder places keys.
+    pub key_searches: &'static [KeySearch],
+    /// COMMAND INFO's tips for clients and proxies
+    /// (`nondeterministic_output`, `request_policy:all_shards`...).
+    pub tips: &'static [&'static str],
 }
 
 /// Flags of a key specification, as COMMAND INFO and COMMAND
@@ -221,6 +261,41 @@ impl CommandSpec {
         self
     }
 
+    /// The same spec with movable keys found by `find` and the legacy
+    /// `(first, last, step)` COMMAND INFO reports for them
+    /// ([`CommandSpec::movable_range`]); `find` alone says where the keys
+    /// are.
+    pub const fn with_key_finder_and_range(
+        mut self,
+        find: KeyFinder,
+        range: (i32, i32, i32),
+    ) -> CommandSpec {
+        self.keys = Keys::Find(find);
+        self.movable_range = range;
+        self
+    }
+
+    /// The same spec with COMMAND INFO's description of each movable key
+    /// specification ([`CommandSpec::key_searches`]).
+    pub const fn with_key_searches(mut self, searches: &'static [KeySearch]) -> CommandSpec {
+        self.key_searches = searches;
+        self
+    }
+
+    /// The same spec with COMMAND INFO's tips ([`CommandSpec::tips`]).
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> CommandSpec {
+        self.tips = tips;
+        self
+    }
+
+    /// The `(first, last, step)` COMMAND INFO reports.
+    pub fn legacy_keys(&self) -> (i32, i32, i32) {
+        match self.keys {
+            Keys::Find(_) => self.movable_range,
+            keys => keys.legacy(),
+        }
+    }
+
     /// Whether it has flag bits `bits` (any of them).
     pub fn has(&self, bits: u32) -> bool {
         self.flags & bits != 0
@@ -264,6 +339,9 @@ macro_rules! cmd {
             key_flags: &[],
             since: "",
             complexity: "",
+            movable_range: (0, 0, 0),
+            key_searches: &[],
+            tips: &[],
         }
     };
 }
@@ -275,6 +353,28 @@ pub(super) const K1: (i32, i32, i32) = (1, 1, 1);
 pub(super) const KALL: (i32, i32, i32) = (1, -1, 1);
 /// No keys.
 pub(super) const K0: (i32, i32, i32) = (0, 0, 0);
+
+/// A movable key specification: `numkeys` at index `at`, the keys after it.
+pub(super) const fn keynum_at(at: i32) -> KeySearch {
+    (BeginSearch::Index(at), FindKeys::Keynum(0, 1, 1))
+}
+
+/// A movable key specification: the one key at index `at`.
+pub(super) const fn one_at(at: i32) -> KeySearch {
+    (BeginSearch::Index(at), FindKeys::Range(0, 1, 0))
+}
+
+/// A movable key specification: the key after `keyword`, searched from
+/// index `from`.
+pub(super) const fn after_keyword(keyword: &'static str, from: i32) -> KeySearch {
+    (
+        BeginSearch::Keyword(keyword, from),
+        FindKeys::Range(0, 1, 0),
+    )
+}
+
+/// A movable key specification COMMAND INFO can only call `unknown`.
+pub(super) const UNKNOWN_KEYS: KeySearch = (BeginSearch::Unknown, FindKeys::Unknown);
 
 /// Every family's table, in COMMAND's order.
 const FAMILIES: &[&[CommandSpec]] = &[

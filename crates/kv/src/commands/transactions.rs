@@ -164,9 +164,9 @@ pub(super) fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("multi", 1, C | NOQUEUE, K0, "transactions", "Starts a transaction.", multi),
+    cmd!("multi", 1, C | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "transactions", "Starts a transaction.", multi),
     cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, K0, "transactions", "Runs a transaction.", exec),
-    cmd!("discard", 1, C | NOQUEUE, K0, "transactions", "Discards a transaction.", discard),
-    cmd!("watch", -2, C | NOQUEUE, KALL, "transactions", "Watches keys for EXEC.", watch),
-    cmd!("unwatch", 1, C | NOQUEUE, K0, "transactions", "Forgets watched keys.", unwatch),
+    cmd!("discard", 1, C | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "transactions", "Discards a transaction.", discard),
+    cmd!("watch", -2, C | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, KALL, "transactions", "Watches keys for EXEC.", watch),
+    cmd!("unwatch", 1, C | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "transactions", "Forgets watched keys.", unwatch),
 ];

@@ -44,7 +44,15 @@ fn zset_create<'k>(ks: &'k mut Keyspace, db: usize, key: &[u8]) -> Result<&'k mu
 /// Stores `result` at `dest` (a write's destination), or deletes `dest`
 /// when the result is empty, as Redis's store variants do. Returns the
 /// stored length and whether anything changed.
-fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, bool) {
+/// Stores a STORE command's result at `dest` (deleting `dest` when the
+/// result is empty) and raises `event`, or `del` when an existing key was
+/// emptied, as Redis does.
+fn store_result(
+    ctx: &mut Ctx<'_>,
+    dest: &[u8],
+    mut result: ZSet,
+    event: &'static str,
+) -> (usize, bool) {
     let db = ctx.session.db;
     let len = result.len();
     if len <= LISTPACK_ENTRIES_MAX {
@@ -61,6 +69,9 @@ fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, boo
     }
     if len == 0 {
         let existed = ctx.state.keyspace.remove(db, dest).is_some();
+        if existed {
+            ctx.notify(crate::keyspace::events::GENERIC, "del", dest);
+        }
         return (0, existed);
     }
     ctx.state.keyspace.set(
@@ -69,6 +80,7 @@ fn store_result(ctx: &mut Ctx<'_>, dest: &[u8], mut result: ZSet) -> (usize, boo
         Value::ZSet(crate::types::Shared::new(result)),
         false,
     );
+    ctx.notify(ZSET, event, dest);
     (len, true)
 }
 
@@ -428,13 +440,13 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("zremrangebylex", 4, WRITE, K1, "sorted-set", "Removes members in a name range.", zremrangebylex),
     cmd!("zpopmin", -2, D, K1, "sorted-set", "Removes and returns the lowest members.", zpopmin),
     cmd!("zpopmax", -2, D, K1, "sorted-set", "Removes and returns the highest members.", zpopmax),
-    cmd!("zrandmember", -2, READONLY | RANDOM, K1, "sorted-set", "Returns random members.", zrandmember),
-    cmd!("zunion", -3, R, K0, "sorted-set", "Returns the union of sorted sets.", zunion).with_key_finder(ZREAD_KEYS),
-    cmd!("zinter", -3, R, K0, "sorted-set", "Returns the intersection of sorted sets.", zinter).with_key_finder(ZREAD_KEYS),
-    cmd!("zdiff", -3, R, K0, "sorted-set", "Returns the difference of sorted sets.", zdiff).with_key_finder(ZREAD_KEYS),
-    cmd!("zintercard", -3, R, K0, "sorted-set", "Counts the intersection of sorted sets.", zintercard).with_key_finder(ZREAD_KEYS),
-    cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder(ZSTORE_KEYS),
-    cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder(ZSTORE_KEYS),
-    cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder(ZSTORE_KEYS),
-    cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan),
+    cmd!("zrandmember", -2, READONLY | RANDOM, K1, "sorted-set", "Returns random members.", zrandmember).with_tips(&["nondeterministic_output"]),
+    cmd!("zunion", -3, R, K0, "sorted-set", "Returns the union of sorted sets.", zunion).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
+    cmd!("zinter", -3, R, K0, "sorted-set", "Returns the intersection of sorted sets.", zinter).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
+    cmd!("zdiff", -3, R, K0, "sorted-set", "Returns the difference of sorted sets.", zdiff).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
+    cmd!("zintercard", -3, R, K0, "sorted-set", "Counts the intersection of sorted sets.", zintercard).with_key_finder(ZREAD_KEYS).with_key_searches(&[keynum_at(1)]),
+    cmd!("zunionstore", -4, W, K0, "sorted-set", "Stores the union of sorted sets.", zunionstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
+    cmd!("zinterstore", -4, W, K0, "sorted-set", "Stores the intersection of sorted sets.", zinterstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
+    cmd!("zdiffstore", -4, W, K0, "sorted-set", "Stores the difference of sorted sets.", zdiffstore).with_key_finder_and_range(ZSTORE_KEYS, K1).with_key_searches(&[one_at(1), keynum_at(2)]),
+    cmd!("zscan", -3, READONLY, K1, "sorted-set", "Iterates over members.", zscan).with_tips(&["nondeterministic_output"]),
 ];

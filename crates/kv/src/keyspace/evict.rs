@@ -114,6 +114,7 @@ impl Keyspace {
     pub fn evict(&mut self, db: usize, key: &[u8]) -> Option<crate::types::Value> {
         let value = self.remove(db, key)?;
         self.expired.push((db, key.into()));
+        self.queue_event(super::events::EVICTED, "evicted", db, key);
         Some(value)
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::{bit_offset, store};
 use crate::commands::strings::get_str;
 use crate::commands::{errors, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::STRING;
 use crate::resp::{Args, ReplyBuf};
 use crate::types::number::parse_i64;
 use crate::types::Value;
@@ -261,10 +262,12 @@ fn apply(bytes: &mut Overlay<'_>, op: &FieldOp) -> (Option<i64>, bool) {
     (Some(reply), old != new)
 }
 
-/// Runs every op over `bytes`, replying; whether any field changed.
-fn run_ops(reply: &mut ReplyBuf, bytes: &mut Overlay<'_>, ops: &[FieldOp]) -> bool {
+/// Runs every op over `bytes`, replying; whether any field changed, and
+/// whether any SET or INCRBY was carried out (on a created or grown
+/// string, that alone makes Redis raise `setbit`).
+fn run_ops(reply: &mut ReplyBuf, bytes: &mut Overlay<'_>, ops: &[FieldOp]) -> (bool, bool) {
     reply.array(ops.len());
-    let mut changed = false;
+    let (mut changed, mut wrote) = (false, false);
     for op in ops {
         if op.op == Op::Get {
             let value = if op.signed {
@@ -277,12 +280,13 @@ fn run_ops(reply: &mut ReplyBuf, bytes: &mut Overlay<'_>, ops: &[FieldOp]) -> bo
         }
         let (value, field_changed) = apply(bytes, op);
         changed |= field_changed;
+        wrote |= value.is_some();
         match value {
             Some(v) => reply.int(v),
             None => reply.null(),
         }
     }
-    changed
+    (changed, wrote)
 }
 
 pub(in crate::commands) fn bitfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
@@ -309,7 +313,9 @@ pub(in crate::commands) fn bitfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdRe
         .unwrap_or(usize::MAX)
         .saturating_add(1);
     let grows = !existed || overlay.base.len() < len_needed;
-    let changed = run_ops(ctx.reply, &mut overlay, &ops) || grows;
+    let (field_changed, wrote) = run_ops(ctx.reply, &mut overlay, &ops);
+    let changed = field_changed || grows;
+    let raise = field_changed || (grows && wrote);
     let Overlay { base, patch } = overlay;
     if !changed {
         return Ok(());
@@ -335,6 +341,9 @@ pub(in crate::commands) fn bitfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdRe
         });
         apply_patch(&mut bytes, &patch);
         store(ctx, key, bytes);
+    }
+    if raise {
+        ctx.notify(STRING, "setbit", key);
     }
     ctx.propagate_args(args);
     Ok(())

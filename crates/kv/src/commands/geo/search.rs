@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::{float_arg, format_distance, lon_lat, reply_coordinate, shape, unit_m, zset_at};
 use crate::commands::{errors, int_arg, CmdError, CmdResult, Ctx};
+use crate::keyspace::events::{GENERIC, ZSET};
 use crate::resp::Args;
 use crate::types::geohash::{self, Extent, Shape};
 use crate::types::{ScoreBound, Shared, Value, ZSet};
@@ -287,7 +288,14 @@ fn generic(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind, read_only: bool) -> C
     }
     match req.store {
         None => reply_found(ctx, &req, &found),
-        Some(at) => store_found(ctx, args, &req, at, found),
+        Some(at) => {
+            let event = if kind == Kind::SearchStore {
+                "geosearchstore"
+            } else {
+                "georadiusstore"
+            };
+            store_found(ctx, args, (&req, at, event), found);
+        }
     }
     Ok(())
 }
@@ -303,6 +311,7 @@ fn missing_source(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request) -> CmdResul
                 .remove(ctx.session.db, args.get(at))
                 .is_some()
             {
+                ctx.notify(GENERIC, "del", args.get(at));
                 ctx.propagate_args(args);
             }
             ctx.reply.int(0);
@@ -393,7 +402,12 @@ fn reply_found(ctx: &mut Ctx<'_>, req: &Request, found: &[Found]) {
 /// Stores the points found at argument `at` (scores, or distances for
 /// STOREDIST), or deletes it when nothing was found; logs the command
 /// when the destination changed.
-fn store_found(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request, at: usize, found: Vec<Found>) {
+fn store_found(
+    ctx: &mut Ctx<'_>,
+    args: &Args<'_>,
+    (req, at, event): (&Request, usize, &'static str),
+    found: Vec<Found>,
+) {
     let (db, dest) = (ctx.session.db, args.get(at));
     let stored = found.len();
     let changed = if found.is_empty() {
@@ -408,6 +422,11 @@ fn store_found(ctx: &mut Ctx<'_>, args: &Args<'_>, req: &Request, at: usize, fou
             .set(db, dest, Value::ZSet(Shared::new(z)), false);
         true
     };
+    if stored > 0 {
+        ctx.notify(ZSET, event, dest);
+    } else if changed {
+        ctx.notify(GENERIC, "del", dest);
+    }
     if changed {
         ctx.propagate_args(args);
     }

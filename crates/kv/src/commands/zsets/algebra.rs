@@ -294,7 +294,7 @@ fn run(ctx: &mut Ctx<'_>, args: &Args<'_>, shape: Shape) -> CmdResult {
         Op::Diff => subtract(&mut req),
     };
     if shape.store {
-        let (len, changed) = store_result(ctx, args.get(1), result);
+        let (len, changed) = store_result(ctx, args.get(1), result, shape.name);
         if changed {
             ctx.propagate_args(args);
         }

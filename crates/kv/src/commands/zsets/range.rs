@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use super::{reply_members, store_result, zset_ref, CmdError, CmdResult, Ctx};
 use crate::commands::{errors, int_arg, upper};
+use crate::keyspace::events::ZSET;
 use crate::resp::Args;
 use crate::types::number::{normalize_range, parse_f64, parse_i64};
 use crate::types::{LexBound, ScoreBound, Value, ZSet};
@@ -222,7 +223,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     for (m, s) in &items {
         result.insert(m, *s);
     }
-    let (len, changed) = store_result(ctx, args.get(1), result);
+    let (len, changed) = store_result(ctx, args.get(1), result, "zrangestore");
     if changed {
         ctx.propagate_args(args);
     }
@@ -250,7 +251,7 @@ pub(super) fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 /// Removes the members `ends` selects; replies with how many.
-fn remove_range(ctx: &mut Ctx<'_>, args: &Args<'_>, ends: Ends) -> CmdResult {
+fn remove_range(ctx: &mut Ctx<'_>, args: &Args<'_>, ends: Ends, event: &'static str) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
     let Some(z) = zset_ref(&mut ctx.state.keyspace, db, key)? else {
         ctx.reply.int(0);
@@ -264,6 +265,8 @@ fn remove_range(ctx: &mut Ctx<'_>, args: &Args<'_>, ends: Ends) -> CmdResult {
     }
     ctx.state.keyspace.remove_if_empty(db, key);
     if !doomed.is_empty() {
+        ctx.notify(ZSET, event, key);
+        ctx.notify_del_if_gone(key);
         ctx.propagate_args(args);
     }
     ctx.reply.int(doomed.len() as i64);
@@ -272,15 +275,15 @@ fn remove_range(ctx: &mut Ctx<'_>, args: &Args<'_>, ends: Ends) -> CmdResult {
 
 pub(super) fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let ends = Ends::Rank(int_arg(args, 2)?, int_arg(args, 3)?);
-    remove_range(ctx, args, ends)
+    remove_range(ctx, args, ends, "zremrangebyrank")
 }
 
 pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let ends = Ends::Score(score_bound(args.get(2))?, score_bound(args.get(3))?);
-    remove_range(ctx, args, ends)
+    remove_range(ctx, args, ends, "zremrangebyscore")
 }
 
 pub(super) fn zremrangebylex(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let ends = Ends::Lex(lex_bound(args.get(2))?, lex_bound(args.get(3))?);
-    remove_range(ctx, args, ends)
+    remove_range(ctx, args, ends, "zremrangebylex")
 }
