@@ -99,6 +99,7 @@ pub fn of(spec: &CommandSpec) -> u64 {
         "stream" => Some("stream"),
         "pubsub" => Some("pubsub"),
         "transactions" => Some("transaction"),
+        "connection" => Some("connection"),
         "scripting" => Some("scripting"),
         _ => None,
     };
