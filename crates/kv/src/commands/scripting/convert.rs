@@ -79,6 +79,8 @@ pub fn lua_to_reply(value: &Value<'_>, reply: &mut ReplyBuf, depth: usize) {
             reply.error("ERR reached lua stack limit");
         }
         Value::Table(t) => table_to_reply(t, reply, depth),
+        // A `redis.call` failure caught with Lua's `pcall`.
+        Value::Error(e) => reply.error(&super::engine::rust_error_text(e)),
         _ => reply.null(),
     }
 }

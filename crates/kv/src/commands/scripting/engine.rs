@@ -233,7 +233,7 @@ fn error_handler<'lua>(lua: &'lua Lua, err: Value<'lua>) -> mlua::Result<Table<'
 
 /// The text of an error a Rust function of the `redis` table raised:
 /// a failed `redis.call`'s reply as it is, anything else with `ERR`.
-fn rust_error_text(e: &mlua::Error) -> String {
+pub fn rust_error_text(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, .. } => rust_error_text(cause),
         mlua::Error::ExternalError(inner) => {
