@@ -188,3 +188,27 @@ fn a_scripts_writes_survive_a_restart() {
     c.check(&resp(&["LRANGE", "l", "0", "-1"]), b"*1\r\n$1\r\nv\r\n");
     c.check(&resp(&["GET", "n"]), b"$1\r\n1\r\n");
 }
+
+#[test]
+fn monitor_shows_the_eval_then_its_commands_from_lua() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut monitor = server.raw();
+    monitor.check(&resp(&["MONITOR"]), b"+OK\r\n");
+    let mut c = server.raw();
+    c.check(
+        &resp(&[
+            "EVAL",
+            "redis.call('set',KEYS[1],ARGV[1])",
+            "1",
+            "foo",
+            "bar",
+        ]),
+        b"$-1\r\n",
+    );
+    let seen = String::from_utf8(monitor.roundtrip_any(b"")).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(lines.len(), 2, "{seen}");
+    assert!(lines[0].contains("\"EVAL\""), "{seen}");
+    assert!(lines[1].contains(" lua] \"set\" \"foo\" \"bar\""), "{seen}");
+}

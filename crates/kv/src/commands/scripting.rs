@@ -77,9 +77,22 @@ enum Source {
     Sha,
 }
 
+thread_local! {
+    /// Set while a script runs: MONITOR shows its commands as from `lua`.
+    static RUNNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a script is running on this thread.
+pub(super) fn running() -> bool {
+    RUNNING.with(std::cell::Cell::get)
+}
+
 const NOSCRIPT_TEXT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: bool) -> CmdResult {
+    // EVAL is marked skip-monitor so that it is shown here, before the
+    // commands the script runs, as Redis shows it.
+    super::notify::feed_monitors(ctx, args);
     let (keys, argv) = split_arguments(args)?;
     let outcome = engine::with_lua(|lua| {
         let sha = match source {
@@ -122,6 +135,7 @@ fn run_script(
     let in_exec = ctx.session.in_exec;
     // Blocking commands answer at once inside a script, as inside EXEC.
     ctx.session.in_exec = true;
+    RUNNING.with(|r| r.set(true));
     let mut scratch = ReplyBuf::new(Protocol::Resp2);
     let proto = ctx.reply.proto;
     let result = lua.scope(|scope| {
@@ -138,6 +152,7 @@ fn run_script(
         }))
     });
     ctx.session.in_exec = in_exec;
+    RUNNING.with(|r| r.set(false));
     // A SELECT inside the script does not change the caller's database.
     ctx.session.db = db;
     match result {
