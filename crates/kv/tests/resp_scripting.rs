@@ -212,3 +212,30 @@ fn monitor_shows_the_eval_then_its_commands_from_lua() {
     assert!(lines[0].contains("\"EVAL\""), "{seen}");
     assert!(lines[1].contains(" lua] \"set\" \"foo\" \"bar\""), "{seen}");
 }
+
+#[test]
+fn a_read_in_a_script_tracks_the_declared_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let mut other = server.raw();
+    let _ = c.roundtrip_any(&resp(&["HELLO", "3"]));
+    c.check(&resp(&["CLIENT", "TRACKING", "on"]), b"+OK\r\n");
+    // A script that only writes tracks nothing.
+    c.check(
+        &resp(&["EVAL", "redis.call('set', 'k3', 'bar')", "1", "k1"]),
+        b"_\r\n",
+    );
+    other.check(&resp(&["SET", "k1", "1"]), b"+OK\r\n");
+    // One that reads tracks the keys it declared.
+    c.check(
+        &resp(&["EVAL", "redis.call('get', 'k3')", "1", "k1"]),
+        b"_\r\n",
+    );
+    other.check(&resp(&["SET", "k3", "2"]), b"+OK\r\n");
+    other.check(&resp(&["SET", "k1", "2"]), b"+OK\r\n");
+    c.check(
+        &resp(&["PING"]),
+        b">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nk1\r\n+PONG\r\n",
+    );
+}

@@ -108,12 +108,19 @@ pub(super) fn after_handler(
     let id = ctx.session.id;
     if spec.has(super::flags::READONLY)
         && !spec.has(super::flags::PUBSUB)
+        && !matches!(spec.name, "eval_ro" | "evalsha_ro")
         && ctx.state.pubsub.tracking.clients.contains_key(&id)
     {
-        let mut positions = Vec::new();
-        spec.keys.positions(args, &mut positions);
-        let keys = positions.into_iter().map(|at| args.get(at).into());
-        ctx.state.pubsub.tracking.remember(id, keys);
+        // As Redis: a read inside a script makes the caller track the
+        // keys the script declared, not the ones the read named.
+        if let Some(keys) = super::scripting::declared_keys() {
+            ctx.state.pubsub.tracking.remember(id, keys.into_iter());
+        } else {
+            let mut positions = Vec::new();
+            spec.keys.positions(args, &mut positions);
+            let keys = positions.into_iter().map(|at| args.get(at).into());
+            ctx.state.pubsub.tracking.remember(id, keys);
+        }
     }
     if !ctx.state.pubsub.monitors.is_empty()
         && !ctx.session.is_replay

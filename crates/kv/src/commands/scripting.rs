@@ -23,6 +23,7 @@ use super::table::*;
 use super::{errors, int_arg, resolve, run, CmdError, CmdResult, Ctx};
 use crate::resp::reply::Protocol;
 use crate::resp::{Args, ReplyBuf};
+use crate::types::Bytes;
 
 /// The key finder for EVAL and friends: `numkeys` keys after it.
 fn eval_keys(args: &Args<'_>, out: &mut Vec<usize>) {
@@ -80,11 +81,22 @@ enum Source {
 thread_local! {
     /// Set while a script runs: MONITOR shows its commands as from `lua`.
     static RUNNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The running script's KEYS, which client-side caching tracks for
+    /// the caller when the script reads.
+    static DECLARED: std::cell::RefCell<Vec<Bytes>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Whether a script is running on this thread.
 pub(super) fn running() -> bool {
     RUNNING.with(std::cell::Cell::get)
+}
+
+/// The running script's KEYS, if a script is running.
+pub(super) fn declared_keys() -> Option<Vec<Bytes>> {
+    if !running() {
+        return None;
+    }
+    Some(DECLARED.with(|d| d.borrow().clone()))
 }
 
 const NOSCRIPT_TEXT: &str = "NOSCRIPT No matching script. Please use EVAL.";
@@ -106,6 +118,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
             return Ok(Err(NOSCRIPT_TEXT.to_string()));
         };
         engine::set_arguments(lua, &keys, &argv)?;
+        DECLARED.with(|d| *d.borrow_mut() = keys.iter().map(|&k| k.into()).collect());
         Ok(run_script(lua, ctx, function, &sha, read_only))
     });
     match outcome {
