@@ -20,7 +20,7 @@ use mlua::{Lua, MultiValue, Value};
 
 use super::introspect::help_reply;
 use super::table::*;
-use super::{errors, int_arg, resolve, run, CmdError, CmdResult, Ctx};
+use super::{int_arg, resolve, run, CmdError, CmdResult, Ctx};
 use crate::resp::reply::Protocol;
 use crate::resp::{Args, ReplyBuf};
 use crate::types::Bytes;
@@ -269,16 +269,14 @@ fn script_exists(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    match args.len() {
-        2 => {}
-        3 if args.get(2).eq_ignore_ascii_case(b"async")
-            || args.get(2).eq_ignore_ascii_case(b"sync") => {}
-        3 => {
-            return Err(Cow::Borrowed(
-                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
-            ))
-        }
-        _ => return Err(Cow::Borrowed(errors::SYNTAX)),
+    let mode_ok = args.len() == 2
+        || (args.len() == 3
+            && (args.get(2).eq_ignore_ascii_case(b"async")
+                || args.get(2).eq_ignore_ascii_case(b"sync")));
+    if !mode_ok {
+        return Err(Cow::Borrowed(
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+        ));
     }
     engine::reset();
     ctx.reply.ok();

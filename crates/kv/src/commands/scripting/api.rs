@@ -49,9 +49,10 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     redis.raw_set(
         "sha1hex",
         lua.create_function(|lua, args: MultiValue| {
-            let Some(value) = args.into_iter().next().filter(|_| true) else {
+            if args.len() != 1 {
                 return Err(mlua::Error::runtime("wrong number of arguments"));
-            };
+            }
+            let value = args.into_iter().next().unwrap_or(Value::Nil);
             let text = lua.coerce_string(value)?;
             let bytes = text.as_ref().map(|s| s.as_bytes()).unwrap_or_default();
             Ok(super::engine::sha1_hex(bytes))

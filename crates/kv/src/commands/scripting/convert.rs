@@ -74,10 +74,7 @@ pub fn lua_to_reply(value: &Value<'_>, reply: &mut ReplyBuf, depth: usize) {
         Value::Integer(n) => reply.int(*n),
         Value::Number(n) => reply.int(truncate(*n)),
         Value::Boolean(true) => reply.int(1),
-        Value::Table(t) if depth >= MAX_DEPTH => {
-            let _ = t;
-            reply.error("ERR reached lua stack limit");
-        }
+        Value::Table(_) if depth >= MAX_DEPTH => reply.error("ERR reached lua stack limit"),
         Value::Table(t) => table_to_reply(t, reply, depth),
         // A `redis.call` failure caught with Lua's `pcall`.
         Value::Error(e) => reply.error(&super::engine::rust_error_text(e)),
