@@ -7,7 +7,8 @@
 //! log needs no interpreter and gives the same data.
 //!
 //! Not done: SCRIPT KILL and the `busy-reply-threshold` BUSY replies (a
-//! script that never ends holds the server), `redis.setresp`, and the
+//! script that never ends holds the server), `#!lua` shebang flags,
+//! `redis.setresp`, and the
 //! `cjson`, `cmsgpack`, `bit` and `struct` libraries.
 
 mod api;
