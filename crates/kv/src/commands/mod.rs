@@ -27,6 +27,7 @@ mod memory;
 mod object;
 mod persistence;
 mod replication;
+mod scripting;
 mod server;
 // Pub/Sub, keyspace notifications, client-side caching, MONITOR.
 mod notify;

@@ -108,12 +108,19 @@ pub(super) fn after_handler(
     let id = ctx.session.id;
     if spec.has(super::flags::READONLY)
         && !spec.has(super::flags::PUBSUB)
+        && !matches!(spec.name, "eval_ro" | "evalsha_ro")
         && ctx.state.pubsub.tracking.clients.contains_key(&id)
     {
-        let mut positions = Vec::new();
-        spec.keys.positions(args, &mut positions);
-        let keys = positions.into_iter().map(|at| args.get(at).into());
-        ctx.state.pubsub.tracking.remember(id, keys);
+        // As Redis: a read inside a script makes the caller track the
+        // keys the script declared, not the ones the read named.
+        if let Some(keys) = super::scripting::declared_keys() {
+            ctx.state.pubsub.tracking.remember(id, keys.into_iter());
+        } else {
+            let mut positions = Vec::new();
+            spec.keys.positions(args, &mut positions);
+            let keys = positions.into_iter().map(|at| args.get(at).into());
+            ctx.state.pubsub.tracking.remember(id, keys);
+        }
     }
     if !ctx.state.pubsub.monitors.is_empty()
         && !ctx.session.is_replay
@@ -215,16 +222,23 @@ fn push_repr(out: &mut Vec<u8>, arg: &[u8]) {
 }
 
 /// Sends one MONITOR line for the running command to every monitor:
-/// `+<unix seconds>.<micros> [<db> <addr>] "arg" ...`.
-fn feed_monitors(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+/// `+<unix seconds>.<micros> [<db> <addr>] "arg" ...`; a command a
+/// script runs shows `lua` as its address, as in Redis.
+pub(super) fn feed_monitors(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.state.pubsub.monitors.is_empty() || ctx.session.is_replay {
+        return;
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let addr = ctx
-        .state
-        .clients
-        .get(&ctx.session.id)
-        .map_or("", |c| c.addr.as_str());
+    let addr = if super::scripting::running() {
+        "lua"
+    } else {
+        ctx.state
+            .clients
+            .get(&ctx.session.id)
+            .map_or("", |c| c.addr.as_str())
+    };
     let mut line = format!(
         "+{}.{:06} [{} {}] ",
         now.as_secs(),

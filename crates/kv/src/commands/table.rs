@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 pub(super) use super::flags::*;
 use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, geo, hashes};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
-use super::{replication, server, sets, sort, strings, transactions, zsets};
+use super::{replication, scripting, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -382,6 +382,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     bits::COMMANDS,
     keys::COMMANDS,
     sort::COMMANDS,
+    scripting::COMMANDS,
     dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,

@@ -1,0 +1,157 @@
+//! The `redis` table scripts see: `call` and `pcall` (through a dispatcher
+//! the running EVAL installs for the length of the script), the reply
+//! helpers, `sha1hex`, `log` and the replication constants.
+
+use mlua::{Function, Lua, MultiValue, Table, Value};
+
+/// Registry name of the dispatcher the running script's commands go to.
+pub const DISPATCH: &str = "ferrite.dispatch";
+
+/// The error `redis.call` raises for a failed command: its reply text,
+/// which the script's error handler reports as it is.
+#[derive(Debug)]
+pub struct CallFailure(pub String);
+
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CallFailure {}
+
+/// Runs the script's command through the running EVAL's dispatcher,
+/// which answers `(ok, value)`.
+fn dispatch<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<(bool, Value<'lua>)> {
+    let running: Function = lua.named_registry_value(DISPATCH)?;
+    running.call::<_, (bool, Value)>(args)
+}
+
+/// Builds the `redis` table.
+pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
+    let redis = lua.create_table()?;
+    // Both are C functions, so the script's frame stays on the stack
+    // (even for `return redis.call(...)`) for the error handler to name
+    // the line.
+    let call = lua.create_function(|lua, args: MultiValue| match dispatch(lua, args)? {
+        (true, value) => Ok(value),
+        (false, value) => {
+            let text = match &value {
+                Value::Table(t) => t.raw_get::<_, String>("err").unwrap_or_default(),
+                _ => String::new(),
+            };
+            Err(mlua::Error::external(CallFailure(text)))
+        }
+    })?;
+    redis.raw_set("call", call)?;
+    let pcall = lua.create_function(|lua, args: MultiValue| Ok(dispatch(lua, args)?.1))?;
+    redis.raw_set("pcall", pcall)?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(mlua::Error::runtime("wrong number of arguments"));
+            }
+            let value = args.into_iter().next().unwrap_or(Value::Nil);
+            let text = lua.coerce_string(value)?;
+            let bytes = text.as_ref().map(|s| s.as_bytes()).unwrap_or_default();
+            Ok(super::engine::sha1_hex(bytes))
+        })?,
+    )?;
+    redis.raw_set("error_reply", reply_maker(lua, "err")?)?;
+    redis.raw_set("status_reply", reply_maker(lua, "ok")?)?;
+    redis.raw_set("log", lua.create_function(log)?)?;
+    redis.raw_set("set_repl", lua.create_function(set_repl)?)?;
+    redis.raw_set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(true))?,
+    )?;
+    for (name, value) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.raw_set(name, value)?;
+    }
+    Ok(redis)
+}
+
+/// `redis.error_reply(text)` / `redis.status_reply(text)`: a table with
+/// the one field `field` holding `text`.
+fn reply_maker<'lua>(lua: &'lua Lua, field: &'static str) -> mlua::Result<Function<'lua>> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let mut args = args.into_iter();
+        let t = lua.create_table()?;
+        // A misuse is answered with an error table, not raised.
+        match (args.next(), args.next()) {
+            (Some(value @ Value::String(_)), None) => t.raw_set(field, value)?,
+            _ => t.raw_set("err", "ERR wrong number or type of arguments")?,
+        }
+        Ok(t)
+    })
+}
+
+/// `redis.log(level, message...)`: to the server's log (tracing).
+fn log(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() < 2 {
+        return Err(mlua::Error::runtime(
+            "redis.log() requires two arguments or more.",
+        ));
+    }
+    let mut args = args.into_iter();
+    let level = match args.next() {
+        Some(Value::Integer(n)) => n,
+        Some(Value::Number(n)) => n as i64,
+        _ => {
+            return Err(mlua::Error::runtime(
+                "First argument must be a number (log level).",
+            ))
+        }
+    };
+    if !(0..=3).contains(&level) {
+        return Err(mlua::Error::runtime("Invalid debug level."));
+    }
+    let mut message = Vec::new();
+    for (i, part) in args.enumerate() {
+        if i > 0 {
+            message.push(b' ');
+        }
+        if let Some(s) = lua.coerce_string(part)? {
+            message.extend_from_slice(s.as_bytes());
+        }
+    }
+    let text = String::from_utf8_lossy(&message);
+    match level {
+        0 | 1 => tracing::debug!(target: "script", "{text}"),
+        2 => tracing::info!(target: "script", "{text}"),
+        _ => tracing::warn!(target: "script", "{text}"),
+    }
+    Ok(())
+}
+
+/// `redis.set_repl(flags)`: checked and accepted; Ferrite always logs a
+/// script's effects, which is what every flag but `REPL_NONE` asks for.
+fn set_repl(_: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() != 1 {
+        return Err(mlua::Error::runtime(
+            "redis.set_repl() requires one argument.",
+        ));
+    }
+    let flags = match args.into_iter().next() {
+        Some(Value::Integer(n)) => n,
+        Some(Value::Number(n)) => n as i64,
+        _ => -1,
+    };
+    if !(0..=3).contains(&flags) {
+        return Err(mlua::Error::runtime(
+            "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! The Lua interpreter behind EVAL: one Lua 5.1 state per event-loop
+//! thread, the script cache (SHA1 of the body to compiled function), the
+//! sandbox the scripts run in, and how a script's failure is worded.
+
+use std::cell::RefCell;
+
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+
+/// Registry name of the table from SHA1 to compiled script.
+const SCRIPTS: &str = "ferrite.scripts";
+/// Registry name of the table the scripts' globals are read from.
+const BASE: &str = "ferrite.base";
+/// Registry name of the read-only proxy each script runs with as `_G`.
+const ENV: &str = "ferrite.env";
+/// Registry name of the error handler given to `xpcall`.
+const HANDLER: &str = "ferrite.handler";
+/// The chunk name every script is compiled under, as Redis names it.
+pub const CHUNK: &str = "@user_script";
+
+/// Builds the sandbox: reads of names that do not exist and every write of
+/// a global fail, as in Redis 7.0, where the globals table is read-only.
+/// `loadstring`, which Redis removes but lists, reads as nil.
+const SANDBOX: &str = r#"
+local base = ...
+local removed = { loadstring = true }
+local env = {}
+setmetatable(env, {
+  __index = function(_, name)
+    local value = rawget(base, name)
+    if value ~= nil or removed[name] then return value end
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+  end,
+  __newindex = function()
+    error("Attempt to modify a readonly table", 2)
+  end,
+  __metatable = false,
+})
+rawset(base, "_G", env)
+return env
+"#;
+
+thread_local! {
+    static LUA: RefCell<Option<Lua>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's interpreter, creating it on first use.
+pub fn with_lua<R>(f: impl FnOnce(&Lua) -> mlua::Result<R>) -> mlua::Result<R> {
+    LUA.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(mlua::Error::external)?;
+        if slot.is_none() {
+            *slot = Some(new_state()?);
+        }
+        match slot.as_ref() {
+            Some(lua) => f(lua),
+            None => Err(mlua::Error::runtime("no Lua state")),
+        }
+    })
+}
+
+/// Drops every cached script and starts a fresh interpreter (SCRIPT FLUSH).
+pub fn reset() {
+    LUA.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            *slot = None;
+        }
+    });
+}
+
+/// A fresh interpreter with the libraries Redis offers scripts.
+fn new_state() -> mlua::Result<Lua> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+        LuaOptions::default(),
+    )?;
+    prepare(&lua)?;
+    Ok(lua)
+}
+
+/// Builds the sandbox's globals, the cache and the error handler.
+fn prepare(lua: &Lua) -> mlua::Result<()> {
+    let base = lua.create_table()?;
+    for pair in lua.globals().pairs::<Value, Value>() {
+        let (name, value) = pair?;
+        base.raw_set(name, value)?;
+    }
+    for name in [
+        "loadstring",
+        "loadfile",
+        "dofile",
+        "load",
+        "print",
+        "module",
+        "require",
+    ] {
+        base.raw_set(name, Value::Nil)?;
+    }
+    base.raw_set("redis", super::api::redis_table(lua)?)?;
+    let env: Table = lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
+    lua.set_named_registry_value(BASE, base)?;
+    lua.set_named_registry_value(ENV, env)?;
+    lua.set_named_registry_value(SCRIPTS, lua.create_table()?)?;
+    lua.set_named_registry_value(HANDLER, lua.create_function(error_handler)?)?;
+    Ok(())
+}
+
+/// The lowercase hex SHA1 of `body`, the name scripts are cached under.
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// Whether a script with this SHA1 (lowercase) is cached.
+pub fn exists(lua: &Lua, sha: &str) -> mlua::Result<bool> {
+    let scripts: Table = lua.named_registry_value(SCRIPTS)?;
+    scripts.contains_key(sha)
+}
+
+/// Compiles and caches `body` unless cached; `Err` is the reply text.
+pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
+    let sha = sha1_hex(body);
+    let scripts: Table = lua.named_registry_value(SCRIPTS).map_err(internal)?;
+    if scripts.contains_key(sha.as_str()).map_err(internal)? {
+        return Ok(sha);
+    }
+    let env: Table = lua.named_registry_value(ENV).map_err(internal)?;
+    let compiled = lua
+        .load(body)
+        .set_name(CHUNK)
+        .set_environment(env)
+        .into_function();
+    let function = match compiled {
+        Ok(f) => f,
+        Err(mlua::Error::SyntaxError { message, .. }) => {
+            return Err(format!(
+                "ERR Error compiling script (new function): {message}"
+            ));
+        }
+        Err(e) => return Err(format!("ERR Error compiling script (new function): {e}")),
+    };
+    scripts.raw_set(sha.as_str(), function).map_err(internal)?;
+    Ok(sha)
+}
+
+/// The cached function for `sha`, if any.
+pub fn cached<'lua>(lua: &'lua Lua, sha: &str) -> mlua::Result<Option<Function<'lua>>> {
+    let scripts: Table = lua.named_registry_value(SCRIPTS)?;
+    scripts.raw_get(sha)
+}
+
+/// Sets `KEYS` and `ARGV` for the next script.
+pub fn set_arguments(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
+    let base: Table = lua.named_registry_value(BASE)?;
+    base.raw_set("KEYS", bytes_table(lua, keys)?)?;
+    base.raw_set("ARGV", bytes_table(lua, argv)?)?;
+    Ok(())
+}
+
+fn bytes_table<'lua>(lua: &'lua Lua, items: &[&[u8]]) -> mlua::Result<Table<'lua>> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// Calls `function` under the error handler: `Ok` holds what it returned,
+/// `Err` the error reply text (`... script: <sha>, on @user_script:N.`).
+pub fn call<'lua>(
+    lua: &'lua Lua,
+    function: Function<'lua>,
+    sha: &str,
+) -> Result<Value<'lua>, String> {
+    let handler: Function = lua.named_registry_value(HANDLER).map_err(internal)?;
+    let xpcall: Function = lua.globals().raw_get("xpcall").map_err(internal)?;
+    let mut out = xpcall
+        .call::<_, MultiValue>((function, handler))
+        .map_err(internal)?
+        .into_iter();
+    match out.next() {
+        Some(Value::Boolean(true)) => Ok(out.next().unwrap_or(Value::Nil)),
+        _ => Err(failure_text(out.next().unwrap_or(Value::Nil), sha)),
+    }
+}
+
+/// Words a script's failure as Redis 7.0 does.
+fn failure_text(err: Value<'_>, sha: &str) -> String {
+    let Value::Table(t) = err else {
+        return format!("ERR {} script: {sha}", value_text(&err));
+    };
+    let text = t
+        .raw_get::<_, Value>("err")
+        .map(|v| value_text(&v))
+        .unwrap_or_default();
+    match t.raw_get::<_, Option<i64>>("line") {
+        Ok(Some(line)) => format!("{text} script: {sha}, on {CHUNK}:{line}."),
+        _ => format!("{text} script: {sha}"),
+    }
+}
+
+/// A Lua string or number as text; anything else as Lua would name it.
+fn value_text(v: &Value<'_>) -> String {
+    match v {
+        Value::String(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+        Value::Number(n) => n.to_string(),
+        Value::Integer(n) => n.to_string(),
+        Value::Error(e) => e.to_string(),
+        other => other.type_name().to_string(),
+    }
+}
+
+/// The `xpcall` handler: turns any error into a table `{err=..., line=N}`
+/// (a string error gets the `ERR` code), `N` the line of the script that
+/// was running when it failed.
+fn error_handler<'lua>(lua: &'lua Lua, err: Value<'lua>) -> mlua::Result<Table<'lua>> {
+    let out = lua.create_table()?;
+    match &err {
+        Value::Table(t) if t.contains_key("err")? => {
+            out.raw_set("err", t.raw_get::<_, Value>("err")?)?
+        }
+        Value::Error(e) => out.raw_set("err", rust_error_text(e))?,
+        other => out.raw_set("err", format!("ERR {}", value_text(other)))?,
+    }
+    for level in 0..64 {
+        let Some(frame) = lua.inspect_stack(level) else {
+            break;
+        };
+        if frame.source().source.as_deref() == Some(CHUNK) {
+            out.raw_set("line", frame.curr_line())?;
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The text of an error a Rust function of the `redis` table raised:
+/// a failed `redis.call`'s reply as it is, anything else with `ERR`.
+pub fn rust_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => rust_error_text(cause),
+        mlua::Error::ExternalError(inner) => {
+            match inner.downcast_ref::<super::api::CallFailure>() {
+                Some(failure) => failure.0.clone(),
+                None => format!("ERR {inner}"),
+            }
+        }
+        mlua::Error::RuntimeError(text) => format!("ERR {text}"),
+        other => format!("ERR {other}"),
+    }
+}
+
+fn internal(e: mlua::Error) -> String {
+    format!("ERR {e}")
+}
