@@ -10,6 +10,19 @@ use rusqlite::{Connection, OpenFlags};
 
 const ROWS: i64 = 500;
 
+/// The tests of this file run one at a time. A `ferrite-pmem` file is
+/// owned by one process through an OFD lock, and a child being spawned
+/// holds copies of the parent's descriptors until it executes: a test
+/// reopening its database while another test spawns `ferrite` can find
+/// the lock still held by that child for a moment.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn ferrite(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .args(args)
@@ -57,6 +70,7 @@ fn expected() -> (i64, String, String) {
 
 #[test]
 fn export_then_import_round_trips_through_stock_sqlite() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let pm = dir.path().join("app.db");
     fill(&open_pmem(&pm));
@@ -114,6 +128,7 @@ fn export_then_import_round_trips_through_stock_sqlite() {
 
 #[test]
 fn vacuum_into_the_unix_vfs_writes_a_plain_file() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let pm = dir.path().join("app.db");
     let db = open_pmem(&pm);
@@ -133,6 +148,7 @@ fn vacuum_into_the_unix_vfs_writes_a_plain_file() {
 
 #[test]
 fn export_refuses_a_database_with_a_hot_journal() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let pm = dir.path().join("app.db");
     fill(&open_pmem(&pm));
