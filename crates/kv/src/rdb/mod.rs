@@ -52,41 +52,52 @@ pub enum RestoreError {
     BadFormat,
 }
 
-/// The payload DUMP replies with for `value`.
-pub fn dump(value: &Value) -> Vec<u8> {
-    let mut out = Vec::new();
+/// The RDB object type `value` is written as (the plain encodings every
+/// Redis reads; sorted sets with binary scores).
+pub(crate) fn object_type_of(value: &Value) -> u8 {
     match value {
-        Value::Str(s) => {
-            out.push(object_type::STRING);
-            write_string(&mut out, s);
-        }
+        Value::Str(_) => object_type::STRING,
+        Value::List(_) => object_type::LIST,
+        Value::Set(_) => object_type::SET,
+        Value::Hash(_) => object_type::HASH,
+        Value::ZSet(_) => object_type::ZSET_2,
+    }
+}
+
+/// Appends `value`'s RDB encoding, without its type byte: what follows
+/// the type in a DUMP payload, and the key in an RDB file.
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Str(s) => write_string(out, s),
         Value::List(l) => {
-            out.push(object_type::LIST);
-            write_len(&mut out, l.len() as u64);
-            l.iter().for_each(|e| write_string(&mut out, e));
+            write_len(out, l.len() as u64);
+            l.iter().for_each(|e| write_string(out, e));
         }
         Value::Set(s) => {
-            out.push(object_type::SET);
-            write_len(&mut out, s.len() as u64);
-            s.iter().for_each(|e| write_string(&mut out, e));
+            write_len(out, s.len() as u64);
+            s.iter().for_each(|e| write_string(out, e));
         }
         Value::Hash(h) => {
-            out.push(object_type::HASH);
-            write_len(&mut out, h.len() as u64);
+            write_len(out, h.len() as u64);
             for (field, value) in h.iter() {
-                write_string(&mut out, field);
-                write_string(&mut out, value);
+                write_string(out, field);
+                write_string(out, value);
             }
         }
         Value::ZSet(z) => {
-            out.push(object_type::ZSET_2);
-            write_len(&mut out, z.len() as u64);
+            write_len(out, z.len() as u64);
             for (member, score) in z.iter() {
-                write_string(&mut out, member);
+                write_string(out, member);
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
     }
+}
+
+/// The payload DUMP replies with for `value`.
+pub fn dump(value: &Value) -> Vec<u8> {
+    let mut out = vec![object_type_of(value)];
+    write_value(&mut out, value);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -121,7 +132,7 @@ fn verify(payload: &[u8]) -> Result<(), RestoreError> {
 
 /// Appends an RDB length: 6 bits, 14 bits, or a marker and 32 or 64 bits
 /// big-endian.
-fn write_len(out: &mut Vec<u8>, len: u64) {
+pub(crate) fn write_len(out: &mut Vec<u8>, len: u64) {
     if len < 1 << 6 {
         out.push(len as u8);
     } else if len < 1 << 14 {
@@ -138,7 +149,7 @@ fn write_len(out: &mut Vec<u8>, len: u64) {
 
 /// Appends a string, as an integer encoding when it is the canonical
 /// text of a 32-bit integer (as Redis saves such strings), else raw.
-fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     let as_int = (s.len() <= 11)
         .then(|| crate::types::number::parse_i64(s))
         .flatten()

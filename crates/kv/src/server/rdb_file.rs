@@ -1,82 +1,17 @@
 //! The dataset as an RDB file (version 10, Redis 7.0's), for SYNC: what a
-//! replica loads before the stream of writes. Values use the plain RDB
-//! types every Redis 7.0 still loads (string, list, set, hash, sorted set
-//! with binary scores), keys keep their absolute expiry, and the checksum
-//! is left zero, which Redis reads as "not computed".
+//! replica loads before the stream of writes. Values are written as DUMP
+//! writes them (`crate::rdb`: the plain RDB types every Redis 7.0 still
+//! loads), keys keep their absolute expiry, and the checksum is left zero,
+//! which Redis reads as "not computed".
 
 use crate::keyspace::Keyspace;
-use crate::types::Value;
+use crate::rdb::{object_type_of, write_len as push_len, write_string, write_value};
 
 /// The file's magic and version.
 const MAGIC: &[u8] = b"REDIS0010";
 const OPCODE_EXPIRE_MS: u8 = 0xfc;
 const OPCODE_SELECT_DB: u8 = 0xfe;
 const OPCODE_EOF: u8 = 0xff;
-const TYPE_STRING: u8 = 0;
-const TYPE_LIST: u8 = 1;
-const TYPE_SET: u8 = 2;
-const TYPE_HASH: u8 = 4;
-const TYPE_ZSET_BINARY: u8 = 5;
-
-/// Appends an RDB length: 6, 14, 32 or 64 bits, big-endian.
-fn push_len(out: &mut Vec<u8>, len: u64) {
-    if len < 1 << 6 {
-        out.push(len as u8);
-    } else if len < 1 << 14 {
-        out.push(0x40 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else if len <= u64::from(u32::MAX) {
-        out.push(0x80);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&len.to_be_bytes());
-    }
-}
-
-/// Appends a length-prefixed string.
-fn push_str(out: &mut Vec<u8>, bytes: &[u8]) {
-    push_len(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
-}
-
-/// Appends `key` = `value` with its type byte.
-fn push_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
-    let kind = match value {
-        Value::Str(_) => TYPE_STRING,
-        Value::List(_) => TYPE_LIST,
-        Value::Set(_) => TYPE_SET,
-        Value::Hash(_) => TYPE_HASH,
-        Value::ZSet(_) => TYPE_ZSET_BINARY,
-    };
-    out.push(kind);
-    push_str(out, key);
-    match value {
-        Value::Str(s) => push_str(out, s),
-        Value::List(list) => {
-            push_len(out, list.len() as u64);
-            list.iter().for_each(|item| push_str(out, item));
-        }
-        Value::Set(set) => {
-            push_len(out, set.len() as u64);
-            set.iter().for_each(|member| push_str(out, member));
-        }
-        Value::Hash(hash) => {
-            push_len(out, hash.len() as u64);
-            for (field, v) in hash.iter() {
-                push_str(out, field);
-                push_str(out, v);
-            }
-        }
-        Value::ZSet(zset) => {
-            push_len(out, zset.len() as u64);
-            for (member, score) in zset.iter() {
-                push_str(out, member);
-                out.extend_from_slice(&score.to_le_bytes());
-            }
-        }
-    }
-}
 
 /// The whole dataset as an RDB file; keys already expired at `now_ms` are
 /// left out (a replica would drop them on load).
@@ -99,7 +34,9 @@ pub fn encode(keyspace: &Keyspace, now_ms: i64) -> Vec<u8> {
                     out.push(OPCODE_EXPIRE_MS);
                     out.extend_from_slice(&at.to_le_bytes());
                 }
-                push_entry(&mut out, key, value);
+                out.push(object_type_of(value));
+                write_string(&mut out, key);
+                write_value(&mut out, value);
             }
         }
     }
