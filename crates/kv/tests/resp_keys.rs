@@ -386,3 +386,22 @@ fn cross_database_writes_during_a_rewrite_reload_exactly() -> anyhow::Result<()>
     server.stop();
     Ok(())
 }
+
+/// RANDOMKEY in a database holding only expired keys deletes them, as
+/// Redis's does with the expired keys it meets, and answers nil.
+#[test]
+fn randomkey_deletes_the_expired_keys_it_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    c.check(
+        b"DEBUG SET-ACTIVE-EXPIRE 0\r\nSET a 1 PX 1\r\nSET b 2 PX 1\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n",
+    );
+    // Let the two keys' millisecond expiry pass (active expiry is off).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    c.check(b"DBSIZE\r\n", b":2\r\n");
+    c.check(b"RANDOMKEY\r\nDBSIZE\r\n", b"$-1\r\n:0\r\n");
+}

@@ -420,6 +420,13 @@ pub(super) fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     let key = state
         .keyspace
         .random_key(db, |n| rng.below(n as u64) as usize);
+    if key.is_none() && !state.keyspace.db(db).is_empty() {
+        // Only expired keys are left: Redis's RANDOMKEY deletes the
+        // expired keys it meets (each logged as a `DEL`) and answers nil.
+        for seg in 0..crate::keyspace::SEGMENTS_PER_DB {
+            expire_segment(&mut state.keyspace, db, seg);
+        }
+    }
     ctx.reply.bulk_opt(key.as_deref());
     Ok(())
 }
