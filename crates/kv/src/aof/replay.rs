@@ -184,7 +184,7 @@ fn replay_applies(
     state.keyspace.replay_decision(segments, lsn)
 }
 
-/// What replaying commands needs besides the state: a session that is
+/// What replaying commands needs besides the state: a client `Session` that is
 /// authenticated and marked as replay, and scratch buffers for the replies
 /// and propagation that replay throws away.
 pub(super) struct Replayer {

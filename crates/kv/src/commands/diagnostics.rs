@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::introspect::help_reply;
 use super::table::*;
-use super::{all_commands, errors, int_arg, lookup, CmdResult, Ctx};
+use super::{all_commands, errors, int_arg, CmdResult, Ctx};
 use crate::resp::Args;
 
 /// Arguments a slow-log entry keeps; the last slot then says how many
@@ -69,20 +69,11 @@ pub struct CommandHistogram {
 /// `("client", "id")`, so recording allocates nothing), its histogram.
 pub type Histograms = HashMap<(&'static str, &'static str), CommandHistogram>;
 
-/// The histogram key of `spec` as run for `args`.
-fn histogram_key(spec: &'static CommandSpec, args: &Args<'_>) -> (&'static str, &'static str) {
-    let container = if args.len() > 1 {
-        lookup(args.get(0)).filter(|c| !c.subcommands.is_empty())
-    } else {
-        None
-    };
-    (container.map_or("", |c| c.name), spec.name)
-}
-
 /// Notes a command that took `duration_us`: its histogram, and the slow
 /// log and latency monitor when it was slow enough.
 pub(super) fn record(
     ctx: &mut Ctx<'_>,
+    container: Option<&'static CommandSpec>,
     spec: &'static CommandSpec,
     args: &Args<'_>,
     duration_us: u64,
@@ -91,7 +82,7 @@ pub(super) fn record(
         .state
         .stats
         .command_latency
-        .entry(histogram_key(spec, args))
+        .entry((container.map_or("", |c| c.name), spec.name))
         .or_insert(CommandHistogram {
             calls: 0,
             buckets: [0; BUCKETS],

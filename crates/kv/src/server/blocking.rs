@@ -8,7 +8,7 @@
 //! notes each one a write touches in `ready`, in order. After every
 //! command (EXEC counting as one) the loop takes the ready keys in that
 //! order and, for each, runs again the commands of the clients blocked on
-//! it, first blocked first, with the session's `serving` naming the key,
+//! it, first blocked first, with the client's `Session::serving` naming the key,
 //! until one finds it empty or of another type: that is Redis's FIFO
 //! service. A served command logs its effect (the pop, the move) like any
 //! write, so replay never meets a blocking command, and its reply waits
