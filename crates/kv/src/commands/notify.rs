@@ -177,32 +177,6 @@ fn end_reply_mode(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The positions of arguments MONITOR shows as `(redacted)`: passwords of
-/// AUTH and of HELLO's AUTH option.
-fn redacted(args: &Args<'_>) -> Vec<usize> {
-    let name = args.get(0);
-    if name.eq_ignore_ascii_case(b"auth") && args.len() <= 3 {
-        return (1..args.len()).collect();
-    }
-    let mut out = Vec::new();
-    if name.eq_ignore_ascii_case(b"hello") {
-        let mut j = 2;
-        while j < args.len() {
-            let more = args.len() - 1 - j;
-            let opt = args.get(j);
-            if opt.eq_ignore_ascii_case(b"auth") && more >= 2 {
-                out.extend([j + 1, j + 2]);
-                j += 3;
-            } else if opt.eq_ignore_ascii_case(b"setname") && more >= 1 {
-                j += 2;
-            } else {
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// Appends `arg` quoted as Redis's `sdscatrepr` quotes it.
 fn push_repr(out: &mut Vec<u8>, arg: &[u8]) {
     out.push(b'"');
@@ -247,7 +221,9 @@ pub(super) fn feed_monitors(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         addr
     )
     .into_bytes();
-    let hidden = redacted(args);
+    // The secrets the command's handler marked (`Ctx::redact`: AUTH's
+    // and HELLO AUTH's passwords), as SLOWLOG hides them too.
+    let hidden = ctx.session.redacted.clone();
     for (i, arg) in args.iter().enumerate() {
         if i > 0 {
             line.push(b' ');
