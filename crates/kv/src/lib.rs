@@ -44,6 +44,7 @@ mod error;
 pub mod heap;
 pub mod info;
 pub mod keyspace;
+pub mod metrics;
 pub mod rdb;
 pub mod resp;
 pub mod rewrite;

@@ -165,6 +165,8 @@ pub struct State {
     pub save_requested: bool,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
+    /// INFO's `instantaneous_*` rates, sampled by the timer.
+    pub instantaneous: crate::metrics::Instantaneous,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -174,6 +176,13 @@ pub struct RewriteInfo {
     pub scheduled: bool,
     /// A rewrite runs; when it started.
     pub running_since: Option<Instant>,
+    /// Writes since the data was last saved as a whole (INFO's
+    /// `rdb_changes_since_last_save`): one per command that logged
+    /// something, outside start-up replay.
+    pub changes_since_save: u64,
+    /// `changes_since_save` when the running rewrite started: what its
+    /// completion saves.
+    pub changes_at_start: u64,
     /// Seconds the last rewrite took (-1: none yet).
     pub last_duration_s: i64,
     /// Milliseconds the last rewrite took.
@@ -246,6 +255,7 @@ impl State {
             reload_requested: false,
             save_requested: false,
             new_listeners: None,
+            instantaneous: Default::default(),
         }
     }
 

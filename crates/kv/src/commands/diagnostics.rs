@@ -15,6 +15,7 @@ use super::introspect::help_reply;
 use super::table::*;
 use super::{all_commands, errors, int_arg, CmdResult, Ctx};
 use crate::resp::Args;
+use crate::state::State;
 
 /// Arguments a slow-log entry keeps; the last slot then says how many
 /// more there were.
@@ -95,16 +96,21 @@ pub(super) fn record(
     if threshold >= 0 && duration_us >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
         push_slow(ctx, args, duration_us);
     }
-    let threshold_ms = ctx.state.config.latency_monitor_threshold_ms;
-    let duration_ms = duration_us / 1000;
+    let event = if spec.has(FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    latency_event(ctx.state, event, duration_us / 1000);
+}
+
+/// Records `event` in the latency monitor if it took at least
+/// `latency-monitor-threshold` milliseconds (0 turns the monitor off).
+pub fn latency_event(state: &mut State, event: &'static str, duration_ms: u64) {
+    let threshold_ms = state.config.latency_monitor_threshold_ms;
     if threshold_ms > 0 && duration_ms >= threshold_ms {
-        let event = if spec.has(FAST) {
-            "fast-command"
-        } else {
-            "command"
-        };
-        let now_s = ctx.state.keyspace.now_ms / 1000;
-        add_sample(&mut ctx.state.latency, event, now_s, duration_ms);
+        let now_s = state.keyspace.now_ms / 1000;
+        add_sample(&mut state.latency, event, now_s, duration_ms);
     }
 }
 

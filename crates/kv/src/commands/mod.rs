@@ -409,7 +409,12 @@ pub(crate) fn run(
     ctx.session.redacted.clear();
     let started = std::time::Instant::now();
     let reply_start = ctx.reply.buf.len();
+    let logged_before = ctx.prop.commands;
     let result = (spec.handler)(ctx, args);
+    if spec.flags & flags::WRITE != 0 && ctx.prop.commands > logged_before && !ctx.session.is_replay
+    {
+        ctx.state.rewrite.changes_since_save += 1;
+    }
     record_call(ctx, name, started.elapsed(), result.as_ref().err());
     if let Err(e) = result {
         ctx.reply.error(&e);

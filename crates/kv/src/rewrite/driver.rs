@@ -494,6 +494,7 @@ impl Rewriter {
         self.threads.retain(|t| !t.is_finished());
         self.threads.push(thread);
         state.rewrite.running_since = Some(requested);
+        state.rewrite.changes_at_start = state.rewrite.changes_since_save;
         state.rewrite.threads = threads;
         self.running = Some(Running {
             started: requested,
@@ -527,8 +528,11 @@ impl Rewriter {
                 rewrite.parts = done.bases.len();
                 rewrite.completed += 1;
                 rewrite.last_ok = true;
-                // The new base is a snapshot: what LASTSAVE reports.
+                // The new base is a snapshot: what LASTSAVE reports, and
+                // the changes it holds are saved.
                 state.start_unix_s = crate::state::unix_ms() / 1000;
+                let saved = rewrite.changes_at_start;
+                rewrite.changes_since_save = rewrite.changes_since_save.saturating_sub(saved);
                 rewrite.failures_in_row = 0;
                 // As Redis's aof_rewrite_base_size: the whole size once the
                 // rewrite is done, new log included. The base alone (what

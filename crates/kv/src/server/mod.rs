@@ -454,6 +454,7 @@ impl Server {
         match (self.log.sync_wait())() {
             Ok(()) => {
                 self.state.start_unix_s = unix_ms() / 1000;
+                self.state.rewrite.changes_since_save = 0;
                 reply.ok();
             }
             Err(e) => reply.error(&format!("ERR SAVE could not make the log durable: {e}")),
@@ -627,11 +628,16 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
+        let state = &mut self.state;
+        state.instantaneous.tick(&state.stats, Instant::now());
         notify::prepare(&mut self.state);
         if self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
+            let started = Instant::now();
             self.state
                 .keyspace
                 .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
+            let ms = started.elapsed().as_millis() as u64;
+            crate::commands::diagnostics::latency_event(&mut self.state, "expire-cycle", ms);
         }
         // Expired keys: `expired` notifications and invalidations.
         notify::settle(&mut self.state);

@@ -1,0 +1,132 @@
+//! INFO figures monitoring tools read: the changes since the last save,
+//! the instantaneous rates, the latency monitor's `expire-cycle` event.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{Raw, TestServer};
+
+/// Sends `command` and reads its bulk-string reply whole.
+fn bulk(c: &mut Raw, command: &[u8]) -> String {
+    c.stream.write_all(command).unwrap();
+    let mut reader = BufReader::new(&mut c.stream);
+    let mut header = String::new();
+    reader.read_line(&mut header).unwrap();
+    let len: usize = header
+        .strip_prefix('$')
+        .and_then(|h| h.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("not a bulk string: {header:?}"));
+    let mut body = vec![0; len + 2];
+    reader.read_exact(&mut body).unwrap();
+    assert!(reader.buffer().is_empty(), "nothing follows the reply");
+    String::from_utf8_lossy(&body[..len]).into_owned()
+}
+
+/// The value of INFO field `name`.
+fn field(c: &mut Raw, name: &str) -> String {
+    let info = bulk(c, b"INFO everything\r\n");
+    let prefix = format!("{name}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+}
+
+fn changes(c: &mut Raw) -> u64 {
+    field(c, "rdb_changes_since_last_save").parse().unwrap()
+}
+
+#[test]
+fn changes_since_last_save_count_writes_that_changed_something() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let start = changes(&mut c);
+    c.check(b"SET a 1\r\nSETBIT b 0 0\r\n", b"+OK\r\n:0\r\n");
+    assert_eq!(changes(&mut c), start + 2);
+    // Writes that change nothing, and reads, count nothing.
+    c.check(
+        b"SETBIT b 0 0\r\nDEL nosuchkey\r\nGET a\r\n",
+        b":0\r\n:0\r\n$1\r\n1\r\n",
+    );
+    assert_eq!(changes(&mut c), start + 2);
+    c.check(
+        b"MULTI\r\nINCR n\r\nINCR n\r\nEXEC\r\n",
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:2\r\n",
+    );
+    assert_eq!(changes(&mut c), start + 4);
+    c.check(b"SAVE\r\n", b"+OK\r\n");
+    assert_eq!(changes(&mut c), 0);
+}
+
+#[test]
+fn changes_saved_by_a_rewrite_are_no_longer_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"SET a 1\r\nSET b 2\r\n", b"+OK\r\n+OK\r\n");
+    assert!(changes(&mut c) >= 2);
+    c.check(
+        b"BGREWRITEAOF\r\n",
+        b"+Background append only file rewriting started\r\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while field(&mut c, "aof_rewrite_in_progress") != "0" || field(&mut c, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(changes(&mut c), 0);
+}
+
+#[test]
+fn instantaneous_ops_rise_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let mut load = server.raw();
+    assert_eq!(field(&mut c, "instantaneous_ops_per_sec"), "0");
+    // Commands keep arriving until the sampled rate shows them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for _ in 0..50 {
+            load.check(b"PING\r\n", b"+PONG\r\n");
+        }
+        let ops: u64 = field(&mut c, "instantaneous_ops_per_sec").parse().unwrap();
+        let input: f64 = field(&mut c, "instantaneous_input_kbps").parse().unwrap();
+        if ops > 0 && input > 0.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the rates stayed at 0");
+    }
+}
+
+#[test]
+fn a_slow_expire_cycle_is_a_latency_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"CONFIG SET latency-monitor-threshold 1\r\n", b"+OK\r\n");
+    // A big set whose deletion by active expiry takes over a millisecond.
+    let mut pipeline = Vec::new();
+    for chunk in 0..200 {
+        pipeline.extend_from_slice(b"SADD big");
+        for i in 0..1000 {
+            pipeline.extend_from_slice(format!(" m{chunk}-{i}").as_bytes());
+        }
+        pipeline.extend_from_slice(b"\r\n");
+    }
+    let expected: Vec<u8> = (0..200).flat_map(|_| b":1000\r\n".to_vec()).collect();
+    c.check(&pipeline, &expected);
+    c.check(b"PEXPIRE big 1\r\n", b":1\r\n");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let latest = c.roundtrip_any(b"LATENCY LATEST\r\n");
+        if latest.windows(12).any(|w| w == b"expire-cycle") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no expire-cycle event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.check(b"EXISTS big\r\n", b":0\r\n");
+}
