@@ -28,9 +28,12 @@ use crate::kvload::{self, LoadArgs};
 use crate::report::{self, Panel, Report, Series};
 use crate::Common;
 use ratios::{medians, record_ratios};
+pub use workload::Workload;
+use workload::{pin_self, CLIENT_CORE};
 
 pub(crate) mod probe;
 mod ratios;
+mod workload;
 
 use probe::{dir_bytes, info_field, mean_and_max, Conn, Done, Samples, WriteLoad};
 
@@ -38,7 +41,6 @@ use probe::{dir_bytes, info_field, mean_and_max, Conn, Done, Samples, WriteLoad}
 /// one (Redis's fork child, Ferrite's workers). The bench's own client
 /// threads are pinned to core 1.
 const SERVER_CORES: &str = "0,1";
-const CLIENT_CORE: &str = "1";
 /// The servers' event loops (`server_cpulist`).
 const SERVER_LOOP_CORE: &str = "0";
 const BASE_PORT: u16 = 17600;
@@ -58,9 +60,12 @@ pub struct RewriteArgs {
     /// --quick).
     #[arg(long, value_delimiter = ',')]
     pub values: Vec<usize>,
-    /// Connections of the closed-loop SET load.
-    #[arg(long, default_value_t = 4)]
-    pub connections: usize,
+    /// The load the rewrite runs under ([`Workload`]).
+    #[arg(long, value_enum, default_value_t = Workload::Light)]
+    pub workload: Workload,
+    /// Connections of the closed-loop SET load (default: the workload's).
+    #[arg(long)]
+    pub connections: Option<usize>,
     /// Pin both servers' event loops to core 0 (`server_cpulist`) and
     /// their rewrites to cores 0-1 (`aof_rewrite_cpulist`).
     #[arg(long)]
@@ -613,23 +618,6 @@ fn dataset(
     })
 }
 
-/// Pins this process (the client threads) to the client core.
-fn pin_self() {
-    let status = Command::new("taskset")
-        .args([
-            "-a",
-            "-p",
-            "-c",
-            CLIENT_CORE,
-            &std::process::id().to_string(),
-        ])
-        .stdout(Stdio::null())
-        .status();
-    if !matches!(status, Ok(s) if s.success()) {
-        tracing::warn!("could not pin the client to core {CLIENT_CORE}");
-    }
-}
-
 /// Plots the first run's timelines and records them.
 fn record_timelines(
     report: &mut Report,
@@ -667,14 +655,19 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
         args.ferrite_config
     );
     ensure_redis()?;
-    pin_self();
+    let pinned = args.workload == Workload::Light;
+    if pinned {
+        pin_self();
+    }
+    let connections = args
+        .connections
+        .unwrap_or(args.workload.default_connections());
     let keys = args
         .keys
         .unwrap_or(if common.quick { 100_000 } else { 1_000_000 });
-    let values = match (&args.values[..], common.quick) {
-        ([], true) => vec![100],
-        ([], false) => vec![100, 1024],
-        (v, _) => v.to_vec(),
+    let values = match &args.values[..] {
+        [] => args.workload.default_values(common.quick),
+        v => v.to_vec(),
     };
     let (steady, tail) = if common.quick { (1.0, 0.5) } else { (3.0, 1.0) };
     let steady = args.steady.unwrap_or(steady);
@@ -684,9 +677,18 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
     let logs = common.out.join("server-logs");
     let _ = std::fs::remove_dir_all(&logs);
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-    let mut report = Report::new("rewrite", common.quick, common.runs());
+    let experiment = match args.workload {
+        Workload::Light => "rewrite",
+        Workload::Saturating => "rewrite-saturating",
+    };
+    let mut report = Report::new(experiment, common.quick, common.runs());
     let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
-    report.note(format!("servers on cores {SERVER_CORES}{}, the bench's {} SET connections (one event-driven thread, one SET outstanding each) pinned to core {CLIENT_CORE}; data on {} (the disk)", if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, args.connections, scratch.display()));
+    let client_cores = if pinned {
+        format!("pinned to core {CLIENT_CORE}")
+    } else {
+        "on any core".to_string()
+    };
+    report.note(format!("workload {:?}: servers on cores {SERVER_CORES}{}, the bench's {connections} SET connections (one event-driven thread, one SET outstanding each) {client_cores}; data on {} (the disk)", args.workload, if args.pin_loops { format!(" (--pin-loops: event loops on core {SERVER_LOOP_CORE} by server_cpulist, rewrites on {SERVER_CORES} by aof_rewrite_cpulist)") } else { String::new() }, scratch.display()));
     report.note(format!("ratios are {FERRITE} (aof-rewrite-threads 2 = cores) over redis_preamble (aof-use-rdb-preamble yes) unless named otherwise; for durations, memory, latency and recovery lower is better, for throughput higher; a ratio of a configuration to itself (_vs_own_) is the median over runs of each run's ratio, other ratios are ratios of medians (ratios_of_medians_v<bytes> has every ratio that way)"));
     report.note(format!("a run whose steady phase saw the hypervisor steal more than {:.0} ms of CPU per second (steal in /proc/stat, all CPUs) is repeated (steal during the rewrite is reported, not judged: a server's own disk writes raise it), up to {} times, whichever server it measured; then the least disturbed attempt is kept and marked host_disturbed; repeated runs are under rejected_runs", args.max_steal, args.retries));
     report.note(format!(
@@ -708,7 +710,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
             logs: logs.clone(),
             keys,
             value_bytes: *value_bytes,
-            connections: args.connections,
+            connections,
             steady: Duration::from_secs_f64(steady),
             tail: Duration::from_secs_f64(tail),
         };
@@ -721,9 +723,9 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
         let name = format!("v{value_bytes}");
         record_ratios(&mut report, &m, &runs, &name, index == 0);
         let svg_name = if index == 0 {
-            "rewrite.svg".to_string()
+            format!("{experiment}.svg")
         } else {
-            format!("rewrite_{name}.svg")
+            format!("{experiment}_{name}.svg")
         };
         record_timelines(&mut report, &common.out.join(svg_name), &plan, &name, first)?;
         all_medians.insert(

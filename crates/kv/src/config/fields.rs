@@ -65,6 +65,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent = number(text),
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent = number(text),
         "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
+        "event-loop-unstack" => config.event_loop_unstack = yes,
         "aof-release-log-cache" => config.aof_release_log_cache = yes,
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes = number(text),
         "maxmemory-policy" => {
@@ -121,6 +122,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent.to_string(),
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent.to_string(),
         "aof-rewrite-lend-loop-core" => yes_no(config.aof_rewrite_lend_loop_core),
+        "event-loop-unstack" => yes_no(config.event_loop_unstack),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
         "maxmemory-policy" => config.maxmemory_policy.name().to_string(),

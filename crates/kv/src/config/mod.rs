@@ -239,6 +239,9 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
+    /// The event loop moves off a core it keeps waiting for
+    /// (`event-loop-unstack`, `cpus::Unstack`).
+    pub event_loop_unstack: bool,
     /// Synced log stretches leave the page cache (`aof-release-log-cache`).
     pub aof_release_log_cache: bool,
     /// At everysec, also sync once this many bytes wait, 0 only every
@@ -302,6 +305,7 @@ impl Default for Config {
             aof_rewrite_io_share_percent: 0,
             aof_rewrite_cpu_share_percent: 0,
             aof_rewrite_lend_loop_core: false,
+            event_loop_unstack: false,
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,
             server_cpulist: String::new(),

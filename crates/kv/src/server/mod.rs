@@ -284,7 +284,10 @@ impl Server {
             } else {
                 self.rewrite_step();
             }
-            if !crate::rewrite::seat::is_lent() && self.unstack.check(Instant::now()) {
+            if self.state.config.event_loop_unstack
+                && !crate::rewrite::seat::is_lent()
+                && self.unstack.check(Instant::now())
+            {
                 self.state.stats.event_loop_moves += 1;
             }
             self.before_sleep();
