@@ -28,13 +28,13 @@ use ferrite_kv::types::{Str, Value};
 /// The worker's device buffer without the device: streamed into, then
 /// started afresh when full (third argument `buffer`).
 struct RingBuffer {
-    buffer: ferrite_pmem::IoBuffer,
+    buffer: ferrite_host::IoBuffer,
     filled: usize,
 }
 
 impl RingBuffer {
     fn new() -> std::io::Result<RingBuffer> {
-        let mut buffer = ferrite_pmem::IoBuffer::new(4 << 20)?;
+        let mut buffer = ferrite_host::IoBuffer::new(4 << 20)?;
         buffer.fill(1);
         Ok(RingBuffer { buffer, filled: 0 })
     }

@@ -30,7 +30,7 @@
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ferrite_pmem::HUGE_PAGE;
+use ferrite_host::HUGE_PAGE;
 
 /// Whether [`tune`] set this process's heap up in huge pages (then
 /// [`LoadPages`] applies).
@@ -339,7 +339,7 @@ fn collapse_heap() {
         let mut at = start.next_multiple_of(HUGE_PAGE);
         while at + HUGE_PAGE <= end {
             let step = std::time::Instant::now();
-            let result = ferrite_pmem::collapse_huge(at, HUGE_PAGE);
+            let result = ferrite_host::collapse_huge(at, HUGE_PAGE);
             let took = step.elapsed();
             busy += took;
             match result.as_ref().map_err(std::io::Error::raw_os_error) {

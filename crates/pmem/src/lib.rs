@@ -34,10 +34,8 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod arch;
-mod buffer;
 pub mod cpu;
 mod error;
-pub mod hint;
 #[cfg(feature = "libpmem")]
 pub mod libpmem;
 mod medium;
@@ -45,11 +43,12 @@ mod region;
 pub mod sim;
 mod split;
 pub mod stats;
+mod stream;
 
-pub use buffer::{collapse_huge, IoBuffer, HUGE_PAGE};
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
 pub use sim::{CrashTrigger, SimPmem, SplitMix64};
 pub use stats::{FlushStats, MEDIA_LINE};
+pub use stream::{stream_copy, stream_fence};

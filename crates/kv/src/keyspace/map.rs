@@ -161,7 +161,7 @@ pub struct KeyMap {
 impl Clone for KeyMap {
     fn clone(&self) -> KeyMap {
         for chunk in self.chunks.iter().flatten() {
-            ferrite_pmem::hint::prefetch(arc_counts(chunk));
+            ferrite_host::hint::prefetch(arc_counts(chunk));
         }
         KeyMap {
             chunks: self.chunks.clone(),
@@ -417,7 +417,7 @@ impl KeyMap {
     /// ([`KeyMap::prefetch_entries`]).
     pub fn prefetch_headers(&self) {
         for chunk in self.chunks.iter().flatten() {
-            ferrite_pmem::hint::prefetch(Arc::as_ptr(chunk));
+            ferrite_host::hint::prefetch(Arc::as_ptr(chunk));
         }
     }
 
@@ -428,7 +428,7 @@ impl KeyMap {
     pub fn prefetch_entries(&self) {
         for chunk in self.chunks.iter().flatten() {
             if let Some(entry) = chunk.iter().next() {
-                ferrite_pmem::hint::prefetch(entry as *const Entry);
+                ferrite_host::hint::prefetch(entry as *const Entry);
             }
         }
     }

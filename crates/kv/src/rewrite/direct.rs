@@ -24,7 +24,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ferrite_pmem::IoBuffer;
+use ferrite_host::IoBuffer;
 use rustix::fs::OFlags;
 
 use super::fs::{FsWriter, WRITE_CHUNK_BYTES};

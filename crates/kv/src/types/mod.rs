@@ -211,9 +211,9 @@ impl Value {
             Value::Set(s) => Arc::as_ptr(&s.0).cast(),
             Value::ZSet(z) => Arc::as_ptr(&z.0).cast(),
         };
-        ferrite_pmem::hint::prefetch(addr);
+        ferrite_host::hint::prefetch(addr);
         // A short string's header and bytes span up to two more lines.
-        ferrite_pmem::hint::prefetch(addr.wrapping_add(64));
+        ferrite_host::hint::prefetch(addr.wrapping_add(64));
     }
 
     /// A string's length; `None` for a collection.
@@ -235,7 +235,7 @@ impl Value {
         if let Value::Str(s) = self {
             let end = s.as_ptr().wrapping_add(s.len().min(limit));
             for line in lines_after_two(s.heap_addr() as usize, end as usize) {
-                ferrite_pmem::hint::prefetch_once(line as *const u8);
+                ferrite_host::hint::prefetch_once(line as *const u8);
             }
         }
     }
@@ -251,7 +251,7 @@ impl Value {
             Value::Set(s) => arc_counts(&s.0),
             Value::ZSet(z) => arc_counts(&z.0),
         };
-        ferrite_pmem::hint::prefetch(addr);
+        ferrite_host::hint::prefetch(addr);
     }
 
     /// A new empty hash.

@@ -1,5 +1,5 @@
-//! Cache hints for the layers above, which may not use `unsafe` (STYLE.md):
-//! the one instruction they need from the CPU is a prefetch.
+//! Cache hints for the crates that may not use `unsafe`: the one
+//! instruction they need from the CPU is a prefetch.
 
 /// Asks the CPU to start loading the cache line at `addr` into all cache
 /// levels. Walking a million separately allocated values (a rewrite

@@ -13,9 +13,7 @@
 //! 4% with 4 MiB ones (medians of 3-8 sets of 8 on/off pairs; see
 //! `docs/results/rewrite-io.md`).
 //!
-//! Not persistent memory: the contents are lost with the process. It lives
-//! here because it needs `mmap` and `madvise`, and this crate holds the
-//! workspace's unsafe code.
+//! Not persistent memory: the contents are lost with the process.
 
 use std::ops::{Deref, DerefMut};
 
@@ -134,19 +132,13 @@ impl IoBuffer {
     pub fn stream_in(&mut self, at: usize, data: &[u8]) {
         let end = at.checked_add(data.len()).expect("offset overflows");
         assert!(end <= self.len, "stream_in past the buffer's end");
-        let dispatch = crate::cpu::Dispatch::global();
-        // SAFETY: `data + at .. data + end` lies inside the mapping (checked
-        // above) and `&mut self` makes it unique; `data` is a separate
-        // borrow, so the ranges do not overlap.
-        unsafe {
-            crate::arch::copy_nodrain(&dispatch, self.data.add(at), data.as_ptr(), data.len())
-        };
+        ferrite_pmem::stream_copy(&mut self[at..end], data);
     }
 
     /// Orders the streaming stores of [`IoBuffer::stream_in`] before what
     /// follows (the system call that hands the buffer to the device).
     pub fn settle(&self) {
-        crate::arch::fence();
+        ferrite_pmem::stream_fence();
     }
 }
 
