@@ -3,15 +3,12 @@
 //!
 //! Why huge pages: a direct write hands the device the buffer's physical
 //! pages. Built from 4 KiB pages, a 1 MiB buffer is 256 scattered pieces,
-//! more than a virtio disk takes in one request (`max_segments` 254 on a
-//! 2-vCPU virtual machine), so every such write became two requests, each
-//! with its own round trip through the hypervisor. A buffer made of 2 MiB
-//! pages is one physically contiguous piece per huge page, and a write of
-//! several MiB goes down as one request. On that machine, an `O_DIRECT` writer paced to
-//! ~130 MB/s beside a SET load cost the clients 12% of their rate with
-//! 1 MiB writes from small pages, 7% with 2 MiB writes from a huge page and
-//! 4% with 4 MiB ones (medians of 3-8 sets of 8 on/off pairs; see
-//! `docs/results/rewrite-io.md`).
+//! more than many devices take in one request (the queue's
+//! `max_segments`), so such a write becomes several requests, each with its
+//! own round trip. A buffer made of 2 MiB pages is one physically
+//! contiguous piece per huge page, and a write of several MiB goes down as
+//! one request; what that saves the other threads is in
+//! `docs/results/rewrite-io.md`.
 //!
 //! Not persistent memory: the contents are lost with the process.
 

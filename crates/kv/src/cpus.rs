@@ -159,7 +159,7 @@ pub const UNSTACK_MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// by that client finds the loop's previous core and the client's the
 /// same and queues the loop there. The two then take turns on one core
 /// for as long as the load lasts, while the other core idles or runs only
-/// `SCHED_IDLE` rewrite workers (`perf sched` on 2 cores: the loop stacked
+/// `SCHED_IDLE` rewrite workers (`perf sched`, one client per core: the loop stacked
 /// on the client's core both before rewrites and at their start, 21-23 ms
 /// of every 50 ms on a core and 10-19 ms queued, against 40-46 ms and
 /// none once on its own). A move takes the core out of the loop's set

@@ -1,10 +1,9 @@
 //! Large persists split with a helper thread.
 //!
 //! From a few hundred KiB up a persist streams more bytes than one core's
-//! caches hold, and two cores move them faster than one: on this
-//! project's 2-core EPYC VM, two single-threaded 1 MiB copies side by side
-//! ran at 0.78-0.89 of one alone each, 1.6-1.75 times the bytes together.
-//! So `copy_persist` of at least [`Dispatch::split_min`] bytes hands the
+//! caches hold, and two cores move them faster than one (two 1 MiB
+//! copies side by side moved 1.6-1.75 times the bytes of one; figures in
+//! docs/results/pmem-persist.md). So `copy_persist` of at least [`Dispatch::split_min`] bytes hands the
 //! second half of the range, cut at a cache line, to one helper thread,
 //! copies the first half itself, and returns when both halves are fenced.
 //! Smaller copies lose by it (the hand-over costs more than half the copy

@@ -315,9 +315,9 @@ impl Shared {
     /// kept. Log pages are never read again while the log is open (replay
     /// reads them once, at start-up), and a page freed by a release is the
     /// next one a write gets: appends then reuse memory the machine
-    /// already holds instead of taking fresh pages, each of which costs
-    /// first a fault of its own on a virtual machine whose host reclaims
-    /// free memory (free page reporting; docs/wal.md).
+    /// already holds instead of taking fresh pages, each of which costs a
+    /// fault of its own, and more where the memory was handed back to a
+    /// hypervisor (free page reporting; docs/wal.md).
     fn take_release(&self, state: &mut State) -> Option<(u64, u64)> {
         if !self.release_cache.load(Ordering::Relaxed) {
             return None;

@@ -4,10 +4,9 @@
 //! until the next start. Through the page cache every byte is copied by the
 //! kernel, tracked as a dirty page and written back at the sync, on the CPU
 //! the event loop needs. With `O_DIRECT` the device reads the writer's
-//! buffer itself and the writing thread sleeps while it does. On a 2-vCPU
-//! virtual machine (ext4 on virtio), writing 1 GiB cost 0.23 s of system
-//! CPU and 0.85 s of wall time direct, against 1.36 s and 2.05 s buffered
-//! plus `fdatasync`.
+//! buffer itself and the writing thread sleeps while it does (writing
+//! 1 GiB cost about a sixth of the system CPU time of a buffered write and
+//! `fdatasync`: `docs/results/rewrite-io.md`).
 //!
 //! Direct I/O wants the buffer's address, the file offset and the length
 //! aligned to the device's logical block. The writer keeps a
@@ -37,10 +36,9 @@ pub const ALIGN: usize = 4096;
 /// Bytes gathered before one write: large enough that the device streams
 /// and each write is one request of few pieces (the buffer is made of
 /// huge pages, [`IoBuffer`]), small enough that a sync never waits long
-/// for the last one. On a 2-vCPU virtual machine each write, not each
-/// byte, is what the clients pay for: 4 MiB writes from huge pages paced
-/// to ~130 MB/s cost them a third of what 1 MiB writes from small pages
-/// did (see `docs/results/rewrite-io.md`).
+/// for the last one. Where each request, not each byte, is what the other
+/// threads pay for (a virtual disk's round trips), fewer larger writes
+/// cost them less (see `docs/results/rewrite-io.md`).
 const BUF_BYTES: usize = 4 << 20;
 
 /// A file written with `O_DIRECT` where the file system allows it.
@@ -170,11 +168,11 @@ impl Drop for DirectWriter {
 
 /// Buffers of dropped writers, for the next ones: a fresh buffer's pages
 /// are allocated, zeroed, by the writes that first touch them, on the
-/// writer's core. On a 2-vCPU virtual machine a fresh huge page costs
-/// several times its small pages (the host backs it anew); page faults in the
-/// copy into a fresh buffer were 7% of a rewrite worker's samples
-/// (1M x 100 B under load). The server reserves its workers' buffers when
-/// it starts ([`reserve_buffers`]).
+/// writer's core, and a fresh huge page costs several times its small
+/// pages where a hypervisor backs it anew (page faults in the copy into a
+/// fresh buffer were 7% of a rewrite worker's profile at 1M x 100 B). The
+/// server reserves its workers' buffers when it starts
+/// ([`reserve_buffers`]).
 static SPARES: Mutex<Vec<IoBuffer>> = Mutex::new(Vec::new());
 
 /// Spare buffers kept at most (4 MiB each).

@@ -76,15 +76,12 @@ struct RealWriter(io::BufWriter<Chunked>);
 ///
 /// The rewrite threads run in `SCHED_IDLE`, so a waking event loop or
 /// client should take their core at once; but on a kernel without full
-/// preemption (`preempt=none`, the default of many server kernels and of
-/// the 2-core virtual machines of `docs/results/`) a thread inside `write` keeps the core
-/// until the kernel has copied its buffer into the page cache. With the
-/// 1 MiB writes of the part writer's buffer the loop waited 172-347 ms of
-/// every second in the run queue during a 1M x 1 KiB rewrite; with 32 KiB
-/// writes 74-125 ms (16 KiB: 39-41). Interleaved bench runs at 1 KiB: SET/s
-/// during the rewrite 13.0k, 20.2k, 19.9k with 1 MiB writes, 19.2k, 23.9k,
-/// 19.2k with 32 KiB; the rewrite took 7.7-8.6 s instead of 4.7-5.7 s (the
-/// threads get fewer cycles), 16 KiB 9.9-12.8 s.
+/// preemption (`preempt=none`, the default of many server kernels) a
+/// thread inside `write` keeps the core until the kernel has copied its
+/// buffer into the page cache, so the length of one write bounds how long
+/// a client may wait. 32 KiB keeps that wait short (a 1 MiB write kept the
+/// loop waiting several times longer) without making the rewrite much
+/// slower (16 KiB did); the figures are in `docs/results/rewrite-io.md`.
 pub(super) const WRITE_CHUNK_BYTES: usize = 32 << 10;
 
 /// A file written at most [`WRITE_CHUNK_BYTES`] per system call.

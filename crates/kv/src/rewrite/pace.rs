@@ -2,14 +2,11 @@
 //! the time the rewrite may keep the device busy writing.
 //!
 //! A rewrite writes the whole dataset; at the device's full speed it slows
-//! everything else the machine does. On a 2-core virtual machine (ext4 on
-//! virtio) a `SCHED_IDLE` thread writing 1 MiB `O_DIRECT` blocks
-//! without pause (about 540 MB/s) cost redis-benchmark 30-34% of its SET/s
-//! against Ferrite, and as much against Redis 7 with or without its AOF:
-//! the cost is the host's, not the server's. Paced, it cost 18% at
-//! 350 MB/s, 7-10% at 180-250 MB/s and 3-7% at 60-120 MB/s (SET/s in
-//! alternating half-second windows, writer stopped and running, 1 KiB
-//! values, `redis-benchmark -c 4`; see `docs/results/rewrite-io.md`).
+//! everything else the machine does where writing costs CPU (a virtual
+//! disk, whose requests exit to the hypervisor): an unpaced writer of
+//! 1 MiB `O_DIRECT` blocks cost a SET load about a third of its rate,
+//! against Ferrite and against Redis alike, and a paced one cost a few
+//! percent (`docs/results/rewrite-io.md`).
 //!
 //! A fixed rate would suit one device only, so the pacer measures instead:
 //! every direct write's time counts as device time (overlapping writes of
@@ -129,10 +126,9 @@ pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 11;
 pub const CPU_BURST: Duration = Duration::from_millis(6);
 
 /// Keys the event loop keeps captured ahead of each worker under a CPU
-/// share: about two thirds of a burst's worth at 1M x 100 B (110-125 ns a
-/// key on a 2-core virtual machine, two workers; the loop tops the feed up while
-/// the worker runs), so that a worker does not stop in the middle of a
-/// burst to wait for the loop.
+/// share: about two thirds of a burst's worth at 1M x 100 B (at 110-125 ns
+/// a key; the loop tops the feed up while the worker runs), so that a
+/// worker does not stop in the middle of a burst to wait for the loop.
 const BURST_AHEAD_KEYS: usize = 32 * 1024;
 
 /// ... but at most a part's keys over this many, so that a small dataset
@@ -182,10 +178,10 @@ struct CpuBudget {
 /// Why together: on a small machine the event loop and its clients wait
 /// for each other, so a worker holding the clients' core idles the loop's
 /// core, which the other worker can then use for nothing. Two threads in
-/// a closed loop over 4 connections on the two cores of a 2-core virtual
-/// machine lost 11-23 ms of their round trips to 28 ms of work in bursts taken
-/// together, against 26-34 ms taken by one worker or in `SCHED_IDLE`; in
-/// the server the clients still lost about the workers' whole CPU time.
+/// a closed loop over 4 connections on two cores lost 11-23 ms of their
+/// round trips to 28 ms of work in bursts taken together, against 26-34 ms
+/// taken by one worker or in `SCHED_IDLE`; in the server the clients still
+/// lost about the workers' whole CPU time.
 ///
 /// Where every core is busy and the event loop can move, a burst instead
 /// takes the loop's core, one worker at a time, the loop waiting on the

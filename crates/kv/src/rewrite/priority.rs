@@ -15,8 +15,8 @@ const REWRITE_NICE: i32 = 19;
 /// in Linux's `SCHED_IDLE` class, falling back to nice 19.
 ///
 /// On a machine with few cores the workers otherwise slow the clients in
-/// two ways. At nice 0 they take the event loop's core outright: measured
-/// on 2 cores at 1M keys, the loop spent 65-73 ms of every 100 ms waiting
+/// two ways. At nice 0 they take the event loop's core outright: with no
+/// idle core, at 1M keys, the loop spent 65-73 ms of every 100 ms waiting
 /// in the run queue, and clients got 14.6k and 13.4k SET/s during the
 /// rewrite against 27.5k and 26.5k at nice 19. At nice 19 they still make
 /// every core look busy to the scheduler's wake-up placement, so the
