@@ -48,7 +48,7 @@ command -v redis-cli >/dev/null || need+=(redis-tools)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-ferrite="${FERRITE_BIN:-$root/target/release/ferrite}"
+ferrite="$(realpath "${FERRITE_BIN:-$root/target/release/ferrite}")"
 if [ -z "${FERRITE_BIN:-}" ]; then
   (cd "$root" && cargo build --release -q -p ferrite)
 fi
