@@ -3,30 +3,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
 use common::{Raw, TestServer};
 
-/// Sends `command` and reads its bulk-string reply whole.
-fn bulk(c: &mut Raw, command: &[u8]) -> String {
-    c.stream.write_all(command).unwrap();
-    let mut reader = BufReader::new(&mut c.stream);
-    let mut header = String::new();
-    reader.read_line(&mut header).unwrap();
-    let len: usize = header
-        .strip_prefix('$')
-        .and_then(|h| h.trim_end().parse().ok())
-        .unwrap_or_else(|| panic!("not a bulk string: {header:?}"));
-    let mut body = vec![0; len + 2];
-    reader.read_exact(&mut body).unwrap();
-    assert!(reader.buffer().is_empty(), "nothing follows the reply");
-    String::from_utf8_lossy(&body[..len]).into_owned()
-}
-
 /// The value of INFO field `name`.
 fn field(c: &mut Raw, name: &str) -> String {
-    let info = bulk(c, b"INFO everything\r\n");
+    let info = String::from_utf8_lossy(&c.bulk(b"INFO everything\r\n")).into_owned();
     let prefix = format!("{name}:");
     info.lines()
         .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))

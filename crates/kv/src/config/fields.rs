@@ -66,6 +66,9 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent = number(text),
         "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
         "event-loop-unstack" => config.event_loop_unstack = yes,
+        "client-output-buffer-limit" => {
+            config.client_output_buffer_limits = super::obuf::OutputLimits::parse(text)
+        }
         "aof-release-log-cache" => config.aof_release_log_cache = yes,
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes = number(text),
         "maxmemory-policy" => {
@@ -123,6 +126,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent.to_string(),
         "aof-rewrite-lend-loop-core" => yes_no(config.aof_rewrite_lend_loop_core),
         "event-loop-unstack" => yes_no(config.event_loop_unstack),
+        "client-output-buffer-limit" => config.client_output_buffer_limits.show(),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
         "maxmemory-policy" => config.maxmemory_policy.name().to_string(),

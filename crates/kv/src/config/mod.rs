@@ -8,6 +8,7 @@
 
 mod doc;
 mod fields;
+pub mod obuf;
 mod parse;
 mod rewrite;
 pub mod table;
@@ -239,6 +240,8 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
+    /// Reply limits per client class (`client-output-buffer-limit`).
+    pub client_output_buffer_limits: obuf::OutputLimits,
     /// The event loop moves off a core it keeps waiting for
     /// (`event-loop-unstack`, `cpus::Unstack`).
     pub event_loop_unstack: bool,
@@ -306,6 +309,7 @@ impl Default for Config {
             aof_rewrite_cpu_share_percent: 0,
             aof_rewrite_lend_loop_core: false,
             event_loop_unstack: false,
+            client_output_buffer_limits: Default::default(),
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,
             server_cpulist: String::new(),

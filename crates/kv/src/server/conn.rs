@@ -62,6 +62,9 @@ pub struct Conn {
     pub want_write: bool,
     /// Queued in the server's to-flush list.
     pub queued: bool,
+    /// Since when the unsent replies are at or over the soft output limit
+    /// (`obuf.rs`).
+    pub soft_over_since: Option<Instant>,
 }
 
 impl Conn {
@@ -79,6 +82,7 @@ impl Conn {
             closing: false,
             want_write: false,
             queued: false,
+            soft_over_since: None,
         }
     }
 

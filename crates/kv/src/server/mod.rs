@@ -11,6 +11,7 @@
 pub(crate) mod blocking;
 mod conn;
 pub mod notify;
+mod obuf;
 pub mod pubsub;
 mod rdb_file;
 mod replicas;
@@ -550,6 +551,7 @@ impl Server {
                     let (id, db) = (conn.session.id, conn.session.db);
                     self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
+                    self.enforce_output_limit(conn);
                     if self.state.reload_requested {
                         self.reload();
                     }
@@ -668,6 +670,7 @@ impl Server {
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
         self.release_idle_query_buffers();
+        self.check_output_limits();
     }
 
     /// Frees the empty query buffers of connections idle for

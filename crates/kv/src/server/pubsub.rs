@@ -391,25 +391,13 @@ impl super::Server {
                 continue;
             };
             conn.reply.buf.extend_from_slice(&bytes);
-            let pending = conn.reply.buf.len() - conn.out_sent;
-            if pending > PUBSUB_OUTPUT_HARD_LIMIT_BYTES && self.state.pubsub.is_subscribed(id) {
-                // A subscriber that does not read would hold every
-                // message in memory: closed, as Redis closes it at its
-                // default `client-output-buffer-limit pubsub` hard limit.
-                tracing::warn!(
-                    "closing client {id}: Pub/Sub output buffer over {PUBSUB_OUTPUT_HARD_LIMIT_BYTES} bytes"
-                );
-                if let Some(conn) = self.conns[index].take() {
-                    self.close(conn, index);
-                }
-                continue;
+            if let Some(mut conn) = self.conns[index].take() {
+                // A subscriber that does not read would hold every message
+                // in memory (`obuf.rs`).
+                self.enforce_output_limit(&mut conn);
+                self.conns[index] = Some(conn);
             }
             self.mark_ready(index);
         }
     }
 }
-
-/// Unsent reply bytes a subscribed client may accumulate before it is
-/// disconnected (Redis's default `client-output-buffer-limit pubsub`
-/// hard limit, 32 MB).
-pub const PUBSUB_OUTPUT_HARD_LIMIT_BYTES: usize = 32 * 1024 * 1024;

@@ -136,6 +136,27 @@ impl Raw {
         out
     }
 
+    /// Sends `input` and reads its bulk-string reply whole (`$len` then
+    /// the bytes), without waiting for more.
+    pub fn bulk(&mut self, input: &[u8]) -> Vec<u8> {
+        self.stream.write_all(input).expect("send");
+        let mut header = Vec::new();
+        let mut byte = [0u8; 1];
+        while !header.ends_with(b"\r\n") {
+            self.stream.read_exact(&mut byte).expect("reply header");
+            header.push(byte[0]);
+        }
+        let len: usize = std::str::from_utf8(&header)
+            .ok()
+            .and_then(|h| h.strip_prefix('$'))
+            .and_then(|h| h.trim_end().parse().ok())
+            .unwrap_or_else(|| panic!("not a bulk string: {header:?}"));
+        let mut body = vec![0; len + 2];
+        self.stream.read_exact(&mut body).expect("reply body");
+        body.truncate(len);
+        body
+    }
+
     /// Whether the server closed the connection.
     pub fn is_closed(&mut self) -> bool {
         let mut buf = [0u8; 1];
