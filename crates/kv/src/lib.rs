@@ -45,6 +45,7 @@ pub mod heap;
 pub mod info;
 pub mod keyspace;
 pub mod metrics;
+pub mod oom;
 pub mod rdb;
 pub mod resp;
 pub mod rewrite;

@@ -165,6 +165,8 @@ pub struct State {
     pub save_requested: bool,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
+    /// The process's OOM score as Ferrite found it (`oom-score-adj`).
+    pub oom: crate::oom::OomScore,
     /// INFO's `instantaneous_*` rates, sampled by the timer.
     pub instantaneous: crate::metrics::Instantaneous,
 }
@@ -256,6 +258,7 @@ impl State {
             save_requested: false,
             new_listeners: None,
             instantaneous: Default::default(),
+            oom: Default::default(),
         }
     }
 

@@ -61,6 +61,26 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         };
         ctx.state.new_listeners = Some(listeners);
     }
+    let oom = (next.oom_score_adj, next.oom_score_adj_values[0]);
+    if oom
+        != (
+            ctx.state.config.oom_score_adj,
+            ctx.state.config.oom_score_adj_values[0],
+        )
+    {
+        if let Err(e) = ctx.state.oom.apply(oom.0, oom.1) {
+            tracing::warn!("cannot set the OOM score: {e}");
+            let name = if pairs
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("oom-score-adj"))
+            {
+                "oom-score-adj"
+            } else {
+                "oom-score-adj-values"
+            };
+            return Err(Cow::Owned(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs.")));
+        }
+    }
     ctx.state.config = next;
     // A new maxmemory applies to the very next command, as in Redis: the
     // memory figure is otherwise refreshed only by the timer.

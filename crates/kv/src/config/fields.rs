@@ -66,6 +66,11 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent = number(text),
         "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
         "event-loop-unstack" => config.event_loop_unstack = yes,
+        "oom-score-adj" => config.oom_score_adj = crate::oom::OomMode::parse(text),
+        "oom-score-adj-values" => {
+            let mut values = text.split(' ').filter_map(|v| v.parse().ok());
+            config.oom_score_adj_values = std::array::from_fn(|_| values.next().unwrap_or(0));
+        }
         "client-output-buffer-limit" => {
             config.client_output_buffer_limits = super::obuf::OutputLimits::parse(text)
         }
@@ -127,6 +132,8 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "aof-rewrite-lend-loop-core" => yes_no(config.aof_rewrite_lend_loop_core),
         "event-loop-unstack" => yes_no(config.event_loop_unstack),
         "client-output-buffer-limit" => config.client_output_buffer_limits.show(),
+        "oom-score-adj" => config.oom_score_adj.name().to_string(),
+        "oom-score-adj-values" => config.oom_score_adj_values.map(|v| v.to_string()).join(" "),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
         "maxmemory-policy" => config.maxmemory_policy.name().to_string(),

@@ -240,6 +240,10 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
+    /// How the OOM score is set (`oom-score-adj`).
+    pub oom_score_adj: crate::oom::OomMode,
+    /// Scores of a master, a replica and a child (`oom-score-adj-values`).
+    pub oom_score_adj_values: [i64; 3],
     /// Reply limits per client class (`client-output-buffer-limit`).
     pub client_output_buffer_limits: obuf::OutputLimits,
     /// The event loop moves off a core it keeps waiting for
@@ -310,6 +314,8 @@ impl Default for Config {
             aof_rewrite_lend_loop_core: false,
             event_loop_unstack: false,
             client_output_buffer_limits: Default::default(),
+            oom_score_adj: Default::default(),
+            oom_score_adj_values: [0; 3],
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,
             server_cpulist: String::new(),

@@ -268,8 +268,8 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("busy-reply-threshold", Some("lua-time-limit"), num(0, I64_MAX), "5000", 0, No(SCRIPTING), "Milliseconds a script runs before BUSY replies."),
     d!("sanitize-dump-payload", None, Enum(SANITIZE_DUMP_PAYLOAD), "no", 0, No(NOT_YET), "Deep checks of RESTORE payloads."),
     d!("propagation-error-behavior", None, Enum(PROPAGATION_ERROR), "ignore", 0, No(REPL), "What a replica does on a failed replicated command."),
-    d!("oom-score-adj", None, Enum(OOM_SCORE_ADJ), "no", 0, No(PROCESS), "Whether to set the process's OOM score."),
-    d!("oom-score-adj-values", None, Sp(Special::OomScoreAdjValues), "0 200 800", MULTI_ARG, No(PROCESS), "OOM scores of master, replica and child."),
+    d!("oom-score-adj", None, Enum(OOM_SCORE_ADJ), "no", 0, Acts, "Whether to set the process's OOM score: relative to the original, or absolute."),
+    d!("oom-score-adj-values", None, Sp(Special::OomScoreAdjValues), "0 200 800", MULTI_ARG, Acts, "OOM scores of master, replica and child (Ferrite starts no child)."),
     d!("ignore-warnings", None, Text, "", 0, No(PROCESS), "Start-up warnings to silence."),
     // Process.
     d!("daemonize", None, Bool, "no", IMMUTABLE, No(PROCESS), "Run in the background."),

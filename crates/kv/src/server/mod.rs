@@ -185,6 +185,7 @@ impl Server {
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
         state.refresh_used_memory();
+        crate::oom::apply_at_start(&mut state);
         Ok(Server {
             poll,
             listeners,

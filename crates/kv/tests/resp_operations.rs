@@ -1,5 +1,6 @@
-//! INFO figures monitoring tools read: the changes since the last save,
-//! the instantaneous rates, the latency monitor's `expire-cycle` event.
+//! What operators and monitoring tools read and set on the process: INFO's
+//! changes since the last save and instantaneous rates, the latency
+//! monitor's `expire-cycle` event, `oom-score-adj`.
 
 mod common;
 
@@ -112,4 +113,32 @@ fn a_slow_expire_cycle_is_a_latency_event() {
         std::thread::sleep(Duration::from_millis(20));
     }
     c.check(b"EXISTS big\r\n", b":0\r\n");
+}
+
+#[test]
+fn oom_score_adj_sets_the_process_score_and_puts_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let read = || -> i64 {
+        std::fs::read_to_string("/proc/self/oom_score_adj")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let original = read();
+    // Raising the score needs no privilege.
+    let raised = (original + 1).min(1000);
+    c.check(
+        format!("CONFIG SET oom-score-adj-values \"{raised} {raised} {raised}\" oom-score-adj absolute\r\n").as_bytes(),
+        b"+OK\r\n",
+    );
+    assert_eq!(read(), raised);
+    c.check(
+        b"CONFIG GET oom-score-adj\r\n",
+        b"*2\r\n$13\r\noom-score-adj\r\n$8\r\nabsolute\r\n",
+    );
+    c.check(b"CONFIG SET oom-score-adj no\r\n", b"+OK\r\n");
+    assert_eq!(read(), original, "restored");
 }
