@@ -73,6 +73,33 @@ impl Histogram {
     pub fn count(&self) -> u64 {
         self.count
     }
+
+    /// LATENCY HISTOGRAM's view: for each power-of-two bucket from 1024 ns
+    /// on (1024, 2048, 4096... as Redis's histogram iterates), its highest
+    /// value in whole microseconds (`(edge - 1) / 1000`: 1, 2, 4... 32,
+    /// 65, 131...) and how many latencies fell at or below it, for the
+    /// buckets where that count grew. The fine buckets split every power
+    /// of two exactly, so the counts are exact.
+    pub fn power_of_two_cdf(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut previous = 0;
+        let mut edge = 1024u64;
+        while previous < self.count && edge <= 2 * LATENCY_MAX_NS {
+            let below: u64 = self
+                .buckets
+                .iter()
+                .enumerate()
+                .take_while(|&(at, _)| bucket_top(at) < edge)
+                .map(|(_, n)| n)
+                .sum();
+            if below > previous {
+                out.push(((edge - 1) / 1000, below));
+                previous = below;
+            }
+            edge *= 2;
+        }
+        out
+    }
 }
 
 /// One command's counters.
@@ -164,6 +191,19 @@ mod tests {
         let at = bucket_of(LATENCY_MAX_NS);
         let top = bucket_top(at);
         assert!(top >= LATENCY_MAX_NS && (top - LATENCY_MAX_NS) * 50 < LATENCY_MAX_NS);
+    }
+
+    #[test]
+    fn the_power_of_two_view_counts_each_latency_once() {
+        let mut h = Histogram::default();
+        for ns in [1, 500, 1023, 1024, 70_000, 70_000, 999_999_999] {
+            h.record(Duration::from_nanos(ns));
+        }
+        assert_eq!(
+            h.power_of_two_cdf(),
+            vec![(1, 3), (2, 4), (131, 6), (1_073_741, 7)]
+        );
+        assert!(Histogram::default().power_of_two_cdf().is_empty());
     }
 
     #[test]

@@ -27,8 +27,6 @@ pub struct Stats {
     pub event_loop_moves: u64,
     /// Keys evicted for `maxmemory` (INFO `evicted_keys`).
     pub evicted_keys: u64,
-    /// Per-command latency histograms (LATENCY HISTOGRAM).
-    pub command_latency: crate::commands::diagnostics::Histograms,
     /// Per-command and per-error counters (INFO commandstats, errorstats,
     /// latencystats).
     pub commands: crate::cmdstats::CommandTable,

@@ -219,6 +219,11 @@ fn latency_histogram_counts_calls() {
         text.starts_with("*2\r\n$3\r\nset\r\n*4\r\n$5\r\ncalls\r\n:2\r\n$14\r\nhistogram_usec\r\n"),
         "{text}"
     );
+    // Without latency tracking, calls leave no histogram (as in Redis).
+    c.check(
+        b"CONFIG SET latency-tracking no\r\nCONFIG RESETSTAT\r\nGET a\r\nLATENCY HISTOGRAM get\r\n",
+        b"+OK\r\n+OK\r\n$1\r\nb\r\n*0\r\n",
+    );
     c.check(b"LATENCY LATEST\r\nLATENCY RESET\r\n", b"*0\r\n:0\r\n");
     c.check(
         b"LATENCY GRAPH command\r\n",

@@ -36,7 +36,7 @@ pub(super) fn protected_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<Str
 }
 
 /// The name INFO commandstats counts a command under.
-pub(super) fn stats_name(
+pub(crate) fn stats_name(
     container: Option<&'static CommandSpec>,
     spec: &'static CommandSpec,
 ) -> CommandName {

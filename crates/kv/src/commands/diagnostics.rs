@@ -9,11 +9,13 @@
 //! RESETSTAT clears it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
+use super::accounting::stats_name;
 use super::introspect::help_reply;
 use super::table::*;
 use super::{all_commands, errors, int_arg, CmdResult, Ctx};
+use crate::cmdstats::CommandName;
 use crate::resp::Args;
 use crate::state::State;
 
@@ -24,8 +26,6 @@ const ENTRY_ARGS_MAX: usize = 32;
 const ENTRY_ARG_BYTES_MAX: usize = 128;
 /// Samples kept per latency event.
 pub const HISTORY_LEN: usize = 160;
-/// Histogram buckets: powers of two microseconds up to 2^39 (six days).
-const BUCKETS: usize = 40;
 
 /// One slow-log entry.
 #[derive(Clone, Debug)]
@@ -59,38 +59,15 @@ pub struct LatencyMonitor {
     events: BTreeMap<&'static str, LatencyEvent>,
 }
 
-/// One command's calls and their durations.
-#[derive(Clone, Debug)]
-pub struct CommandHistogram {
-    calls: u64,
-    buckets: [u64; BUCKETS],
-}
-
-/// Per command (by container and own name, `("", "set")` or
-/// `("client", "id")`, so recording allocates nothing), its histogram.
-pub type Histograms = HashMap<(&'static str, &'static str), CommandHistogram>;
-
-/// Notes a command that took `duration_us`: its histogram, and the slow
-/// log and latency monitor when it was slow enough.
+/// Notes a command that took `duration_us` in the slow log and the latency
+/// monitor when it was slow enough (its latency histogram is in
+/// `cmdstats`, which LATENCY HISTOGRAM reads too).
 pub(super) fn record(
     ctx: &mut Ctx<'_>,
-    container: Option<&'static CommandSpec>,
     spec: &'static CommandSpec,
     args: &Args<'_>,
     duration_us: u64,
 ) {
-    let histogram = ctx
-        .state
-        .stats
-        .command_latency
-        .entry((container.map_or("", |c| c.name), spec.name))
-        .or_insert(CommandHistogram {
-            calls: 0,
-            buckets: [0; BUCKETS],
-        });
-    histogram.calls += 1;
-    let bucket = (64 - duration_us.max(1).saturating_sub(1).leading_zeros()) as usize;
-    histogram.buckets[bucket.min(BUCKETS - 1)] += 1;
     let config = &ctx.state.config;
     let threshold = config.slowlog_log_slower_than_us;
     if threshold >= 0 && duration_us >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
@@ -334,14 +311,14 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// power-of-two bucket, for the named commands (a container names all
 /// its subcommands) or for every command called.
 fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let mut chosen: Vec<(&'static str, &'static str)> = Vec::new();
-    let mut add = |key: (&'static str, &'static str)| {
+    let mut chosen: Vec<CommandName> = Vec::new();
+    let mut add = |key: CommandName| {
         if !chosen.contains(&key) {
             chosen.push(key);
         }
     };
     let mut add_all = |container: Option<&'static CommandSpec>, spec: &'static CommandSpec| {
-        add((container.map_or("", |c| c.name), spec.name));
+        add(stats_name(container, spec));
         if container.is_none() {
             for sub in spec.subcommands {
                 add((spec.name, sub.name));
@@ -359,34 +336,34 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
         }
     }
-    let stats = &ctx.state.stats.command_latency;
-    let found: Vec<(String, &CommandHistogram)> = chosen
+    let table = &ctx.state.stats.commands.commands;
+    let found: Vec<(String, Vec<(u64, u64)>, u64)> = chosen
         .into_iter()
         .filter_map(|key| {
+            let stats = table.get(&key).filter(|s| s.latency.count() > 0)?;
             let name = match key {
-                ("", own) => own.to_string(),
+                (own, "") => own.to_string(),
                 (container, own) => format!("{container}|{own}"),
             };
-            stats.get(&key).map(|h| (name, h))
+            Some((
+                name,
+                stats.latency.power_of_two_cdf(),
+                stats.latency.count(),
+            ))
         })
         .collect();
     let r = &mut *ctx.reply;
     r.map(found.len());
-    for (name, h) in found {
+    for (name, cdf, calls) in found {
         r.bulk(name.as_bytes());
         r.map(2);
         r.bulk(b"calls");
-        r.int(h.calls as i64);
+        r.int(calls as i64);
         r.bulk(b"histogram_usec");
-        let used: Vec<usize> = (0..BUCKETS).filter(|&b| h.buckets[b] > 0).collect();
-        r.map(used.len());
-        let mut cumulative = 0;
-        for (b, count) in h.buckets.iter().enumerate() {
-            cumulative += count;
-            if *count > 0 {
-                r.int(1i64 << b);
-                r.int(cumulative as i64);
-            }
+        r.map(cdf.len());
+        for (usec, cumulative) in cdf {
+            r.int(usec as i64);
+            r.int(cumulative as i64);
         }
     }
     Ok(())

@@ -421,7 +421,7 @@ pub(crate) fn run(
     }
     if !ctx.session.is_replay {
         let duration_us = started.elapsed().as_micros() as u64;
-        diagnostics::record(ctx, container, spec, args, duration_us);
+        diagnostics::record(ctx, spec, args, duration_us);
     }
     notify::after_handler(ctx, spec, args, reply_start);
 }
