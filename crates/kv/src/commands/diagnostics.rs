@@ -337,7 +337,7 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
     }
     let table = &ctx.state.stats.commands.commands;
-    let found: Vec<(String, Vec<(u64, u64)>, u64)> = chosen
+    let found: Vec<(String, &crate::cmdstats::Histogram)> = chosen
         .into_iter()
         .filter_map(|key| {
             let stats = table.get(&key).filter(|s| s.latency.count() > 0)?;
@@ -345,20 +345,17 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 (own, "") => own.to_string(),
                 (container, own) => format!("{container}|{own}"),
             };
-            Some((
-                name,
-                stats.latency.power_of_two_cdf(),
-                stats.latency.count(),
-            ))
+            Some((name, &stats.latency))
         })
         .collect();
     let r = &mut *ctx.reply;
     r.map(found.len());
-    for (name, cdf, calls) in found {
+    for (name, histogram) in found {
+        let cdf = histogram.power_of_two_cdf();
         r.bulk(name.as_bytes());
         r.map(2);
         r.bulk(b"calls");
-        r.int(calls as i64);
+        r.int(histogram.count() as i64);
         r.bulk(b"histogram_usec");
         r.map(cdf.len());
         for (usec, cumulative) in cdf {
