@@ -102,6 +102,8 @@ pub struct ClientInfo {
     pub omem: usize,
     /// Unix ms of the connection's last read or write (`idle`).
     pub last_ms: i64,
+    /// The user it is authenticated as (`user`; empty: `default`).
+    pub user: String,
     /// The last command it ran (`cmd`), as of that read or write.
     pub cmd: Option<std::borrow::Cow<'static, str>>,
     /// Commands queued in MULTI (`multi`; `None` outside a transaction),
@@ -165,6 +167,8 @@ pub struct State {
     pub save_requested: bool,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
+    /// ACL users and the ACL log.
+    pub acl: crate::users::Acl,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -246,6 +250,7 @@ impl State {
             reload_requested: false,
             save_requested: false,
             new_listeners: None,
+            acl: Default::default(),
         }
     }
 

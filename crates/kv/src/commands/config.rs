@@ -61,7 +61,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         };
         ctx.state.new_listeners = Some(listeners);
     }
+    let password_changed = next.requirepass != ctx.state.config.requirepass;
     ctx.state.config = next;
+    if password_changed {
+        let password = ctx.state.config.requirepass.clone();
+        ctx.state
+            .acl
+            .set_default_password(password.as_deref().map(str::as_bytes));
+    }
     // A new maxmemory applies to the very next command, as in Redis: the
     // memory figure is otherwise refreshed only by the timer.
     if pairs
@@ -92,7 +99,16 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    match ctx.state.config.rewrite_file() {
+    let aclfile = ctx.state.config.get("aclfile").unwrap_or_default();
+    let users: Vec<String> = ctx
+        .state
+        .acl
+        .users
+        .iter()
+        .map(|(name, user)| format!("{} {}", String::from_utf8_lossy(name), user.describe()))
+        .collect();
+    let users = aclfile.is_empty().then_some(users.as_slice());
+    match ctx.state.config.rewrite_file_users(false, users) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success.");
             ctx.reply.ok();
