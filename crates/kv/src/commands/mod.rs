@@ -336,6 +336,8 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // MULTI refuses anyway is refused as such below.
     let refused_in_multi = ctx.session.multi.is_some() && spec.has(flags::NO_MULTI);
     if !refused_in_multi {
+        // ACL LOG's client info names the refused command, as Redis's.
+        ctx.session.last_cmd = Some(command_label(container, spec));
         if let Some(text) = acl_check::at_dispatch(ctx, container, spec, args) {
             ctx.session.multi_error |= ctx.session.multi.is_some();
             reject(ctx, Some(name), &text);
