@@ -137,12 +137,7 @@ pub(super) fn log_failure(
             .trim_end()
             .to_string(),
     };
-    let max = ctx
-        .state
-        .config
-        .accepted_int("acllog-max-len")
-        .unwrap_or(128)
-        .max(0) as usize;
+    let max = ctx.state.config.acllog_max_len;
     ctx.state.acl.log.add(entry, max);
 }
 

@@ -143,8 +143,8 @@ fn whoami(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 
 /// The ACL file's path, or Redis's refusal when there is none.
 fn aclfile(ctx: &Ctx<'_>) -> Result<String, CmdError> {
-    match ctx.state.config.get("aclfile") {
-        Some(path) if !path.is_empty() => Ok(path),
+    match &ctx.state.config.aclfile {
+        path if !path.is_empty() => Ok(path.clone()),
         _ => Err(Cow::Borrowed("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.")),
     }
 }

@@ -99,7 +99,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    let aclfile = ctx.state.config.get("aclfile").unwrap_or_default();
+    let aclfile = &ctx.state.config.aclfile;
     let users: Vec<String> = ctx
         .state
         .acl

@@ -271,6 +271,12 @@ pub struct Config {
     pub accepted: BTreeMap<&'static str, String>,
     /// The file the configuration was read from (CONFIG REWRITE writes it).
     pub file: Option<PathBuf>,
+    /// Most entries ACL LOG keeps (`acllog-max-len`).
+    pub acllog_max_len: usize,
+    /// The ACL file, empty for none (`aclfile`).
+    pub aclfile: String,
+    /// New users may use every channel (`acl-pubsub-default allchannels`).
+    pub acl_pubsub_all: bool,
     /// `user <name> <rules...>` lines, name first (`users/`), in order.
     pub users: Vec<Vec<String>>,
 }
@@ -318,6 +324,9 @@ impl Default for Config {
             notify_keyspace_events: 0,
             accepted: BTreeMap::new(),
             users: Vec::new(),
+            acllog_max_len: 0,
+            aclfile: String::new(),
+            acl_pubsub_all: false,
             file: None,
         };
         // The blanks above are placeholders: every value comes from the

@@ -75,9 +75,7 @@ impl Default for Acl {
 
 /// Whether `acl-pubsub-default` gives new users every channel.
 pub fn pubsub_default_all(config: &Config) -> bool {
-    config
-        .get("acl-pubsub-default")
-        .is_some_and(|v| v.eq_ignore_ascii_case("allchannels"))
+    config.acl_pubsub_all
 }
 
 impl Acl {
@@ -87,7 +85,7 @@ impl Acl {
     pub fn at_startup(config: &Config) -> Result<Acl, String> {
         let mut acl = Acl::default();
         acl.set_default_password(config.requirepass.as_deref().map(str::as_bytes));
-        let aclfile = config.get("aclfile").unwrap_or_default();
+        let aclfile = config.aclfile.clone();
         if !aclfile.is_empty() && !config.users.is_empty() {
             return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
         }
