@@ -51,6 +51,20 @@ pub(super) fn check_for(
     {
         return Ok(());
     }
+    with_request(user, container, spec, args, |req| {
+        users::check_user(user, req)
+    })
+}
+
+/// Builds what `spec` with `args` needs checked for `user` and runs `f`
+/// on it; a command missing from the catalog is refused.
+fn with_request(
+    user: &User,
+    container: Option<&CommandSpec>,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    f: impl FnOnce(&Request<'_>) -> Result<(), Denied>,
+) -> Result<(), Denied> {
     let catalog = users::catalog();
     let Some(id) = catalog.id_of(container, spec) else {
         return Err(Denied {
@@ -75,7 +89,26 @@ pub(super) fn check_for(
         keys: &keys,
         channels: &channels,
     };
-    users::check_user(user, &req)
+    f(&req)
+}
+
+/// Whether the running client may run SORT's `BY` and `GET` patterns:
+/// some selector allows the command and reading every key (`~*`,
+/// `%R~*`, `allkeys`), as Redis requires for keys named by patterns.
+pub(super) fn full_read_access(ctx: &Ctx<'_>, args: &Args<'_>) -> bool {
+    if ctx.session.is_replay {
+        return true;
+    }
+    let Some(spec) = super::lookup(args.get(0)) else {
+        return true;
+    };
+    let Some(user) = ctx.state.acl.users.get(&user_name(ctx)) else {
+        return false;
+    };
+    user.selectors.iter().any(|s| {
+        s.all_keys_ok(users::READ)
+            && with_request(user, None, spec, args, |req| users::check_selector(s, req)).is_ok()
+    })
 }
 
 /// The channel arguments of a command line, and whether each is a

@@ -222,7 +222,8 @@ pub fn check_user(user: &User, req: &Request<'_>) -> Result<(), Denied> {
     Err(worst)
 }
 
-fn check_selector(s: &Selector, req: &Request<'_>) -> Result<(), Denied> {
+/// Checks `req` against one selector.
+pub fn check_selector(s: &Selector, req: &Request<'_>) -> Result<(), Denied> {
     if !s.all_commands && !req.no_auth {
         let first = (req.args.len() > req.first_arg_at).then(|| req.args.get(req.first_arg_at));
         if !s.command_ok(req.id, first) {
