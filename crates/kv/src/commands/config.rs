@@ -39,6 +39,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(Cow::Borrowed(super::errors::SYNTAX));
     }
+    // As Redis, the values of secret directives (passwords) are hidden
+    // from SLOWLOG and MONITOR.
+    for at in (2..args.len()).step_by(2) {
+        let name = String::from_utf8_lossy(args.get(at)).to_ascii_lowercase();
+        let secret = crate::config::table::lookup(&name)
+            .is_some_and(|d| d.has(crate::config::table::SENSITIVE));
+        if secret {
+            ctx.redact(at + 1);
+        }
+    }
     let text = |i: usize| String::from_utf8_lossy(args.get(i)).into_owned();
     let pairs: Vec<(String, String)> = (2..args.len())
         .step_by(2)

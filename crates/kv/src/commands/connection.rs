@@ -188,6 +188,14 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// READONLY and READWRITE: cluster replica reads, which a server
+/// without cluster support refuses, as Redis's does.
+fn cluster_only(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    Err(Cow::Borrowed(
+        "ERR This instance has cluster support disabled",
+    ))
+}
+
 pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Cow::Borrowed(
@@ -211,5 +219,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Authenticates.", auth),
     cmd!("hello", -1, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Closes the connection.", quit),
+    cmd!("readonly", 1, C | LOADING | STALE, K0, "cluster", "Enables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
+    cmd!("readwrite", 1, C | LOADING | STALE, K0, "cluster", "Disables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Resets the connection.", reset),
 ];
