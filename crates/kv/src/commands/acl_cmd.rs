@@ -152,8 +152,9 @@ fn aclfile(ctx: &Ctx<'_>) -> Result<String, CmdError> {
 fn load(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     let path = aclfile(ctx)?;
     let all_channels = users::pubsub_default_all(&ctx.state.config);
+    let file = users::file_path(&path, &ctx.state.config.dir);
     let loaded =
-        users::load_file(&path, all_channels).map_err(|e| Cow::Owned(format!("ERR {e}")))?;
+        users::load_file(&path, &file, all_channels).map_err(|e| Cow::Owned(format!("ERR {e}")))?;
     // Every user but `default` is replaced: their clients are closed, as
     // Redis frees the old users and their connections.
     let old: Vec<Vec<u8>> = ctx.state.acl.users.keys().cloned().collect();
@@ -167,7 +168,8 @@ fn load(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 
 fn save(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     let path = aclfile(ctx)?;
-    if let Err(e) = users::save_file(&path, &ctx.state.acl.users) {
+    let file = users::file_path(&path, &ctx.state.config.dir);
+    if let Err(e) = users::save_file(&file, &ctx.state.acl.users) {
         tracing::warn!("ACL SAVE to {path}: {e}");
         return Err(Cow::Borrowed("ERR There was an error trying to save the ACLs. Please check the server logs for more information"));
     }

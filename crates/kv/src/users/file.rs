@@ -11,13 +11,29 @@ use super::selector::{has_spaces, RuleError};
 use super::user::{merge_selectors, User};
 use super::DEFAULT_USER;
 
-/// The users of ACL file `path`, or the error text ACL LOAD replies
-/// (without `ERR `). Users a line creates start with `all_channels` per
-/// `acl-pubsub-default`; a file without `default` gets a fresh one.
-pub fn load_file(path: &str, all_channels: bool) -> Result<BTreeMap<Vec<u8>, User>, String> {
+/// Where ACL file `name` is: a relative name is inside `dir` (Redis
+/// works from its `dir`).
+pub fn file_path(name: &str, dir: &Path) -> std::path::PathBuf {
+    let path = Path::new(name);
+    if path.is_relative() && !dir.as_os_str().is_empty() {
+        dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The users of ACL file `path` (configured as `file`, which messages
+/// show), or the error text ACL LOAD replies (without `ERR `). Users a
+/// line creates start with `all_channels` per `acl-pubsub-default`; a
+/// file without `default` gets a fresh one.
+pub fn load_file(
+    file: &str,
+    path: &Path,
+    all_channels: bool,
+) -> Result<BTreeMap<Vec<u8>, User>, String> {
     let bytes = std::fs::read(path).map_err(|e| {
         format!(
-            "Error loading ACLs, opening file '{path}': {}",
+            "Error loading ACLs, opening file '{file}': {}",
             strerror(&e)
         )
     })?;
@@ -32,14 +48,14 @@ pub fn load_file(path: &str, all_channels: bool) -> Result<BTreeMap<Vec<u8>, Use
         let argv: Vec<Vec<u8>> = line.split(|&b| b == b' ').map(<[u8]>::to_vec).collect();
         if argv.len() < 2 || argv[0] != b"user" {
             errors.push_str(&format!(
-                "{path}:{n} should start with user keyword followed by the username. "
+                "{file}:{n} should start with user keyword followed by the username. "
             ));
             continue;
         }
         let name = &argv[1];
         if has_spaces(name) {
             errors.push_str(&format!(
-                "'{path}:{n}: username '{}' contains invalid characters. ",
+                "'{file}:{n}: username '{}' contains invalid characters. ",
                 String::from_utf8_lossy(name)
             ));
             continue;
@@ -54,9 +70,9 @@ pub fn load_file(path: &str, all_channels: bool) -> Result<BTreeMap<Vec<u8>, Use
         let mut user = User::new(name, all_channels);
         match merge_selectors(&argv[2..]) {
             Err(_) => errors.push_str(&format!(
-                "{path}:{n}: Unmatched parenthesis in selector definition."
+                "{file}:{n}: Unmatched parenthesis in selector definition."
             )),
-            Ok(rules) => apply_line(&mut user, &rules, all_channels, path, n, &mut errors),
+            Ok(rules) => apply_line(&mut user, &rules, all_channels, file, n, &mut errors),
         }
         users.insert(name.clone(), user);
     }
@@ -100,7 +116,7 @@ fn apply_line(
 }
 
 /// Writes `users` to `path` in ACL file form, replacing it atomically.
-pub fn save_file(path: &str, users: &BTreeMap<Vec<u8>, User>) -> std::io::Result<()> {
+pub fn save_file(path: &Path, users: &BTreeMap<Vec<u8>, User>) -> std::io::Result<()> {
     let mut text = Vec::new();
     for (name, user) in users {
         text.extend_from_slice(b"user ");
@@ -109,17 +125,19 @@ pub fn save_file(path: &str, users: &BTreeMap<Vec<u8>, User>) -> std::io::Result
         text.extend_from_slice(user.describe().as_bytes());
         text.push(b'\n');
     }
-    let temp = format!(
-        "{path}.tmp-{}-{}",
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(
+        ".tmp-{}-{}",
         std::process::id(),
         crate::state::unix_ms()
-    );
+    ));
+    let temp = std::path::PathBuf::from(temp);
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
         file.write_all(&text)?;
         file.sync_all()?;
         std::fs::rename(&temp, path)?;
-        let dir = Path::new(path)
+        let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));

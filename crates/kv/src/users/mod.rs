@@ -14,7 +14,7 @@ mod user;
 use std::collections::BTreeMap;
 
 pub use catalog::{get as catalog, Catalog};
-pub use file::{load_file, save_file};
+pub use file::{file_path, load_file, save_file};
 pub use log::{Context, Entry as LogEntry, Log, Reason};
 pub use selector::{channel_in, RuleError, Selector, ALL, READ, WRITE};
 pub use user::{hash_password, merge_selectors, valid_name, User};
@@ -94,7 +94,8 @@ impl Acl {
             acl.load_config_user(line, all_channels)?;
         }
         if !aclfile.is_empty() {
-            acl.users = load_file(&aclfile, all_channels)
+            let path = file_path(&aclfile, &config.dir);
+            acl.users = load_file(&aclfile, &path, all_channels)
                 .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
         }
         Ok(acl)
