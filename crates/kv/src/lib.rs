@@ -52,6 +52,7 @@ pub mod rewrite;
 pub mod server;
 pub mod state;
 pub mod types;
+pub mod users;
 
 pub use error::{Error, Result};
 pub use server::{serve, Server, ShutdownHandle};

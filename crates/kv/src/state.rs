@@ -100,6 +100,8 @@ pub struct ClientInfo {
     pub omem: usize,
     /// Unix ms of the connection's last read or write (`idle`).
     pub last_ms: i64,
+    /// The user it is authenticated as (`user`; empty: `default`).
+    pub user: String,
     /// The last command it ran (`cmd`), as of that read or write.
     pub cmd: Option<std::borrow::Cow<'static, str>>,
     /// Commands queued in MULTI (`multi`; `None` outside a transaction),
@@ -167,6 +169,8 @@ pub struct State {
     pub oom: crate::oom::OomScore,
     /// INFO's `instantaneous_*` rates, sampled by the timer.
     pub instantaneous: crate::metrics::Instantaneous,
+    /// ACL users and the ACL log.
+    pub acl: crate::users::Acl,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -257,6 +261,7 @@ impl State {
             new_listeners: None,
             instantaneous: Default::default(),
             oom: Default::default(),
+            acl: Default::default(),
         }
     }
 

@@ -221,7 +221,7 @@ fn authentication() {
     let mut c = server.raw();
     c.check(
         b"*20\r\n",
-        b"-ERR Protocol error: invalid multibulk length\r\n",
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n",
     );
 }
 

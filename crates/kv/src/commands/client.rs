@@ -18,7 +18,7 @@ use crate::resp::Args;
 /// 0: a command's arguments are parsed in place once it is complete,
 /// never extracted ahead; `oll` is 0: replies go to one growable buffer,
 /// not a list of blocks, whose capacity `omem` reports.
-fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
+pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
     let own = id == ctx.session.id;
@@ -65,7 +65,7 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let redir = tracking.map_or(-1, |t| t.redirect as i64);
     let multi = multi.map_or(-1, |queued| queued as i64);
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll=0 omem={omem} tot-mem={} events=r cmd={} user=default redir={redir} resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll=0 omem={omem} tot-mem={} events=r cmd={} user={} redir={redir} resp={}\n",
         info.addr,
         info.laddr,
         info.name,
@@ -73,6 +73,7 @@ fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         info.db,
         qbuf + qbuf_free + omem,
         cmd.unwrap_or("NULL"),
+        String::from_utf8_lossy(super::acl_check::client_user(&info)),
         info.resp
     )
 }
@@ -153,6 +154,7 @@ struct KillFilter {
     laddr: Option<String>,
     kind: Option<ClientType>,
     id: Option<u64>,
+    user: Option<Vec<u8>>,
     skip_me: bool,
 }
 
@@ -185,13 +187,7 @@ fn kill_filter(args: &Args<'_>) -> Result<KillFilter, CmdError> {
             b"TYPE" => filter.kind = Some(client_type(value)?),
             b"ADDR" => filter.addr = Some(String::from_utf8_lossy(value).into_owned()),
             b"LADDR" => filter.laddr = Some(String::from_utf8_lossy(value).into_owned()),
-            b"USER" if value != b"default" => {
-                return Err(Cow::Owned(format!(
-                    "ERR No such user '{}'",
-                    String::from_utf8_lossy(value)
-                )))
-            }
-            b"USER" => {}
+            b"USER" => filter.user = Some(value.to_vec()),
             b"SKIPME" => match value.to_ascii_lowercase().as_slice() {
                 b"yes" => filter.skip_me = true,
                 b"no" => filter.skip_me = false,
@@ -206,6 +202,16 @@ fn kill_filter(args: &Args<'_>) -> Result<KillFilter, CmdError> {
 
 fn kill(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let filter = kill_filter(args)?;
+    if let Some(user) = filter
+        .user
+        .as_ref()
+        .filter(|u| !ctx.state.acl.users.contains_key(*u))
+    {
+        return Err(Cow::Owned(format!(
+            "ERR No such user '{}'",
+            String::from_utf8_lossy(user)
+        )));
+    }
     let me = ctx.session.id;
     let victims: Vec<u64> = ctx
         .state
@@ -216,6 +222,10 @@ fn kill(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 && filter.laddr.as_ref().is_none_or(|a| *a == info.laddr)
                 && filter.kind.is_none_or(|k| k == type_of(ctx, **id))
                 && filter.id.is_none_or(|want| want == **id)
+                && filter
+                    .user
+                    .as_ref()
+                    .is_none_or(|u| u.as_slice() == super::acl_check::client_user(info))
                 && !(filter.skip_me && **id == me)
         })
         .map(|(id, _)| *id)

@@ -39,6 +39,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(Cow::Borrowed(super::errors::SYNTAX));
     }
+    // As Redis, the values of secret directives (passwords) are hidden
+    // from SLOWLOG and MONITOR.
+    for at in (2..args.len()).step_by(2) {
+        let name = String::from_utf8_lossy(args.get(at)).to_ascii_lowercase();
+        let secret = crate::config::table::lookup(&name)
+            .is_some_and(|d| d.has(crate::config::table::SENSITIVE));
+        if secret {
+            ctx.redact(at + 1);
+        }
+    }
     let text = |i: usize| String::from_utf8_lossy(args.get(i)).into_owned();
     let pairs: Vec<(String, String)> = (2..args.len())
         .step_by(2)
@@ -81,7 +91,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             return Err(Cow::Owned(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs.")));
         }
     }
+    let password_changed = next.requirepass != ctx.state.config.requirepass;
     ctx.state.config = next;
+    if password_changed {
+        let password = ctx.state.config.requirepass.clone();
+        ctx.state
+            .acl
+            .set_default_password(password.as_deref().map(str::as_bytes));
+    }
     // A new maxmemory applies to the very next command, as in Redis: the
     // memory figure is otherwise refreshed only by the timer.
     if pairs
@@ -112,7 +129,16 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    match ctx.state.config.rewrite_file() {
+    let aclfile = &ctx.state.config.aclfile;
+    let users: Vec<String> = ctx
+        .state
+        .acl
+        .users
+        .iter()
+        .map(|(name, user)| format!("{} {}", String::from_utf8_lossy(name), user.describe()))
+        .collect();
+    let users = aclfile.is_empty().then_some(users.as_slice());
+    match ctx.state.config.rewrite_file_users(false, users) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success.");
             ctx.reply.ok();

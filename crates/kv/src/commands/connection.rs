@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use super::acl;
 use super::table::*;
+use super::{acl, acl_check};
 use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::resp::{Args, Protocol};
 
@@ -74,24 +74,8 @@ pub(super) fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Checks a password for the default user.
-fn check_password(ctx: &mut Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> CmdResult {
-    let Some(expected) = ctx.state.config.requirepass.as_deref() else {
-        if user.is_some_and(|u| u != b"default") {
-            return Err(Cow::Borrowed(
-                "WRONGPASS invalid username-password pair or user is disabled.",
-            ));
-        }
-        return Err(Cow::Borrowed("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
-    };
-    if user.is_some_and(|u| u != b"default") || password != expected.as_bytes() {
-        return Err(Cow::Borrowed(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ));
-    }
-    ctx.session.authenticated = true;
-    Ok(())
-}
+/// The refusal of `AUTH <password>` while `default` needs no password.
+const AUTH_WITHOUT_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 
 pub(super) fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // As Redis: the password (and user) are hidden from SLOWLOG, unless
@@ -101,11 +85,17 @@ pub(super) fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.redact(at);
         }
     }
-    match args.len() {
-        2 => check_password(ctx, None, args.get(1))?,
-        3 => check_password(ctx, Some(args.get(1)), args.get(2))?,
+    let (user, password) = match args.len() {
+        2 => {
+            if ctx.state.acl.default_user().is_some_and(|u| u.nopass) {
+                return Err(Cow::Borrowed(AUTH_WITHOUT_PASSWORD));
+            }
+            (crate::users::DEFAULT_USER, args.get(1))
+        }
+        3 => (args.get(1), args.get(2)),
         _ => return Err(Cow::Borrowed(errors::SYNTAX)),
-    }
+    };
+    acl_check::authenticate(ctx, args.get(0), user, password).map_err(Cow::Borrowed)?;
     ctx.reply.ok();
     Ok(())
 }
@@ -129,7 +119,8 @@ pub(super) fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             b"AUTH" if i + 2 < args.len() => {
                 ctx.redact(i + 1);
                 ctx.redact(i + 2);
-                check_password(ctx, Some(args.get(i + 1)), args.get(i + 2))?;
+                acl_check::authenticate(ctx, args.get(0), args.get(i + 1), args.get(i + 2))
+                    .map_err(Cow::Borrowed)?;
                 i += 3;
             }
             b"SETNAME" if i + 1 < args.len() => {
@@ -184,15 +175,25 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     super::transactions::unwatch_all(&mut ctx.state.keyspace, ctx.session);
     ctx.session.db = 0;
     ctx.session.name = None;
-    ctx.session.authenticated = ctx.state.config.requirepass.is_none();
+    ctx.session.authenticated = ctx.state.acl.default_open();
+    ctx.session.user = None;
     ctx.reply.proto = Protocol::Resp2;
     if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
         info.db = 0;
         info.name.clear();
+        info.user.clear();
         info.resp = 2;
     }
     ctx.reply.simple("RESET");
     Ok(())
+}
+
+/// READONLY and READWRITE: cluster replica reads, which a server
+/// without cluster support refuses, as Redis's does.
+fn cluster_only(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    Err(Cow::Borrowed(
+        "ERR This instance has cluster support disabled",
+    ))
 }
 
 pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
@@ -218,5 +219,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Authenticates.", auth),
     cmd!("hello", -1, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Closes the connection.", quit),
+    cmd!("readonly", 1, C | LOADING | STALE, K0, "cluster", "Enables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
+    cmd!("readwrite", 1, C | LOADING | STALE, K0, "cluster", "Disables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Resets the connection.", reset),
 ];

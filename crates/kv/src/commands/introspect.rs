@@ -448,6 +448,26 @@ pub fn key_positions(spec: &CommandSpec, args: &Args<'_>) -> Vec<usize> {
     positions
 }
 
+/// The keys of command line `args` (of `spec`, a subcommand of
+/// `container` or a command), each with the flags of the key
+/// specification it comes from, resolved as COMMAND GETKEYSANDFLAGS
+/// resolves them; keys whose specifications name something other than
+/// keys (`not_key`) are left out, as Redis's ACL checks leave them out.
+pub(super) fn keys_and_flags(
+    container: Option<&CommandSpec>,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+) -> Vec<(usize, u16)> {
+    let full = full_name(container, spec);
+    let specs = spec_key_flags(&full, spec);
+    key_positions(spec, args)
+        .into_iter()
+        .enumerate()
+        .map(|(nth, pos)| (pos, flags_of_key(&full, &specs, args, nth, pos)))
+        .filter(|(_, flags)| flags & kf::NOT_KEY == 0)
+        .collect()
+}
+
 fn getkeys_impl(ctx: &mut Ctx<'_>, args: &Args<'_>, with_flags: bool) -> CmdResult {
     let sub = args.tail(2);
     let (spec, full) = named_command(&sub)?;

@@ -7,6 +7,8 @@
 //! INCRBYFLOAT as SET), so that replaying the log rebuilds the same data.
 
 mod accounting;
+mod acl_check;
+mod acl_cmd;
 mod bits;
 mod blocking;
 mod client;
@@ -49,9 +51,10 @@ use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
 use crate::types::Bytes;
 
+pub(crate) use acl_check::in_script as acl_script_check;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
-pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
+pub use table::{all as all_commands, count as command_count, lookup, Channels, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 
 use accounting::{protected_refusal, record_call, reject, stats_name};
@@ -162,8 +165,11 @@ pub struct Session {
     pub db: usize,
     /// CLIENT SETNAME.
     pub name: Option<Bytes>,
-    /// Passed AUTH (or no password is configured).
+    /// Passed AUTH or HELLO AUTH. (A client that has not may still run
+    /// commands while the `default` user is on and needs no password.)
     pub authenticated: bool,
+    /// The user it runs as, when not `default`.
+    pub user: Option<Vec<u8>>,
     /// Commands queued since MULTI, if in a transaction.
     pub multi: Option<Vec<QueuedCommand>>,
     /// A command failed to queue: EXEC will abort.
@@ -309,7 +315,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     };
     let name = stats_name(container, spec);
-    if !ctx.session.authenticated && !spec.has(flags::NOAUTH) {
+    if !spec.has(flags::NOAUTH) && acl_check::auth_required(ctx) {
         reject(ctx, Some(name), "NOAUTH Authentication required.");
         return;
     }
@@ -325,6 +331,18 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if let Some(text) = protected_refusal(ctx, spec) {
         reject(ctx, Some(name), &text);
         return;
+    }
+    // As Redis, after the arity check and before anything else; a command
+    // MULTI refuses anyway is refused as such below.
+    let refused_in_multi = ctx.session.multi.is_some() && spec.has(flags::NO_MULTI);
+    if !refused_in_multi {
+        // ACL LOG's client info names the refused command, as Redis's.
+        ctx.session.last_cmd = Some(command_label(container, spec));
+        if let Some(text) = acl_check::at_dispatch(ctx, container, spec, args) {
+            ctx.session.multi_error |= ctx.session.multi.is_some();
+            reject(ctx, Some(name), &text);
+            return;
+        }
     }
     // As Redis, eviction runs before each command a client sends, never
     // between the commands of a transaction: the DELs it logs go before

@@ -256,14 +256,14 @@ const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("subscribe", -2, SUB, K0, "pubsub", "Listens for messages published to channels.", subscribe),
-    cmd!("psubscribe", -2, SUB, K0, "pubsub", "Listens for messages published to channels that match one or more patterns.", psubscribe),
-    cmd!("ssubscribe", -2, SUB, KALL, "pubsub", "Listens for messages published to shard channels.", ssubscribe),
+    cmd!("subscribe", -2, SUB, K0, "pubsub", "Listens for messages published to channels.", subscribe).with_channels(Channels::Subscribe),
+    cmd!("psubscribe", -2, SUB, K0, "pubsub", "Listens for messages published to channels that match one or more patterns.", psubscribe).with_channels(Channels::Pattern),
+    cmd!("ssubscribe", -2, SUB, KALL, "pubsub", "Listens for messages published to shard channels.", ssubscribe).with_channels(Channels::Subscribe),
     cmd!("unsubscribe", -1, SUB, K0, "pubsub", "Stops listening to messages posted to channels.", unsubscribe),
     cmd!("punsubscribe", -1, SUB, K0, "pubsub", "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
     cmd!("sunsubscribe", -1, SUB, KALL, "pubsub", "Stops listening to messages posted to shard channels.", sunsubscribe),
-    cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, K0, "pubsub", "Posts a message to a channel.", publish),
-    cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, K1, "pubsub", "Post a message to a shard channel", spublish),
+    cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, K0, "pubsub", "Posts a message to a channel.", publish).with_channels(Channels::Publish),
+    cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, K1, "pubsub", "Post a message to a shard channel", spublish).with_channels(Channels::Publish),
     cmd!("pubsub", -2, 0, K0, "pubsub", "A container for Pub/Sub commands.", pubsub_help).with_subcommands(PUBSUB_SUBCOMMANDS),
     cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Listens for all requests received by the server in real-time.", monitor),
 ];

@@ -219,6 +219,9 @@ fn dispatch<'lua>(
     if spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT)) {
         return failed("ERR This Redis command is not allowed from script");
     }
+    if let Err(text) = super::acl_script_check(ctx, container, spec, &args) {
+        return failed(&text);
+    }
     if read_only && spec.has(WRITE) {
         return failed("ERR Write commands are not allowed from read-only scripts.");
     }

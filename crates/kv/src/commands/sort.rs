@@ -38,7 +38,13 @@ fn parse_long(args: &Args<'_>, at: usize) -> Result<i64, CmdError> {
     crate::types::number::parse_i64(args.get(at)).ok_or(Cow::Borrowed(errors::NOT_INTEGER))
 }
 
-fn parse_options<'a>(args: &'a Args<'_>, readonly: bool) -> Result<SortOptions<'a>, CmdError> {
+/// `full_access`: the user may read every key, which the `BY` and `GET`
+/// patterns need (ACL).
+fn parse_options<'a>(
+    args: &'a Args<'_>,
+    readonly: bool,
+    full_access: bool,
+) -> Result<SortOptions<'a>, CmdError> {
     let mut o = SortOptions {
         desc: false,
         alpha: false,
@@ -70,11 +76,21 @@ fn parse_options<'a>(args: &'a Args<'_>, readonly: bool) -> Result<SortOptions<'
                 // for every element: nothing to sort by) anywhere in the
                 // call turns sorting off, as in Redis.
                 let pattern = args.get(j + 1);
+                if pattern.contains(&b'*') && !full_access {
+                    return Err(Cow::Borrowed(
+                        "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                    ));
+                }
                 o.by = Some(pattern);
                 o.dont_sort |= !pattern.contains(&b'*');
                 j += 1;
             }
             b"GET" if left >= 1 => {
+                if !full_access {
+                    return Err(Cow::Borrowed(
+                        "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                    ));
+                }
                 o.gets.push(args.get(j + 1));
                 j += 1;
             }
@@ -334,7 +350,8 @@ fn window(o: &SortOptions<'_>, len: i64) -> (i64, i64) {
 }
 
 fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) -> CmdResult {
-    let mut o = parse_options(args, readonly)?;
+    let full_access = super::acl_check::full_read_access(ctx, args);
+    let mut o = parse_options(args, readonly, full_access)?;
     let db = ctx.session.db;
     let ks = &mut ctx.state.keyspace;
     let value = match ks.get(db, args.get(1)) {
@@ -508,7 +525,7 @@ mod tests {
     fn limit_windows_clamp_as_redis_clamps() {
         let ranges = [(0, 4), (4, 5)];
         let args = Args::new(b"sortk", &ranges);
-        let mut o = parse_options(&args, false).unwrap_or_else(|_| panic!("no options"));
+        let mut o = parse_options(&args, false, true).unwrap_or_else(|_| panic!("no options"));
         assert_eq!(window(&o, 5), (0, 4));
         o.limit_start = 5;
         o.limit_count = 10;

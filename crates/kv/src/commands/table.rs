@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, geo, hashes};
+use super::{acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump};
+use super::{geo, hashes};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
 use super::{replication, scripting, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
@@ -127,6 +128,20 @@ pub enum FindKeys {
 /// One key specification of a movable-key command, for COMMAND INFO.
 pub type KeySearch = (BeginSearch, FindKeys);
 
+/// Which arguments name Pub/Sub channels, for ACL channel checks (Redis's
+/// per-command channel getters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channels {
+    /// None.
+    None,
+    /// The first argument is a channel published to.
+    Publish,
+    /// Every argument is a channel subscribed to.
+    Subscribe,
+    /// Every argument is a pattern subscribed to (checked literally).
+    Pattern,
+}
+
 /// One command or subcommand.
 #[derive(Debug)]
 pub struct CommandSpec {
@@ -173,6 +188,8 @@ pub struct CommandSpec {
     /// COMMAND INFO's tips for clients and proxies
     /// (`nondeterministic_output`, `request_policy:all_shards`...).
     pub tips: &'static [&'static str],
+    /// Which arguments are Pub/Sub channels.
+    pub channels: Channels,
 }
 
 /// Flags of a key specification, as COMMAND INFO and COMMAND
@@ -288,6 +305,12 @@ impl CommandSpec {
         self
     }
 
+    /// The same spec with channel arguments ([`CommandSpec::channels`]).
+    pub const fn with_channels(mut self, channels: Channels) -> CommandSpec {
+        self.channels = channels;
+        self
+    }
+
     /// The `(first, last, step)` COMMAND INFO reports.
     pub fn legacy_keys(&self) -> (i32, i32, i32) {
         match self.keys {
@@ -342,6 +365,7 @@ macro_rules! cmd {
             movable_range: (0, 0, 0),
             key_searches: &[],
             tips: &[],
+            channels: $crate::commands::table::Channels::None,
         }
     };
 }
@@ -404,6 +428,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     memory::COMMANDS,
     persistence::COMMANDS,
     config::COMMANDS,
+    acl_cmd::COMMANDS,
 ];
 
 /// Every top-level command Ferrite implements.

@@ -85,7 +85,10 @@ pub(super) fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         let (buf, ranges) = flatten(command);
         let args = Args::new(&buf, &ranges);
         match resolve(&args) {
-            Ok((container, spec)) => run(ctx, container, spec, &args),
+            Ok((container, spec)) => match super::acl_check::at_exec(ctx, container, spec, &args) {
+                Some(text) => ctx.reply.error(&text),
+                None => run(ctx, container, spec, &args),
+            },
             Err(e) => ctx.reply.error(&e),
         }
     }

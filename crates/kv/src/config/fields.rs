@@ -89,6 +89,9 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "notify-keyspace-events" => {
             config.notify_keyspace_events = crate::keyspace::events::parse(text).unwrap_or(0)
         }
+        "acllog-max-len" => config.acllog_max_len = number(text),
+        "aclfile" => config.aclfile = text.to_string(),
+        "acl-pubsub-default" => config.acl_pubsub_all = text.eq_ignore_ascii_case("allchannels"),
         _ => return false,
     }
     true
@@ -144,6 +147,14 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "slowlog-max-len" => config.slowlog_max_len.to_string(),
         "latency-monitor-threshold" => config.latency_monitor_threshold_ms.to_string(),
         "notify-keyspace-events" => crate::keyspace::events::format(config.notify_keyspace_events),
+        "acllog-max-len" => config.acllog_max_len.to_string(),
+        "aclfile" => config.aclfile.clone(),
+        "acl-pubsub-default" => if config.acl_pubsub_all {
+            "allchannels"
+        } else {
+            "resetchannels"
+        }
+        .to_string(),
         _ => return None,
     })
 }

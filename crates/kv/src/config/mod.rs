@@ -281,6 +281,14 @@ pub struct Config {
     pub accepted: BTreeMap<&'static str, String>,
     /// The file the configuration was read from (CONFIG REWRITE writes it).
     pub file: Option<PathBuf>,
+    /// Most entries ACL LOG keeps (`acllog-max-len`).
+    pub acllog_max_len: usize,
+    /// The ACL file, empty for none (`aclfile`).
+    pub aclfile: String,
+    /// New users may use every channel (`acl-pubsub-default allchannels`).
+    pub acl_pubsub_all: bool,
+    /// `user <name> <rules...>` lines, name first (`users/`), in order.
+    pub users: Vec<Vec<String>>,
 }
 
 impl Default for Config {
@@ -329,6 +337,10 @@ impl Default for Config {
             latency_monitor_threshold_ms: 0,
             notify_keyspace_events: 0,
             accepted: BTreeMap::new(),
+            users: Vec::new(),
+            acllog_max_len: 0,
+            aclfile: String::new(),
+            acl_pubsub_all: false,
             file: None,
         };
         // The blanks above are placeholders: every value comes from the
@@ -420,6 +432,9 @@ impl Config {
         source: Source,
     ) -> std::result::Result<(), String> {
         let name = name.to_ascii_lowercase();
+        if name == "user" && matches!(source, Source::Startup { .. }) {
+            return self.add_user_line(values);
+        }
         let Some(directive) = table::lookup(&name) else {
             if DEPRECATED.contains(&name.as_str()) && values.len() == 1 {
                 return Ok(());
@@ -446,6 +461,21 @@ impl Config {
         let text = parse::parse(directive, values, &previous, source)
             .map_err(|e| format!("'{name} {}': {e}", values.join(" ")))?;
         self.store(directive, text);
+        Ok(())
+    }
+
+    /// A `user` line: checked as Redis checks it at start-up (a name, no
+    /// user twice), loaded once the server starts (`users::Acl`).
+    fn add_user_line(&mut self, values: &[String]) -> std::result::Result<(), String> {
+        let Some(name) = values.first() else {
+            return Err("'user': Bad directive or wrong number of arguments".into());
+        };
+        if self.users.iter().any(|u| u.first() == Some(name)) {
+            return Err(format!(
+                "Error in user declaration '{name}': Duplicate user found. A user can only be defined once in config files"
+            ));
+        }
+        self.users.push(values.to_vec());
         Ok(())
     }
 

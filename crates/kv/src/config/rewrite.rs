@@ -45,6 +45,15 @@ impl State {
                     .first()
                     .map(|p| String::from_utf8_lossy(p).to_ascii_lowercase())
             });
+            if name.as_deref() == Some("user") {
+                state
+                    .used
+                    .entry("user")
+                    .or_default()
+                    .push(state.lines.len());
+                state.lines.push(line.to_string());
+                continue;
+            }
             match name.as_deref().and_then(table::lookup) {
                 Some(d) => {
                     state
@@ -214,6 +223,18 @@ impl Config {
     /// CONFIG REWRITE; `force_all` writes every directive, defaults too
     /// (what Redis's `DEBUG CONFIG-REWRITE-FORCE-ALL` asks for).
     pub fn rewrite_file_with(&self, force_all: bool) -> Result<(), String> {
+        let users: Vec<String> = self.users.iter().map(|line| line.join(" ")).collect();
+        self.rewrite_file_users(force_all, Some(&users))
+    }
+
+    /// CONFIG REWRITE with the users to write as `user` lines (each the
+    /// text after `user `), in place of the file's; `None` (users kept in
+    /// an ACL file) drops the file's `user` lines.
+    pub fn rewrite_file_users(
+        &self,
+        force_all: bool,
+        users: Option<&[String]>,
+    ) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -228,6 +249,9 @@ impl Config {
         for d in DIRECTIVES {
             let value = self.get(d.name).unwrap_or_default();
             directive(&mut state, d, &value);
+        }
+        for line in users.unwrap_or_default() {
+            state.put("user", format!("user {line}"), true);
         }
         replace(path, state.finish().as_bytes()).map_err(io)
     }

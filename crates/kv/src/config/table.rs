@@ -169,7 +169,6 @@ const REDIS_AOF: &str =
     "Ferrite's log has its own format and rewrite (see the `aof-*` directives it acts on)";
 const NOT_YET: &str = "the feature this tunes is not implemented in Ferrite";
 const NETWORK: &str = "Ferrite's listener does not use this socket setting";
-const ACL: &str = "Ferrite has one user, the default one";
 
 macro_rules! d {
     ($name:literal, $alias:expr, $kind:expr, $default:literal, $flags:expr, $effect:expr, $doc:literal) => {
@@ -256,9 +255,9 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("slowlog-log-slower-than", None, num(-1, I64_MAX), "10000", 0, Acts, "Commands slower than this many microseconds go to the slow log."),
     d!("slowlog-max-len", None, unsigned(0, I64_MAX), "128", 0, Acts, "Length of the slow log."),
     d!("latency-monitor-threshold", None, num(0, I64_MAX), "0", 0, Acts, "Events slower than this many milliseconds are sampled."),
-    d!("acllog-max-len", None, unsigned(0, I64_MAX), "128", 0, No(ACL), "Length of the ACL log."),
-    d!("aclfile", None, Text, "", IMMUTABLE, No(ACL), "File of ACL users."),
-    d!("acl-pubsub-default", None, Enum(ACL_PUBSUB_DEFAULT), "resetchannels", 0, No(ACL), "Default channel permissions of new users."),
+    d!("acllog-max-len", None, unsigned(0, I64_MAX), "128", 0, Acts, "Most entries ACL LOG keeps."),
+    d!("aclfile", None, Text, "", IMMUTABLE, Acts, "File of ACL users (ACL LOAD, ACL SAVE); loaded at start-up, not with `user` lines."),
+    d!("acl-pubsub-default", None, Enum(ACL_PUBSUB_DEFAULT), "resetchannels", 0, Acts, "Channels a new (or reset) user may use: none, or all."),
     d!("masteruser", None, Text, "", SENSITIVE, No(REPL), "User to authenticate to a master as."),
     d!("masterauth", None, Text, "", SENSITIVE, No(REPL), "Password for a master."),
     d!("activerehashing", None, Bool, "yes", 0, No(ENCODING), "Rehash main dictionaries incrementally."),

@@ -234,6 +234,11 @@ impl Parser {
                 {
                     n
                 }
+                // As Redis, a client that has not authenticated is told
+                // why its count is refused.
+                Some(_) if *limits == Limits::UNAUTHENTICATED => {
+                    return Err(ProtocolError::new("unauthenticated multibulk length"))
+                }
                 _ => return Err(ProtocolError::new("invalid multibulk length")),
             };
             self.ranges.clear();
@@ -272,6 +277,9 @@ impl Parser {
             };
             let len = match parse_i64(&buf[at + 1..cr]) {
                 Some(n) if n >= 0 && (n as u64) <= limits.bulk_len_max_bytes as u64 => n as usize,
+                Some(n) if n >= 0 && *limits == Limits::UNAUTHENTICATED => {
+                    return Err(ProtocolError::new("unauthenticated bulk length"))
+                }
                 _ => return Err(ProtocolError::new("invalid bulk length")),
             };
             let data = cr + 2;

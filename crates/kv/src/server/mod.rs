@@ -164,6 +164,12 @@ impl Server {
             Waker::new(poll.registry(), WAKER).map_err(io_err("create waker", "eventfd".into()))?,
         );
         let mut state = State::new(config);
+        state.acl = crate::users::Acl::at_startup(&state.config).map_err(|reason| {
+            crate::Error::Config {
+                origin: "ACL".into(),
+                reason,
+            }
+        })?;
         let notify_waker = Arc::clone(&waker);
         let wake = Wake::new(move || {
             let _ = notify_waker.wake();
@@ -339,7 +345,8 @@ impl Server {
     /// Why a new connection must be refused, as the error line to send.
     fn refusal(&mut self, peer: &SocketAddr) -> Option<String> {
         let c = &self.state.config;
-        if c.protected_mode && c.requirepass.is_none() && !peer.ip().is_loopback() {
+        let no_password = self.state.acl.default_user().is_some_and(|u| u.nopass);
+        if c.protected_mode && no_password && !peer.ip().is_loopback() {
             return Some("-DENIED Ferrite is running in protected mode because protected mode is enabled and no password is set for the default user. Connections are only accepted from the loopback interface. Set requirepass, or disable protected-mode, to accept others.\r\n".into());
         }
         if self.state.clients.len() >= c.maxclients {
@@ -369,7 +376,7 @@ impl Server {
         self.next_client_id += 1;
         let session = Session {
             id,
-            authenticated: self.state.config.requirepass.is_none(),
+            authenticated: self.state.acl.default_open(),
             ..Session::default()
         };
         let laddr = stream
