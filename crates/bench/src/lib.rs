@@ -95,8 +95,8 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(common) => kv::run(&common.resolved()),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
-            // As `ferrite serve` does (before any thread).
-            ferrite_kv::heap::tune().log();
+            // As `ferrite serve` does.
+            ferrite_kv::memory::install(ferrite_kv::memory::jemalloc_probe());
             let config = ferrite_kv::config::Config::load(None, &args)?;
             Ok(ferrite_kv::serve(config)?)
         }

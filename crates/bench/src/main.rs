@@ -2,6 +2,10 @@
 
 use clap::Parser;
 
+/// The product's allocator (`ferrite`'s), so the experiments measure it.
+#[global_allocator]
+static ALLOCATOR: ferrite_alloc::Counting<ferrite_alloc::Jemalloc> = ferrite_alloc::jemalloc();
+
 /// Ferrite's experiments, each with its baseline in the same run.
 #[derive(Debug, Parser)]
 #[command(name = "ferrite-bench", version)]

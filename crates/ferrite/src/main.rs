@@ -15,6 +15,12 @@ use ferrite_kv::config::Config;
 use ferrite_kv::rewrite::check::{check_dir, Checked, FileCheck};
 use ferrite_kv::rewrite::export::{export_state, load_dir};
 
+/// jemalloc (as Redis 7.0 ships with) behind a counter of the bytes
+/// allocated, which is `used_memory` (docs/memory.md; the choice:
+/// docs/results/allocator.md).
+#[global_allocator]
+static ALLOCATOR: ferrite_alloc::Counting<ferrite_alloc::Jemalloc> = ferrite_alloc::jemalloc();
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ferrite",
@@ -238,11 +244,9 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    // Before any thread: the commands that hold a dataset re-execute once
-    // with Ferrite's malloc tunables (`ferrite_kv::heap`).
-    if matches!(cli.command, Command::Serve { .. } | Command::Export { .. }) {
-        ferrite_kv::heap::tune().log();
-    }
+    // The server reads its memory from the allocator's counter
+    // (docs/memory.md).
+    ferrite_kv::memory::install(ferrite_kv::memory::jemalloc_probe());
     let result = match cli.command {
         Command::Serve { args } => serve(args),
         Command::Check {

@@ -93,29 +93,6 @@ fn advise_huge(data: *mut u8, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_data: *mut u8, _len: usize) {}
 
-/// Asks the kernel to back `addr .. addr + len` of this process with huge
-/// pages now (`MADV_COLLAPSE`, Linux 6.1 and later), copying what small
-/// pages hold; the memory's contents do not change. `EINVAL` where the
-/// kernel does not know the advice, `ENOMEM` where the range is not
-/// mapped, `EAGAIN` where a page was busy.
-#[cfg(target_os = "linux")]
-pub fn collapse_huge(addr: usize, len: usize) -> std::io::Result<()> {
-    // SAFETY: MADV_COLLAPSE only changes how memory is backed, never its
-    // contents or its mapping; on an address that is not mapped it fails.
-    let rc = unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_COLLAPSE) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// See the Linux version: nothing to collapse elsewhere.
-#[cfg(not(target_os = "linux"))]
-pub fn collapse_huge(_addr: usize, _len: usize) -> std::io::Result<()> {
-    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
-}
-
 impl IoBuffer {
     /// Copies `data` into the buffer at offset `at` with streaming
     /// (non-temporal) stores for its whole cache lines where the CPU has

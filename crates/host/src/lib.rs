@@ -1,8 +1,7 @@
 //! What the server needs from the host that takes `unsafe` and has nothing
 //! to do with persistent memory: cache prefetch hints ([`hint`]), DRAM
 //! buffers of transparent huge pages for `O_DIRECT` writes ([`IoBuffer`],
-//! filled with `ferrite_pmem`'s streaming copy), and asking the kernel to
-//! back memory with huge pages ([`collapse_huge`]).
+//! filled with `ferrite_pmem`'s streaming copy).
 //!
 //! Every `unsafe` block carries a `// SAFETY:` comment; nothing here hands
 //! out a reference into memory it does not own.
@@ -12,4 +11,4 @@
 mod buffer;
 pub mod hint;
 
-pub use buffer::{collapse_huge, IoBuffer, HUGE_PAGE};
+pub use buffer::{IoBuffer, HUGE_PAGE};

@@ -12,11 +12,7 @@
 //! allocates the values so but fills the tables in key order, to tell
 //! the values' share of the difference from the tables'. `buffer`
 //! streams the part into a 4 MiB buffer as the worker does (its copy into
-//! the device buffer), without the device. The server's
-//! heap is in huge pages (`heap.rs`); run with
-//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` and keep the runs whose first
-//! line says `Some(true)` (glibc 2.36 takes the tunable only some of the
-//! time).
+//! the device buffer), without the device.
 
 use std::io::Write;
 use std::time::Instant;
@@ -102,14 +98,6 @@ fn main() -> std::io::Result<()> {
             .map
             .insert(key.as_bytes(), Value::Str(values[i].take().expect("made")));
     }
-    // The server's heap is in huge pages (`heap.rs`); say whether this
-    // one is (run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to ask).
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
-    writeln!(
-        std::io::stdout().lock(),
-        "heap advised for huge pages: {:?}",
-        ferrite_kv::heap::heap_advised(&smaps)
-    )?;
     let range = SegmentRange {
         start: 0,
         end: SEGMENTS_PER_DB as u32,

@@ -5,7 +5,6 @@
 //! prefixed `ferrite_` and sit in the section they belong to.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crate::state::State;
@@ -143,35 +142,51 @@ fn total_system_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// `# Memory`. `used_memory` is the resident set size: Ferrite uses the
-/// system allocator and does not count allocations itself.
+/// `# Memory`, Redis 7.0's fields in its order. `used_memory` is the
+/// installed probe's counter (docs/memory.md); the Lua and function
+/// figures are zero, as Ferrite's scripting memory is not counted apart.
 fn memory(state: &State, out: &mut String) {
-    static PEAK: AtomicU64 = AtomicU64::new(0);
-    let used = state.used_memory_bytes;
-    let peak = PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+    let f = crate::memory::Figures::of(state);
     let system = total_system_memory();
     let maxmemory = state.config.maxmemory_bytes;
-    let percent = |part: u64, whole: u64| {
-        if whole == 0 {
-            0.0
-        } else {
-            part as f64 * 100.0 / whole as f64
-        }
-    };
+    let (used, rss, peak, a) = (f.used, f.rss, f.peak, f.allocator);
     let _ = write!(
         out,
-        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{used}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:0\r\nused_memory_startup:0\r\nused_memory_dataset:{used}\r\nused_memory_dataset_perc:100.00%\r\nallocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{used}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n",
+        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n",
         human_bytes(used),
-        human_bytes(used),
+        human_bytes(rss),
         human_bytes(peak),
-        percent(used, peak),
+        f.peak_perc(),
+        f.overhead,
+        f.startup,
+        f.dataset(),
+        f.dataset_perc(),
+        a.allocated,
+        a.active,
+        a.resident,
         human_bytes(system),
     );
     let _ = write!(
         out,
-        "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\nnumber_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:1.00\r\nmem_fragmentation_bytes:0\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\nnumber_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\n",
         human_bytes(maxmemory),
         state.config.maxmemory_policy.name(),
+    );
+    let ratio = crate::memory::ratio;
+    let diff = |x: u64, y: u64| x as i64 - y as i64;
+    let _ = write!(
+        out,
+        "allocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:{}\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        ratio(a.active, a.allocated),
+        diff(a.active, a.allocated),
+        ratio(a.resident, a.active),
+        diff(a.resident, a.active),
+        ratio(rss, a.resident),
+        diff(rss, a.resident),
+        ratio(rss, used),
+        diff(rss, used),
+        f.clients_normal,
+        crate::memory::allocator_name(),
     );
 }
 

@@ -122,7 +122,8 @@ pub struct State {
     pub log: LogInfo,
     /// Why writes are refused (a failed write or fsync, a full disk).
     pub log_failure: Option<String>,
-    /// Resident memory in bytes, refreshed by the timer.
+    /// Memory in use as last read by [`State::refresh_used_memory`]
+    /// (the timer's); [`State::used_memory`] has the current figure.
     pub used_memory_bytes: u64,
     /// The largest `used_memory_bytes` seen (MEMORY STATS).
     pub used_memory_peak_bytes: u64,
@@ -265,14 +266,40 @@ impl State {
         }
     }
 
-    /// Whether `maxmemory` is set and exceeded.
-    pub fn over_maxmemory(&self) -> bool {
-        self.config.maxmemory_bytes > 0 && self.used_memory_bytes > self.config.maxmemory_bytes
+    /// Bytes in use now: the installed probe's counter (an atomic load),
+    /// else the resident set size the timer last read (`memory.rs`).
+    pub fn used_memory(&self) -> u64 {
+        match crate::memory::probe() {
+            Some(probe) => (probe.allocated)(),
+            None => self.used_memory_bytes,
+        }
     }
 
-    /// Reads this process's resident memory from `/proc/self/statm`.
+    /// Whether `maxmemory` is set and exceeded. O(1): it runs before
+    /// every command a client sends.
+    pub fn over_maxmemory(&self) -> bool {
+        let limit = self.config.maxmemory_bytes;
+        limit > 0 && self.used_memory() > limit
+    }
+
+    /// Raises the peak to the probe's counter, once per turn of the event
+    /// loop (one atomic load), so a burst between two timer ticks still
+    /// shows in `used_memory_peak`.
+    pub fn note_peak_memory(&mut self) {
+        if let Some(probe) = crate::memory::probe() {
+            let bytes = (probe.allocated)();
+            self.used_memory_peak_bytes = self.used_memory_peak_bytes.max(bytes);
+        }
+    }
+
+    /// Reads the memory in use (for the default probe, the resident set
+    /// size) and updates the peak; the first reading is the startup figure.
     pub fn refresh_used_memory(&mut self) {
-        if let Some(bytes) = resident_bytes() {
+        let bytes = match crate::memory::probe() {
+            Some(probe) => Some((probe.allocated)()),
+            None => crate::memory::resident_bytes(),
+        };
+        if let Some(bytes) = bytes {
             self.used_memory_bytes = bytes;
             self.used_memory_peak_bytes = self.used_memory_peak_bytes.max(bytes);
             if self.startup_memory_bytes == 0 {
@@ -280,11 +307,4 @@ impl State {
             }
         }
     }
-}
-
-/// Resident set size of this process in bytes, where `/proc` has it.
-pub fn resident_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }

@@ -1,32 +1,47 @@
 //! MEMORY: USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP.
 //!
-//! Ferrite uses the system allocator and counts no allocations itself,
-//! so the process's figures come from the resident set size (INFO's
-//! `used_memory`), and a value's bytes are estimated from its layout: the
-//! keyspace slot, the key, and the value's elements with the per-element
-//! overhead of the collection that holds them. USAGE samples collections
-//! as Redis does (`SAMPLES`, default 5, 0 for all) and scales up.
+//! The process's figures come from the allocator probe the host installed
+//! (`crate::memory`, docs/memory.md). A key's bytes (USAGE) are computed
+//! from the layout of its value, each allocation rounded up to the
+//! allocator's size class as Redis rounds through `zmalloc_size`: the
+//! keyspace slot, the key, the value and its elements. USAGE samples
+//! collections as Redis does (`SAMPLES`, default 5, 0 for all) and
+//! scales up.
 
 use std::borrow::Cow;
+use std::mem::size_of;
 
 use super::introspect::help_reply;
 use super::table::*;
 use super::{errors, int_arg, upper, CmdResult, Ctx};
 use crate::keyspace::map::{ENTRY_BYTES_ESTIMATE, KEY_INLINE_MAX};
+use crate::memory::usable_size;
 use crate::resp::Args;
-use crate::types::Value;
+use crate::types::{Bytes, HashValue, ListValue, SetValue, Value, ZSet};
 
 /// Elements MEMORY USAGE looks at by default.
 const SAMPLES_DEFAULT: usize = 5;
-/// Per-allocation overhead of the system allocator (glibc: a header
-/// word, and sizes rounded to 16 bytes).
-const ALLOC_OVERHEAD: usize = 16;
-/// Bytes a hash-table slot of a collection costs beyond its elements
-/// (pointers, control byte, load factor).
-const SLOT_BYTES: usize = 24;
+/// Reference counts ahead of an `Arc`'s contents (strong and weak).
+const ARC_HEADER: usize = 16;
 
-fn alloc(bytes: usize) -> usize {
-    bytes.div_ceil(16) * 16 + ALLOC_OVERHEAD
+/// The block holding one `Arc` of `bytes` bytes.
+fn arc(bytes: usize) -> usize {
+    usable_size(ARC_HEADER + bytes)
+}
+
+/// The block of a hash table with room for `capacity` entries of
+/// `slot` bytes (hashbrown: a power-of-two bucket count at a load of
+/// 7/8, one control byte per bucket and a group's worth more).
+fn table(capacity: usize, slot: usize) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    let buckets = match capacity {
+        0..=3 => 4,
+        4..=7 => 8,
+        _ => (capacity * 8 / 7).next_power_of_two(),
+    };
+    usable_size(buckets * (slot + 1) + 16)
 }
 
 /// The estimated bytes of `count` elements from the sizes of a sample.
@@ -43,41 +58,60 @@ fn scaled(count: usize, sample: impl Iterator<Item = usize>, samples: usize) -> 
     }
 }
 
-/// Estimated heap bytes of `value` (its elements sampled by `samples`).
+/// Heap bytes of `value` (its elements sampled by `samples`).
 pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
+    let element = |e: &Bytes| arc(e.len());
     match value {
-        Value::Str(s) => alloc(s.len() + 16),
+        // The length is kept in the allocation, after the count.
+        Value::Str(s) => usable_size(ARC_HEADER + s.len()),
         Value::List(l) => {
-            alloc(l.len() * 16) + scaled(l.len(), l.iter().map(|e| alloc(e.len() + 16)), samples)
+            arc(size_of::<ListValue>())
+                + usable_size(l.capacity() * size_of::<Bytes>())
+                + scaled(l.len(), l.iter().map(element), samples)
         }
         Value::Set(s) => {
-            let each = s.iter().map(|e| alloc(e.len() + 16) + SLOT_BYTES);
-            alloc(48) + scaled(s.len(), each, samples)
+            arc(size_of::<SetValue>())
+                + table(s.capacity(), size_of::<Bytes>())
+                + scaled(s.len(), s.iter().map(element), samples)
         }
         Value::Hash(h) => {
-            let each = h
-                .iter()
-                .map(|(f, v)| alloc(f.len() + 16) + alloc(v.len() + 16) + SLOT_BYTES);
-            alloc(48) + scaled(h.len(), each, samples)
+            let each = h.iter().map(|(f, v)| element(f) + element(v));
+            arc(size_of::<HashValue>())
+                + table(h.capacity(), 2 * size_of::<Bytes>())
+                + scaled(h.len(), each, samples)
         }
         Value::ZSet(z) => {
-            let each = z
-                .iter()
-                .map(|(m, _)| alloc(m.len() + 16) + 2 * SLOT_BYTES + 8);
-            alloc(64) + scaled(z.len(), each, samples)
+            // Each member is in the score table and in the order's chunks
+            // (its pointer and score).
+            let slot = size_of::<Bytes>() + size_of::<f64>();
+            let each = z.iter().map(|(m, _)| arc(m.len()) + slot);
+            arc(size_of::<ZSet>()) + table(z.len(), slot) + scaled(z.len(), each, samples)
         }
     }
 }
 
+/// The bytes of a keyspace entry for `key` beyond its value: its slot,
+/// and the key's own block when it is too long to sit in the slot.
+pub(crate) fn entry_bytes(key: &[u8]) -> usize {
+    let boxed = if key.len() > KEY_INLINE_MAX {
+        usable_size(key.len())
+    } else {
+        0
+    };
+    ENTRY_BYTES_ESTIMATE as usize + boxed
+}
+
 /// Keys one command may evict before giving up (Redis bounds its loop by
 /// time instead; the effect is the same: a command never stalls long).
-const EVICTIONS_PER_COMMAND_MAX: usize = 1024;
+const EVICTIONS_PER_COMMAND_MAX: usize = 4096;
 
-/// Evicts keys under `maxmemory-policy` until the estimated memory freed
-/// brings `used_memory` under `maxmemory`; returns whether it did. The
-/// estimate is subtracted from `used_memory` at once, so the next command
-/// does not evict for the same excess before the timer measures again.
-/// Evicted keys are logged as `DEL`, so replay ends with the same data.
+/// Evicts keys under `maxmemory-policy` until `used_memory` is under
+/// `maxmemory`; returns whether it is. With a counting probe each
+/// eviction is measured on the counter itself, as Redis measures its own;
+/// without one (resident set size, refreshed by the timer) the key's
+/// estimated bytes are subtracted, so the next command does not evict for
+/// the same excess before the timer measures again. Evicted keys are
+/// logged as `DEL`, so replay ends with the same data.
 pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
     use crate::config::MaxmemoryPolicy as P;
     use crate::keyspace::evict::{Pool, Rank};
@@ -93,9 +127,9 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         P::VolatileTtl => (Pool::Volatile, Rank::Ttl),
     };
     let samples = config.maxmemory_samples as usize;
-    let limit = config.maxmemory_bytes;
+    let counted = crate::memory::probe().is_some();
     for _ in 0..EVICTIONS_PER_COMMAND_MAX {
-        if ctx.state.used_memory_bytes <= limit {
+        if !ctx.state.over_maxmemory() {
             return true;
         }
         let state = &mut *ctx.state;
@@ -107,15 +141,15 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
             return false;
         };
         let freed = match state.keyspace.evict(db, &key) {
-            Some(value) => {
-                ENTRY_BYTES_ESTIMATE as usize + key.len() + value_bytes(&value, SAMPLES_DEFAULT)
-            }
+            Some(value) => entry_bytes(&key) + value_bytes(&value, SAMPLES_DEFAULT),
             None => 0,
         };
         state.stats.evicted_keys += 1;
-        state.used_memory_bytes = state.used_memory_bytes.saturating_sub(freed as u64);
+        if !counted {
+            state.used_memory_bytes = state.used_memory_bytes.saturating_sub(freed as u64);
+        }
     }
-    ctx.state.used_memory_bytes <= limit
+    !ctx.state.over_maxmemory()
 }
 
 fn usage(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
@@ -135,64 +169,22 @@ fn usage(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.reply.null();
         return Ok(());
     };
-    let key_bytes = if key.len() > KEY_INLINE_MAX {
-        alloc(key.len())
-    } else {
-        0
-    };
-    let total = ENTRY_BYTES_ESTIMATE as usize + key_bytes + value_bytes(value, samples);
+    let total = entry_bytes(key) + value_bytes(value, samples);
     ctx.reply.int(total as i64);
     Ok(())
 }
 
-/// The bytes of every key and value, and how many keys, per database.
-fn dataset(ctx: &Ctx<'_>) -> Vec<(usize, usize, usize, usize)> {
-    let ks = &ctx.state.keyspace;
-    (0..ks.databases())
-        .filter(|&db| !ks.db(db).is_empty())
-        .map(|db| {
-            let d = ks.db(db);
-            let bytes: usize = d
-                .segments()
-                .iter()
-                .flat_map(|s| s.map.iter())
-                .map(|(k, v)| k.len() + value_bytes(v, SAMPLES_DEFAULT))
-                .sum();
-            (db, d.len(), d.expires_len(), bytes)
-        })
-        .collect()
-}
-
 fn stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    let used = ctx.state.used_memory_bytes as usize;
-    let peak = ctx.state.used_memory_peak_bytes.max(used as u64) as usize;
-    let clients: usize = ctx
-        .state
-        .clients
-        .values()
-        .map(|c| c.qbuf + c.qbuf_free + c.omem)
-        .sum();
-    let dbs = dataset(ctx);
-    let keys: usize = dbs.iter().map(|d| d.1).sum();
-    let data: usize = dbs.iter().map(|d| d.3).sum();
-    let slots = |n: usize| n * ENTRY_BYTES_ESTIMATE as usize;
-    let overhead = used.saturating_sub(data);
-    let percent = |part: usize, whole: usize| {
-        if whole == 0 {
-            0.0
-        } else {
-            part as f64 * 100.0 / whole as f64
-        }
-    };
+    let f = crate::memory::Figures::of(ctx.state);
     let r = &mut *ctx.reply;
-    r.map(17 + dbs.len());
+    r.map(27 + f.dbs.len());
     for (name, value) in [
-        ("peak.allocated", peak),
-        ("total.allocated", used),
-        ("startup.allocated", ctx.state.startup_memory_bytes as usize),
+        ("peak.allocated", f.peak),
+        ("total.allocated", f.used),
+        ("startup.allocated", f.startup),
         ("replication.backlog", 0),
         ("clients.slaves", 0),
-        ("clients.normal", clients),
+        ("clients.normal", f.clients_normal),
         ("cluster.links", 0),
         ("aof.buffer", 0),
         ("lua.caches", 0),
@@ -201,46 +193,97 @@ fn stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         r.bulk(name.as_bytes());
         r.int(value as i64);
     }
-    for (db, count, expires, _) in &dbs {
-        r.bulk(format!("db.{db}").as_bytes());
-        r.map(2);
-        r.bulk(b"overhead.hashtable.main");
-        r.int(slots(*count) as i64);
-        r.bulk(b"overhead.hashtable.expires");
-        r.int(slots(*expires) as i64);
+    for db in &f.dbs {
+        r.bulk(format!("db.{}", db.index).as_bytes());
+        r.map(3);
+        for (name, value) in [
+            ("overhead.hashtable.main", db.main),
+            ("overhead.hashtable.expires", db.expires),
+            ("overhead.hashtable.slot-to-keys", 0),
+        ] {
+            r.bulk(name.as_bytes());
+            r.int(value as i64);
+        }
     }
     for (name, value) in [
-        ("overhead.total", overhead),
-        ("keys.count", keys),
-        (
-            "keys.bytes-per-key",
-            (used - overhead.min(used)).checked_div(keys).unwrap_or(0),
-        ),
-        ("dataset.bytes", data),
+        ("overhead.total", f.overhead),
+        ("keys.count", f.keys),
+        ("keys.bytes-per-key", f.bytes_per_key()),
+        ("dataset.bytes", f.dataset()),
     ] {
         r.bulk(name.as_bytes());
         r.int(value as i64);
     }
-    r.bulk(b"dataset.percentage");
-    r.double(percent(data, used));
-    r.bulk(b"peak.percentage");
-    r.double(percent(used, peak));
-    r.bulk(b"fragmentation");
-    r.double(1.0);
+    // Redis keeps these ratios as single-precision floats.
+    let ratio = |r: &mut crate::resp::ReplyBuf, name: &str, value: f64| {
+        r.bulk(name.as_bytes());
+        r.double(value as f32 as f64);
+    };
+    ratio(r, "dataset.percentage", f.dataset_perc());
+    ratio(r, "peak.percentage", f.peak_perc());
+    let a = f.allocator;
+    let pairs: [(&str, &str, u64, u64); 3] = [
+        (
+            "allocator-fragmentation.ratio",
+            "allocator-fragmentation.bytes",
+            a.active,
+            a.allocated,
+        ),
+        (
+            "allocator-rss.ratio",
+            "allocator-rss.bytes",
+            a.resident,
+            a.active,
+        ),
+        (
+            "rss-overhead.ratio",
+            "rss-overhead.bytes",
+            f.rss,
+            a.resident,
+        ),
+    ];
+    for (name, value) in [
+        ("allocator.allocated", a.allocated),
+        ("allocator.active", a.active),
+        ("allocator.resident", a.resident),
+    ] {
+        r.bulk(name.as_bytes());
+        r.int(value as i64);
+    }
+    for (ratio_name, bytes_name, part, whole) in pairs {
+        ratio(r, ratio_name, crate::memory::ratio(part, whole));
+        r.bulk(bytes_name.as_bytes());
+        r.int(part as i64 - whole as i64);
+    }
+    ratio(r, "fragmentation", crate::memory::ratio(f.rss, f.used));
+    r.bulk(b"fragmentation.bytes");
+    r.int(f.rss as i64 - f.used as i64);
     Ok(())
 }
 
 fn doctor(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    let used = ctx.state.used_memory_bytes;
-    let peak = ctx.state.used_memory_peak_bytes.max(used);
+    let f = crate::memory::Figures::of(ctx.state);
+    let mb = |bytes: u64| bytes as f64 / 1048576.0;
     let mut text = format!(
-        "Ferrite uses {:.2} MB (resident set), {:.2} MB at its peak.",
-        used as f64 / 1048576.0,
-        peak as f64 / 1048576.0
+        "Ferrite has {:.2} MB allocated ({:.2} MB at its peak), {:.2} MB resident.",
+        mb(f.used),
+        mb(f.peak),
+        mb(f.rss)
     );
-    if peak > used.saturating_mul(2) && peak > 64 << 20 {
-        text.push_str(" The peak is more than twice the current use: memory freed since is kept by the allocator; MEMORY PURGE cannot return it with the system allocator.");
-    } else {
+    let mut problems = 0;
+    if f.peak > f.used.saturating_mul(3) / 2 && f.peak > 64 << 20 {
+        problems += 1;
+        text.push_str(" The peak is more than 150% of the current use: memory freed since may still be held by the allocator (MEMORY PURGE returns what it can).");
+    }
+    if crate::memory::ratio(f.rss, f.used) > 1.4 && f.rss > 64 << 20 {
+        problems += 1;
+        text.push_str(" The resident set is more than 1.4 times the allocated memory: the heap is fragmented.");
+    }
+    if f.clients_normal > 200 << 20 {
+        problems += 1;
+        text.push_str(" Client buffers hold more than 200 MB: some clients read their replies slowly or send very large commands.");
+    }
+    if problems == 0 {
         text.push_str(" No memory problem detected.");
     }
     text.push('\n');
@@ -249,14 +292,23 @@ fn doctor(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 fn malloc_stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    ctx.reply
-        .verbatim("Stats not supported for the current allocator");
+    match crate::memory::probe().and_then(|p| p.report) {
+        Some(report) => ctx.reply.verbatim(&report()),
+        None => ctx
+            .reply
+            .verbatim("Stats not supported for the current allocator"),
+    }
     Ok(())
 }
 
-/// The system allocator has nothing to purge on request, as Redis with
-/// libc malloc.
+/// Asks the allocator to return its dirty pages; with an allocator that
+/// cannot (the system's), nothing to do, as Redis with libc malloc.
 fn purge(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    if let Some(purge) = crate::memory::probe().and_then(|p| p.purge) {
+        if !purge() {
+            return Err(Cow::Borrowed("ERR Error purging dirty pages"));
+        }
+    }
     ctx.reply.ok();
     Ok(())
 }

@@ -349,6 +349,12 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // the command's own record, which is where they happened.
     if !ctx.session.is_replay && ctx.state.over_maxmemory() {
         memory::perform_evictions(ctx);
+        // The evicted keys' invalidations precede this command's reply:
+        // Redis evicts before the command, not within it.
+        ctx.state.pubsub.evicting = true;
+        crate::server::notify::settle(ctx.state);
+        ctx.state.pubsub.evicting = false;
+        pubsub::flush_inline(ctx);
     }
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).

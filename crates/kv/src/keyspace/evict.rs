@@ -113,6 +113,15 @@ impl Keyspace {
     /// value.
     pub fn evict(&mut self, db: usize, key: &[u8]) -> Option<crate::types::Value> {
         let value = self.remove(db, key)?;
+        // Eviction is there to free memory: empty tables go too, where no
+        // rewrite snapshot shares the segment.
+        let seg = super::segment_of(key);
+        if let Some(segment) = std::sync::Arc::get_mut(&mut self.dbs[db].segments[seg]) {
+            segment.map.release_empty(key);
+            if segment.expires.is_empty() {
+                segment.expires.shrink_to_fit();
+            }
+        }
         self.expired.push((db, key.into()));
         self.queue_event(super::events::EVICTED, "evicted", db, key);
         Some(value)

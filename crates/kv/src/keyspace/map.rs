@@ -385,6 +385,23 @@ impl KeyMap {
         Some(value)
     }
 
+    /// Frees the tables of the chunks `key`'s removal left empty, and the
+    /// chunk index when no key is left, where no clone shares them. For
+    /// eviction, which must free memory: an emptied table would otherwise
+    /// keep its buckets (a few hundred bytes per segment touched).
+    pub fn release_empty(&mut self, key: &[u8]) {
+        if self.len == 0 {
+            self.chunks = Vec::new();
+            return;
+        }
+        let hash = self.hash(key);
+        if let Some(slot) = self.chunks.get_mut(chunk_of(hash)) {
+            if slot.as_ref().is_some_and(|c| c.is_empty()) {
+                *slot = None;
+            }
+        }
+    }
+
     /// Removes `key` if its chunk is this map's alone (no clone shares
     /// it, so nothing is copied); returns whether it did. For a rewrite
     /// worker leaving a superseded key out of its snapshot

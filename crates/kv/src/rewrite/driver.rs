@@ -129,8 +129,6 @@ pub struct Rewriter {
 /// order, the last one opened for appending), else the single log.
 pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)> {
     let started = Instant::now();
-    // Small pages while the dataset loads (`heap::LoadPages`).
-    let pages = crate::heap::LoadPages::begin();
     if !state.config.appendonly {
         return Ok((open_log(state, wake.boxed())?, None));
     }
@@ -243,7 +241,6 @@ pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter
         "data loaded; serving after {} ms",
         state.rewrite.load_to_serve_ms
     );
-    pages.serve();
     reserve_write_buffers(state.rewrite.threads);
     let rewriter = Rewriter {
         dir,

@@ -283,6 +283,7 @@ impl Server {
                 self.read_and_run(index);
             }
             self.blocking_tick();
+            self.state.note_peak_memory();
             if let Some(new) = self.state.new_listeners.take() {
                 self.replace_listeners(new);
             }

@@ -91,6 +91,9 @@ pub struct Hub {
     pub reply_start: usize,
     /// For a silenced running client: its pushes, which are still sent.
     pub kept: Vec<u8>,
+    /// Eviction before a command is being settled: the running client's
+    /// invalidations precede its reply instead of following it.
+    pub evicting: bool,
 }
 
 /// CLIENT REPLY OFF and SKIP, as Redis's client flags.

@@ -250,7 +250,7 @@ fn send(
     let Some(client) = hub.tracking.clients.get_mut(&id) else {
         return;
     };
-    let when = if id == hub.current && after_own_reply {
+    let when = if id == hub.current && after_own_reply && !hub.evicting {
         When::AfterReply
     } else {
         When::Now
