@@ -29,6 +29,8 @@ pub enum BlockKind {
     List,
     /// A sorted-set pop: served by a key holding a sorted set.
     ZSet,
+    /// XREAD or XREADGROUP: served by a key holding a stream.
+    Stream,
     /// WAIT: served by nothing but its timeout.
     Wait,
 }
@@ -42,6 +44,9 @@ pub struct BlockRequest {
     pub deadline_ms: Option<i64>,
     /// What serves it, and what its timeout replies.
     pub kind: BlockKind,
+    /// The command to run when a key is ready, if not the one sent (XREAD
+    /// runs with its `$` IDs replaced by what they stood for).
+    pub command: Option<super::QueuedCommand>,
 }
 
 /// CLIENT PAUSE's mode.
@@ -64,7 +69,7 @@ pub struct Pause {
 
 /// Whether `session` may block now: never inside a transaction or while
 /// the log is replayed.
-fn may_block(session: &Session) -> bool {
+pub(super) fn may_block(session: &Session) -> bool {
     !session.in_exec && !session.is_replay
 }
 
@@ -122,6 +127,7 @@ fn block_or(
             keys,
             deadline_ms,
             kind,
+            command: None,
         });
     } else {
         null(ctx.reply);

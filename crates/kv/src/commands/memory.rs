@@ -66,6 +66,10 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
                 .map(|(m, _)| alloc(m.len() + 16) + 2 * SLOT_BYTES + 8);
             alloc(64) + scaled(z.len(), each, samples)
         }
+        Value::Stream(s) => {
+            let blocks = s.blocks().map(|(_, b)| alloc(b.bytes()) + 64);
+            alloc(160) + blocks.sum::<usize>()
+        }
     }
 }
 

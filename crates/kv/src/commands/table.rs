@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 pub(super) use super::flags::*;
 use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, geo, hashes};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
-use super::{replication, scripting, server, sets, sort, strings, transactions, zsets};
+use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -391,6 +391,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     zsets::COMMANDS,
     hll::COMMANDS,
     geo::COMMANDS,
+    streams::COMMANDS,
     transactions::COMMANDS,
     connection::COMMANDS,
     client::COMMANDS,

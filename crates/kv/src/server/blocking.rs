@@ -198,6 +198,7 @@ fn kind_at(ks: &mut Keyspace, db: usize, key: &[u8]) -> Option<Option<BlockKind>
     match ks.db(db).segments()[segment_of(key)].map.get(key) {
         Some(Value::List(_)) => Some(Some(BlockKind::List)),
         Some(Value::ZSet(_)) => Some(Some(BlockKind::ZSet)),
+        Some(Value::Stream(_)) => Some(Some(BlockKind::Stream)),
         _ => Some(None),
     }
 }
@@ -214,12 +215,13 @@ impl Server {
         block: Option<BlockRequest>,
         args: &Args<'_>,
     ) {
-        if let Some(request) = block {
+        if let Some(mut request) = block {
+            let command = request.command.take().unwrap_or_else(|| args.to_vec());
             let blocked = Blocked {
                 index,
                 db,
                 request,
-                command: args.to_vec(),
+                command,
             };
             self.state
                 .blocking
@@ -365,6 +367,7 @@ mod tests {
             keys: keys.iter().map(|k| Bytes::from(*k)).collect(),
             deadline_ms,
             kind: BlockKind::List,
+            command: None,
         }
     }
 
