@@ -479,7 +479,7 @@ pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
 /// command once, when it first runs, and serves it whatever happened
 /// since; the rewrite's capture and pinning rules apply as to any write.
 pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Ok((_, spec)) = super::resolve(args) else {
+    let Ok((container, spec)) = super::resolve(args) else {
         return;
     };
     let ks = &mut ctx.state.keyspace;
@@ -493,6 +493,12 @@ pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         super::before_write_during_rewrite(ctx, spec, args);
     }
     if let Err(e) = (spec.handler)(ctx, args) {
+        // The call was counted when it blocked; its failure counts now,
+        // as Redis counts an error a blocked client is served.
+        let name = super::stats_name(container, spec);
+        let table = &mut ctx.state.stats.commands;
+        table.error(&e);
+        table.of(name).failed_calls += 1;
         ctx.reply.error(&e);
     }
 }

@@ -42,6 +42,7 @@ mod object_type {
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS: u8 = 15;
     pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
@@ -334,7 +335,9 @@ fn read_object(r: &mut Reader<'_>) -> Option<Value> {
                 .collect::<Option<_>>()?,
         )?,
         t::LIST_QUICKLIST | t::LIST_QUICKLIST_2 => quicklist(r, kind == t::LIST_QUICKLIST_2)?,
-        t::STREAM_LISTPACKS_2 => Value::Stream(Shared::new(stream::read(r)?)),
+        t::STREAM_LISTPACKS | t::STREAM_LISTPACKS_2 => {
+            Value::Stream(Shared::new(stream::read(r, kind == t::STREAM_LISTPACKS_2)?))
+        }
         _ => {
             let blob = r.string()?;
             match kind {

@@ -231,12 +231,17 @@ fn read_i64(r: &mut Reader<'_>) -> Option<i64> {
     Some(i64::from_le_bytes(raw))
 }
 
-fn read_group(r: &mut Reader<'_>) -> Option<Group> {
+fn read_group(r: &mut Reader<'_>, s: &Stream, v2: bool) -> Option<Group> {
     let last = StreamId {
         ms: r.plain_len()? as u64,
         seq: r.plain_len()? as u64,
     };
-    let mut g = Group::new(last, r.plain_len()? as i64);
+    // Before version 2 groups had no read counter: it is estimated.
+    let read = match v2 {
+        true => r.plain_len()? as i64,
+        false => s.distance_from_first_ever(last).unwrap_or(-1),
+    };
+    let mut g = Group::new(last, read);
     let mut unowned = std::collections::BTreeMap::new();
     for _ in 0..r.count()? {
         let id = read_id(r)?;
@@ -267,8 +272,10 @@ fn read_group(r: &mut Reader<'_>) -> Option<Group> {
     unowned.is_empty().then_some(g)
 }
 
-/// Reads a stream in RDB form (after its type byte).
-pub(super) fn read(r: &mut Reader<'_>) -> Option<Stream> {
+/// Reads a stream in RDB form (after its type byte): version 2 (Redis
+/// 7), or with `v2` false the first version, whose missing counters are
+/// derived as Redis derives them.
+pub(super) fn read(r: &mut Reader<'_>, v2: bool) -> Option<Stream> {
     let mut s = Stream::default();
     for _ in 0..r.count()? {
         let key = r.string()?;
@@ -277,26 +284,32 @@ pub(super) fn read(r: &mut Reader<'_>) -> Option<Stream> {
         let first = read_id(&mut sub)?;
         read_listpack(&mut s, first, &r.string()?)?;
     }
-    s.length = r.plain_len()? as u64;
-    s.last_id = StreamId {
-        ms: r.plain_len()? as u64,
-        seq: r.plain_len()? as u64,
-    };
-    s.first_id = StreamId {
-        ms: r.plain_len()? as u64,
-        seq: r.plain_len()? as u64,
-    };
-    s.max_deleted_id = StreamId {
-        ms: r.plain_len()? as u64,
-        seq: r.plain_len()? as u64,
-    };
-    s.entries_added = r.plain_len()? as u64;
+    let length = r.plain_len()? as u64;
+    s.last_id = read_pair(r)?;
+    if v2 {
+        s.first_id = read_pair(r)?;
+        s.max_deleted_id = read_pair(r)?;
+        s.entries_added = r.plain_len()? as u64;
+    }
     let live: u64 = s.blocks().map(|(_, b)| u64::from(b.live())).sum();
-    (live == s.length).then_some(())?;
+    (live == length).then_some(())?;
+    s.length = length;
+    if !v2 {
+        s.entries_added = length;
+        let first = s.range(StreamId::MIN, StreamId::MAX, false).next();
+        s.first_id = first.map_or(StreamId::MIN, |e| e.id);
+    }
     for _ in 0..r.count()? {
         let name = Bytes::from(r.string()?);
-        let g = read_group(r)?;
+        let g = read_group(r, &s, v2)?;
         s.groups.insert(name, g);
     }
     Some(s)
+}
+
+fn read_pair(r: &mut Reader<'_>) -> Option<StreamId> {
+    Some(StreamId {
+        ms: r.plain_len()? as u64,
+        seq: r.plain_len()? as u64,
+    })
 }

@@ -222,7 +222,8 @@ fn serve_key(
     };
     let history = after != StreamId::MAX;
     let start = match r.group {
-        Some(_) if history => after,
+        // Both forms read what comes after the ID given.
+        Some(_) if history => after.next().unwrap_or(StreamId::MAX),
         Some((group, _)) => {
             let last = s.groups.get(group).map_or(StreamId::MAX, |g| g.last_id);
             if s.length == 0 || s.last_valid_id() <= last {
