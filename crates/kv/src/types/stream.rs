@@ -179,6 +179,10 @@ impl NodeLimits {
 /// The largest block Redis allows, in bytes (`STREAM_LISTPACK_MAX_SIZE`).
 pub const BLOCK_BYTES_MAX: u64 = 1 << 30;
 
+/// The most a new block reserves up front (Redis's
+/// `STREAM_LISTPACK_MAX_PRE_ALLOCATE`).
+const BLOCK_ROOM_BYTES: u64 = 4096;
+
 /// How a trim chooses what to remove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrimBy {
@@ -220,7 +224,9 @@ impl Stream {
             if let Some(mut last) = self.blocks.last_entry() {
                 Arc::make_mut(last.get_mut()).seal();
             }
-            self.blocks.insert(id, Arc::new(Block::new(fields)));
+            let room = max_bytes.min(BLOCK_ROOM_BYTES) as usize;
+            self.blocks
+                .insert(id, Arc::new(Block::with_capacity(fields, room)));
         }
         if let Some(mut last) = self.blocks.last_entry() {
             let first = *last.key();

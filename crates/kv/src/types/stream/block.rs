@@ -132,7 +132,15 @@ impl<'a> Reader<'a> {
 impl Block {
     /// A new block whose master fields are `fields`' names.
     pub fn new(fields: &[(&[u8], &[u8])]) -> Block {
-        let mut buf = Vec::new();
+        Block::with_capacity(fields, 0)
+    }
+
+    /// [`Block::new`] with room for `capacity` bytes, so a block filling
+    /// up does not reallocate at every doubling: under malloc those
+    /// abandoned smaller buffers stay as holes, which cost more than the
+    /// entries themselves (Redis preallocates its listpacks likewise).
+    pub fn with_capacity(fields: &[(&[u8], &[u8])], capacity: usize) -> Block {
+        let mut buf = Vec::with_capacity(capacity);
         put_varint(&mut buf, fields.len() as u64);
         for (f, _) in fields {
             put_bytes(&mut buf, f);
@@ -276,9 +284,12 @@ impl Block {
     }
 
     /// Gives back spare capacity once the block is full (a sealed block
-    /// never grows again).
+    /// never grows again): the bytes move to an allocation of their exact
+    /// size, and the roomy one is freed whole, for the next block to take.
     pub fn seal(&mut self) {
-        self.buf.shrink_to_fit();
+        if self.buf.capacity() > self.buf.len() {
+            self.buf = self.buf.as_slice().to_vec();
+        }
     }
 }
 
