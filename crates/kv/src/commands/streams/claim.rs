@@ -116,6 +116,7 @@ pub(in crate::commands) fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResu
     }
     let now = ctx.state.keyspace.now_ms;
     let o = claim_options(args, j, now)?;
+    // A time in the future or before 1970 means now, as in Redis.
     let delivery_time = o
         .delivery_time
         .filter(|t| (0..=now).contains(t))
@@ -128,62 +129,105 @@ pub(in crate::commands) fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResu
     let mut done = Claimed::default();
     let mut reply = ReplyBuf::new(ctx.reply.proto);
     let mut claimed = 0;
-    let mut moved_last = false;
     if let Some(g) = groups.get_mut(group) {
-        if o.last_id > g.last_id {
-            g.last_id = o.last_id;
-            moved_last = true;
-        }
-        for id in ids {
-            let existing = g.pel.get(&id).map(|n| (n.delivery_time, n.delivery_count));
-            if s.get(id).is_none() {
-                if existing.is_some() {
-                    drop_deleted(key, group, g, id, &mut done);
-                    moved_last = false;
-                }
-                continue;
-            }
-            let old_count = match existing {
-                Some((time, _)) if min_idle > 0 && now - time < min_idle => continue,
-                Some((_, count)) => count,
-                // FORCE makes a pending entry, delivered once.
-                None if o.force => 1,
-                None => continue,
-            };
-            touch_consumer(g, consumer, now, &mut done);
-            let count = match o.retry_count {
-                Some(n) => n,
-                None if !o.justid => old_count + 1,
-                None => old_count,
-            };
-            g.assign(id, &Bytes::from(consumer), delivery_time, Some(count));
-            match s.get(id) {
-                Some(e) if !o.justid => reply_entry(&mut reply, &e),
-                _ => reply_id(&mut reply, id),
-            }
-            claimed += 1;
-            done.logged.push(claim_args(key, group, g, id));
-            moved_last = false;
-        }
-        if moved_last {
-            let (last, read) = (g.last_id.text(), g.entries_read.to_string());
-            let setid = [
-                b"XGROUP".to_vec(),
-                b"SETID".to_vec(),
-                key.to_vec(),
-                group.to_vec(),
-                last.into_bytes(),
-                b"ENTRIESREAD".to_vec(),
-                read.into_bytes(),
-            ];
-            done.logged.push(setid.to_vec());
-        }
+        let run = ClaimRun {
+            key,
+            group,
+            consumer,
+            min_idle,
+            now,
+            delivery_time,
+            options: &o,
+        };
+        claimed = run.claim(s, g, &ids, &mut reply, &mut done);
     }
     s.groups = groups;
     ctx.reply.array(claimed);
     ctx.reply.buf.extend_from_slice(&reply.buf);
     finish(ctx, key, group, consumer, done);
     Ok(())
+}
+
+/// One XCLAIM's fixed inputs.
+struct ClaimRun<'a> {
+    key: &'a [u8],
+    group: &'a [u8],
+    consumer: &'a [u8],
+    min_idle: i64,
+    now: i64,
+    delivery_time: i64,
+    options: &'a ClaimOptions,
+}
+
+impl ClaimRun<'_> {
+    /// Claims `ids` in `g`, replying with each claimed entry (or ID);
+    /// returns how many it claimed.
+    fn claim(
+        &self,
+        s: &Stream,
+        g: &mut Group,
+        ids: &[StreamId],
+        reply: &mut ReplyBuf,
+        done: &mut Claimed,
+    ) -> usize {
+        let o = self.options;
+        let mut moved_last = o.last_id > g.last_id;
+        if moved_last {
+            g.last_id = o.last_id;
+        }
+        let mut claimed = 0;
+        for &id in ids {
+            let existing = g.pel.get(&id).map(|n| (n.delivery_time, n.delivery_count));
+            if s.get(id).is_none() {
+                if existing.is_some() {
+                    drop_deleted(self.key, self.group, g, id, done);
+                    moved_last = false;
+                }
+                continue;
+            }
+            let old_count = match existing {
+                Some((time, _)) if self.min_idle > 0 && self.now - time < self.min_idle => continue,
+                Some((_, count)) => count,
+                // FORCE makes a pending entry, delivered once.
+                None if o.force => 1,
+                None => continue,
+            };
+            touch_consumer(g, self.consumer, self.now, done);
+            let count = match o.retry_count {
+                Some(n) => n,
+                None if !o.justid => old_count + 1,
+                None => old_count,
+            };
+            g.assign(
+                id,
+                &Bytes::from(self.consumer),
+                self.delivery_time,
+                Some(count),
+            );
+            match s.get(id) {
+                Some(e) if !o.justid => reply_entry(reply, &e),
+                _ => reply_id(reply, id),
+            }
+            claimed += 1;
+            // The XCLAIM logged carries the group's last ID too.
+            done.logged.push(claim_args(self.key, self.group, g, id));
+            moved_last = false;
+        }
+        if moved_last {
+            let (last, read) = (g.last_id.text(), g.entries_read.to_string());
+            let setid: [&[u8]; 7] = [
+                b"XGROUP",
+                b"SETID",
+                self.key,
+                self.group,
+                last.as_bytes(),
+                b"ENTRIESREAD",
+                read.as_bytes(),
+            ];
+            done.logged.push(setid.iter().map(|a| a.to_vec()).collect());
+        }
+        claimed
+    }
 }
 
 /// Notifies a consumer's creation and logs what a claim did.
