@@ -204,6 +204,7 @@ fn dump(state: &State) -> BTreeMap<(usize, Vec<u8>), String> {
                         s.iter().collect::<std::collections::BTreeSet<_>>()
                     ),
                     Value::ZSet(z) => format!("zset {:?}", z.iter().collect::<Vec<_>>()),
+                    Value::Stream(s) => format!("stream {s:?}"),
                 };
                 let ttl = seg.expires.get(k);
                 out.insert((db, k.to_vec()), format!("{text} ttl {ttl:?}"));

@@ -7,6 +7,7 @@ use ferrite_kv::keyspace::map::CHUNKS;
 use ferrite_kv::keyspace::{segment_of, Segment, SegmentRange, SEGMENTS_PER_DB};
 use ferrite_kv::rewrite::part::{PartHeader, PartReader, PartWriter};
 use ferrite_kv::rewrite::FormatError;
+use ferrite_kv::types::stream::{Consumer, Group, NodeLimits, Stream, StreamId};
 use ferrite_kv::types::{Bytes, Shared, Str, Value, ZSet};
 use proptest::prelude::*;
 
@@ -45,7 +46,58 @@ fn value_strategy() -> impl Strategy<Value = Value> {
             }
             Value::ZSet(Shared::new(z))
         }),
+        (prop::collection::vec(items(), 1..40), 1u64..8, any::<u8>()).prop_map(
+            |(entries, max_entries, dels)| Value::Stream(Shared::new(stream(
+                &entries,
+                max_entries,
+                dels
+            )))
+        ),
     ]
+}
+
+/// A stream of `entries` (each a flat field, value... list) in blocks of
+/// `max_entries`, some deleted, with a group that has a pending entry.
+fn stream(entries: &[Vec<Vec<u8>>], max_entries: u64, dels: u8) -> Stream {
+    let limits = NodeLimits {
+        max_entries,
+        max_bytes: 0,
+    };
+    let mut s = Stream::default();
+    for (i, flat) in entries.iter().enumerate() {
+        let fields: Vec<(&[u8], &[u8])> = flat
+            .chunks(2)
+            .map(|p| (&p[0][..], p.get(1).map_or(&b""[..], |v| &v[..])))
+            .collect();
+        s.append(
+            StreamId {
+                ms: 10 + i as u64 / 3,
+                seq: i as u64 % 3,
+            },
+            &fields,
+            limits,
+        );
+    }
+    for i in (0..entries.len())
+        .filter(|i| (dels >> (i % 8)) & 1 == 1)
+        .take(3)
+    {
+        s.delete(StreamId {
+            ms: 10 + i as u64 / 3,
+            seq: i as u64 % 3,
+        });
+    }
+    let mut g = Group::new(StreamId { ms: 10, seq: 1 }, 2);
+    let owner = Bytes::from(&b"c"[..]);
+    g.consumers.insert(owner.clone(), Consumer::default());
+    g.assign(
+        StreamId { ms: 10, seq: 0 },
+        &owner,
+        1_700_000_000_000,
+        Some(3),
+    );
+    s.groups.insert(Bytes::from(&b"g"[..]), g);
+    s
 }
 
 type Entries = Vec<(Vec<u8>, Value, Option<i64>)>;

@@ -29,6 +29,8 @@ pub enum BlockKind {
     List,
     /// A sorted-set pop: served by a key holding a sorted set.
     ZSet,
+    /// XREAD or XREADGROUP: served by a key holding a stream.
+    Stream,
     /// WAIT: served by nothing but its timeout.
     Wait,
 }
@@ -42,6 +44,9 @@ pub struct BlockRequest {
     pub deadline_ms: Option<i64>,
     /// What serves it, and what its timeout replies.
     pub kind: BlockKind,
+    /// The command to run when a key is ready, if not the one sent (XREAD
+    /// runs with its `$` IDs replaced by what they stood for).
+    pub command: Option<super::QueuedCommand>,
 }
 
 /// CLIENT PAUSE's mode.
@@ -64,7 +69,7 @@ pub struct Pause {
 
 /// Whether `session` may block now: never inside a transaction or while
 /// the log is replayed.
-fn may_block(session: &Session) -> bool {
+pub(super) fn may_block(session: &Session) -> bool {
     !session.in_exec && !session.is_replay
 }
 
@@ -122,6 +127,7 @@ fn block_or(
             keys,
             deadline_ms,
             kind,
+            command: None,
         });
     } else {
         null(ctx.reply);
@@ -473,7 +479,7 @@ pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
 /// command once, when it first runs, and serves it whatever happened
 /// since; the rewrite's capture and pinning rules apply as to any write.
 pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Ok((_, spec)) = super::resolve(args) else {
+    let Ok((container, spec)) = super::resolve(args) else {
         return;
     };
     let ks = &mut ctx.state.keyspace;
@@ -487,6 +493,12 @@ pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         super::before_write_during_rewrite(ctx, spec, args);
     }
     if let Err(e) = (spec.handler)(ctx, args) {
+        // The call was counted when it blocked; its failure counts now,
+        // as Redis counts an error a blocked client is served.
+        let name = super::stats_name(container, spec);
+        let table = &mut ctx.state.stats.commands;
+        table.error(&e);
+        table.of(name).failed_calls += 1;
         ctx.reply.error(&e);
     }
 }

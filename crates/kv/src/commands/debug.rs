@@ -134,6 +134,7 @@ fn serialized_length(value: &crate::types::Value) -> usize {
         Value::Set(s) => s.iter().map(|e| e.len() + 1).sum(),
         Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + 2).sum(),
         Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 9).sum(),
+        Value::Stream(s) => s.data_bytes(),
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) fn value_digest(value: &Value) -> Digest {
             let score = format_double(score);
             xor(&mut unordered, &of_parts([m, score.as_bytes()]));
         }),
+        Value::Stream(s) => stream_digest(&mut d, s),
     }
     for lane in unordered {
         mix(&mut d, &lane.to_le_bytes());
@@ -97,4 +98,27 @@ pub(crate) fn dataset_digest(ks: &Keyspace) -> Digest {
 /// Forty hexadecimal digits.
 pub(crate) fn hex(d: &Digest) -> String {
     d.iter().map(|lane| format!("{lane:08x}")).collect()
+}
+
+/// Mixes a stream's entries in order, then its counters and groups (with
+/// their pending entries), into `d`.
+fn stream_digest(d: &mut Digest, s: &crate::types::Stream) {
+    use crate::types::stream::StreamId;
+    for e in s.range(StreamId::MIN, StreamId::MAX, false) {
+        mix(d, e.id.text().as_bytes());
+        e.fields.iter().for_each(|(f, v)| {
+            mix(d, f);
+            mix(d, v);
+        });
+    }
+    let counters = [s.last_id.text(), s.entries_added.to_string()];
+    counters.iter().for_each(|c| mix(d, c.as_bytes()));
+    for (name, g) in &s.groups {
+        mix(d, name);
+        mix(d, g.last_id.text().as_bytes());
+        for (id, nack) in &g.pel {
+            mix(d, id.text().as_bytes());
+            mix(d, &nack.consumer);
+        }
+    }
 }

@@ -87,6 +87,10 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
             let each = z.iter().map(|(m, _)| arc(m.len()) + slot);
             arc(size_of::<ZSet>()) + table(z.len(), slot) + scaled(z.len(), each, samples)
         }
+        Value::Stream(s) => {
+            let blocks = s.blocks().map(|(_, b)| alloc(b.bytes()) + 64);
+            alloc(160) + blocks.sum::<usize>()
+        }
     }
 }
 

@@ -36,6 +36,7 @@ mod notify;
 mod pubsub;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod table;
 mod tracking;

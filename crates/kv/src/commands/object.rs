@@ -81,6 +81,7 @@ pub(crate) fn encoding(value: &Value, config: &Config) -> &'static str {
                 "skiplist"
             }
         }
+        Value::Stream(_) => "stream",
     }
 }
 

@@ -14,7 +14,7 @@ pub(super) use super::flags::*;
 use super::{acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump};
 use super::{geo, hashes};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
-use super::{replication, scripting, server, sets, sort, strings, transactions, zsets};
+use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
 
@@ -415,6 +415,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     zsets::COMMANDS,
     hll::COMMANDS,
     geo::COMMANDS,
+    streams::COMMANDS,
     transactions::COMMANDS,
     connection::COMMANDS,
     client::COMMANDS,

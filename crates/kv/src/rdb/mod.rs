@@ -14,6 +14,7 @@
 mod crc64;
 mod lzf;
 mod packed;
+mod stream;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -41,6 +42,8 @@ mod object_type {
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS: u8 = 15;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// Why a payload cannot be restored, as RESTORE words it.
@@ -61,6 +64,7 @@ pub(crate) fn object_type_of(value: &Value) -> u8 {
         Value::Set(_) => object_type::SET,
         Value::Hash(_) => object_type::HASH,
         Value::ZSet(_) => object_type::ZSET_2,
+        Value::Stream(_) => object_type::STREAM_LISTPACKS_2,
     }
 }
 
@@ -91,6 +95,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+        Value::Stream(s) => stream::write(out, s),
     }
 }
 
@@ -330,6 +335,9 @@ fn read_object(r: &mut Reader<'_>) -> Option<Value> {
                 .collect::<Option<_>>()?,
         )?,
         t::LIST_QUICKLIST | t::LIST_QUICKLIST_2 => quicklist(r, kind == t::LIST_QUICKLIST_2)?,
+        t::STREAM_LISTPACKS | t::STREAM_LISTPACKS_2 => {
+            Value::Stream(Shared::new(stream::read(r, kind == t::STREAM_LISTPACKS_2)?))
+        }
         _ => {
             let blob = r.string()?;
             match kind {

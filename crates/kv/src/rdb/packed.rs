@@ -54,7 +54,7 @@ fn int_text(value: i64) -> Vec<u8> {
 
 /// The bytes of a listpack entry's back-length field for an entry of
 /// `len` bytes (encoding and data).
-fn backlen_size(len: usize) -> usize {
+pub(super) fn backlen_size(len: usize) -> usize {
     match len {
         0..=127 => 1,
         128..=16382 => 2,

@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::resp::format_double;
 use crate::state::State;
+use crate::types::stream::{Stream, StreamId};
 use crate::types::Value;
 
 /// Items of a collection per exported command.
@@ -85,6 +86,78 @@ fn export_value(out: &mut Vec<u8>, key: &[u8], value: &Value) {
                 .iter()
                 .flat_map(|(m, score)| [format_double(score).into_bytes(), m.to_vec()]);
             chunked(out, b"ZADD", items.collect(), 2)
+        }
+        Value::Stream(stream) => export_stream(out, key, stream),
+    }
+}
+
+/// Appends the commands that rebuild stream `key` in Redis: its entries
+/// with their IDs (an empty stream made by an XADD its MAXLEN 0 removes),
+/// its counters, then each group, its consumers and its pending entries.
+fn export_stream(out: &mut Vec<u8>, key: &[u8], s: &Stream) {
+    let last = s.last_id.text();
+    if s.length == 0 {
+        command(
+            out,
+            &[b"XADD", key, b"MAXLEN", b"0", last.as_bytes(), b"x", b"y"],
+        );
+    }
+    for e in s.range(StreamId::MIN, StreamId::MAX, false) {
+        let id = e.id.text();
+        let mut args: Vec<&[u8]> = vec![b"XADD", key, id.as_bytes()];
+        e.fields.iter().for_each(|(f, v)| args.extend([*f, *v]));
+        command(out, &args);
+    }
+    let (added, max_deleted) = (s.entries_added.to_string(), s.max_deleted_id.text());
+    command(
+        out,
+        &[
+            b"XSETID",
+            key,
+            last.as_bytes(),
+            b"ENTRIESADDED",
+            added.as_bytes(),
+        ]
+        .into_iter()
+        .chain([&b"MAXDELETEDID"[..], max_deleted.as_bytes()])
+        .collect::<Vec<_>>(),
+    );
+    for (name, g) in &s.groups {
+        let (id, read) = (g.last_id.text(), g.entries_read.to_string());
+        let create: [&[u8]; 7] = [
+            b"XGROUP",
+            b"CREATE",
+            key,
+            name,
+            id.as_bytes(),
+            b"ENTRIESREAD",
+            read.as_bytes(),
+        ];
+        command(out, &create);
+        for consumer in g.consumers.keys() {
+            command(out, &[b"XGROUP", b"CREATECONSUMER", key, name, consumer]);
+        }
+        for (id, nack) in &g.pel {
+            let (id, time, count) = (
+                id.text(),
+                nack.delivery_time.to_string(),
+                nack.delivery_count.to_string(),
+            );
+            let claim: [&[u8]; 12] = [
+                b"XCLAIM",
+                key,
+                name,
+                &nack.consumer,
+                b"0",
+                id.as_bytes(),
+                b"TIME",
+                time.as_bytes(),
+                b"RETRYCOUNT",
+                count.as_bytes(),
+                b"JUSTID",
+                b"FORCE",
+            ];
+            command(out, &claim);
         }
     }
 }

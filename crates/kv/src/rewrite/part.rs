@@ -382,6 +382,7 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], value: &Value, expires: Option<i6
         Value::List(_) => 2,
         Value::Set(_) => 3,
         Value::ZSet(_) => 4,
+        Value::Stream(_) => 5,
     };
     out.push(kind | if expires.is_some() { TAG_EXPIRES } else { 0 });
     put_bytes(out, key);
@@ -412,6 +413,7 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], value: &Value, expires: Option<i6
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+        Value::Stream(s) => crate::types::stream::persist::encode(out, s),
     }
 }
 

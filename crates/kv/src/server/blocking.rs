@@ -49,6 +49,9 @@ enum Release {
     Timeout(BlockKind),
     /// CLIENT UNBLOCK ... ERROR.
     Error,
+    /// An XREADGROUP whose key was deleted or now holds another type: its
+    /// group is gone, so it fails at once, as in Redis.
+    StreamGone,
 }
 
 /// The registry of blocked and paused clients (part of the server state,
@@ -198,8 +201,18 @@ fn kind_at(ks: &mut Keyspace, db: usize, key: &[u8]) -> Option<Option<BlockKind>
     match ks.db(db).segments()[segment_of(key)].map.get(key) {
         Some(Value::List(_)) => Some(Some(BlockKind::List)),
         Some(Value::ZSet(_)) => Some(Some(BlockKind::ZSet)),
+        Some(Value::Stream(_)) => Some(Some(BlockKind::Stream)),
         _ => Some(None),
     }
+}
+
+/// Whether `blocked` waits in XREADGROUP (which needs its key's group).
+fn is_group_read(blocked: &Blocked) -> bool {
+    blocked.request.kind == BlockKind::Stream
+        && blocked
+            .command
+            .first()
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"xreadgroup"))
 }
 
 impl Server {
@@ -214,12 +227,13 @@ impl Server {
         block: Option<BlockRequest>,
         args: &Args<'_>,
     ) {
-        if let Some(request) = block {
+        if let Some(mut request) = block {
+            let command = request.command.take().unwrap_or_else(|| args.to_vec());
             let blocked = Blocked {
                 index,
                 db,
                 request,
-                command: args.to_vec(),
+                command,
             };
             self.state
                 .blocking
@@ -279,10 +293,20 @@ impl Server {
             None => return,
         };
         for id in waiting {
-            let Some(at) = kind_at(&mut self.state.keyspace, db, key) else {
-                return;
-            };
+            let at = kind_at(&mut self.state.keyspace, db, key);
             let Some(blocked) = self.state.blocking.clients.get(&id) else {
+                continue;
+            };
+            if at != Some(Some(BlockKind::Stream)) && is_group_read(blocked) {
+                if let Some(b) = self.state.blocking.remove(&mut self.state.keyspace, id) {
+                    self.state
+                        .blocking
+                        .released
+                        .push((b.index, Release::StreamGone));
+                }
+                continue;
+            }
+            let Some(at) = at else {
                 continue;
             };
             // Redis serves a list key's list waiters only; a zset waiter
@@ -335,6 +359,9 @@ impl Server {
                 Release::Error => conn
                     .reply
                     .error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+                Release::StreamGone => conn
+                    .reply
+                    .error("UNBLOCKED the stream key no longer exists"),
             }
             self.resume(index);
         }
@@ -365,6 +392,7 @@ mod tests {
             keys: keys.iter().map(|k| Bytes::from(*k)).collect(),
             deadline_ms,
             kind: BlockKind::List,
+            command: None,
         }
     }
 

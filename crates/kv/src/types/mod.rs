@@ -5,12 +5,14 @@ pub mod geohash;
 pub mod hll;
 pub mod long_double;
 pub mod number;
+pub mod stream;
 pub mod zset;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
+pub use stream::Stream;
 pub use zset::{LexBound, ScoreBound, ZSet};
 
 /// Keys, members, fields and string values: immutable, shared byte
@@ -164,6 +166,8 @@ pub enum Value {
     Set(Shared<SetValue>),
     /// A sorted set.
     ZSet(Shared<ZSet>),
+    /// A stream.
+    Stream(Shared<Stream>),
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
@@ -186,6 +190,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -197,6 +202,8 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream is kept: it still has its last ID and groups.
+            Value::Stream(_) => false,
         }
     }
 
@@ -210,6 +217,7 @@ impl Value {
             Value::List(l) => Arc::as_ptr(&l.0).cast(),
             Value::Set(s) => Arc::as_ptr(&s.0).cast(),
             Value::ZSet(z) => Arc::as_ptr(&z.0).cast(),
+            Value::Stream(x) => Arc::as_ptr(&x.0).cast(),
         };
         ferrite_host::hint::prefetch(addr);
         // A short string's header and bytes span up to two more lines.
@@ -250,6 +258,7 @@ impl Value {
             Value::List(l) => arc_counts(&l.0),
             Value::Set(s) => arc_counts(&s.0),
             Value::ZSet(z) => arc_counts(&z.0),
+            Value::Stream(x) => arc_counts(&x.0),
         };
         ferrite_host::hint::prefetch(addr);
     }
@@ -272,6 +281,11 @@ impl Value {
     /// A new empty sorted set.
     pub fn new_zset() -> Value {
         Value::ZSet(Shared::default())
+    }
+
+    /// A new empty stream.
+    pub fn new_stream() -> Value {
+        Value::Stream(Shared::default())
     }
 }
 

@@ -123,6 +123,12 @@ fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
             }
             Value::ZSet(Shared::new(z))
         }
+        5 => {
+            let rest = c.buf.get(c.at..).unwrap_or_default();
+            let (s, used) = crate::types::stream::persist::decode(rest).map_err(|e| c.err(e.0))?;
+            c.at += used;
+            Value::Stream(Shared::new(s))
+        }
         _ => return Err(c.err("unknown value type")),
     })
 }
