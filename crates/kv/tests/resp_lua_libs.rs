@@ -361,6 +361,26 @@ const CJSON: &[(&str, &[u8])] = &[
         r##"cjson.foo = 1"##,
         b"-ERR user_script:1: Attempt to modify a readonly table script: SHA, on @user_script:1.\r\n",
     ),
+    (
+        r##"local ok, e = pcall(cjson.decode, '[') return {type(e), e}"##,
+        b"*2\r\n$6\r\nstring\r\n$45\r\nExpected value but found T_END at character 2\r\n",
+    ),
+    (
+        r##"local ok, e = xpcall(function() return cjson.decode('[') end, function(e) return 'H:' .. e end) return e"##,
+        b"$62\r\nH:user_script:1: Expected value but found T_END at character 2\r\n",
+    ),
+    (
+        r##"local ok, e = pcall(function() local x = cjson.decode('[') end) return e"##,
+        b"$60\r\nuser_script:1: Expected value but found T_END at character 2\r\n",
+    ),
+    (
+        r##"local ok, e = pcall(error, 'plain') return e"##,
+        b"$5\r\nplain\r\n",
+    ),
+    (
+        r##"local ok, e = pcall(bit.tobit) return e"##,
+        b"$54\r\nbad argument #1 to '?' (number expected, got no value)\r\n",
+    ),
 ];
 
 /// `cmsgpack` scripts and the replies Redis 7.0.15 gives them.
@@ -899,4 +919,53 @@ fn deep_nesting_stops_at_the_c_limits() {
                   local t = cjson.decode(string.rep('[', 2500) .. string.rep(']', 2500)) \
                   cjson.decode_max_depth(1000) return type(t)";
     check_script(&mut c, script, b"$5\r\ntable\r\n");
+}
+
+#[test]
+fn library_values_reach_resp3_clients_as_in_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.stream.write_all(&resp(&["HELLO", "3"])).expect("send");
+    read_resp3_hello(&mut c);
+    let cases: &[(&str, &[u8])] = &[
+        (
+            r#"return cjson.decode('[1,2.5,"a",true,{"k":null}]')"#,
+            b"*5\r\n:1\r\n:2\r\n$1\r\na\r\n:1\r\n*0\r\n",
+        ),
+        (
+            "return {cmsgpack.unpack(cmsgpack.pack(1.5, 'x', false))}",
+            b"*3\r\n:1\r\n$1\r\nx\r\n_\r\n",
+        ),
+        (
+            "return {bit.tobit(2^32+1), struct.size('>i')}",
+            b"*2\r\n:1\r\n:4\r\n",
+        ),
+        (
+            "return cjson.decode('[')",
+            b"-ERR user_script:1: Expected value but found T_END at character 2 script: SHA, on @user_script:1.\r\n",
+        ),
+    ];
+    for (script, expected) in cases {
+        check_script(&mut c, script, expected);
+    }
+}
+
+/// Skips the map HELLO 3 answers with (its values are flat: strings,
+/// numbers and one array of modules).
+fn read_resp3_hello(c: &mut Raw) {
+    let mut byte = [0u8; 1];
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        c.stream.read_exact(&mut byte).expect("hello");
+        line.push(byte[0]);
+    }
+    assert_eq!(line[0], b'%', "{}", String::from_utf8_lossy(&line));
+    let pairs: usize = std::str::from_utf8(&line[1..line.len() - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    for _ in 0..pairs * 2 {
+        read_reply(c);
+    }
 }
