@@ -285,77 +285,89 @@ impl<'a, 'lua> Reader<'a, 'lua> {
     fn value(&mut self) -> Result<Value<'lua>, Stop> {
         let mut open: Vec<Open<'lua>> = Vec::new();
         loop {
-            let mut value = match self.item()? {
-                Item::Value(v) => v,
-                Item::Array(len) => {
-                    let t = self.lua.create_table()?;
-                    if len > 0 {
-                        // The table and the index sit on the C stack.
-                        self.slots += 2;
-                        open.push(Open::Array { t, next: 1, len });
-                        continue;
-                    }
-                    Value::Table(t)
-                }
-                Item::Map(len) => {
-                    let t = self.lua.create_table()?;
-                    if len > 0 {
-                        self.slots += 1;
-                        open.push(Open::Map {
-                            t,
-                            left: len,
-                            key: None,
-                        });
-                        continue;
-                    }
-                    Value::Table(t)
-                }
+            let Some(mut value) = self.start(&mut open)? else {
+                continue;
             };
             loop {
-                let done = match open.last_mut() {
-                    None => return Ok(value),
-                    Some(Open::Array { t, next, len }) => {
-                        t.raw_set(*next, value)?;
-                        *next += 1;
-                        *next > *len
-                    }
-                    Some(Open::Map { t, left, key }) => match key.take() {
-                        None => {
-                            *key = Some(value);
-                            self.slots += 1;
-                            false
-                        }
-                        Some(k) => {
-                            self.slots -= 1;
-                            match &k {
-                                Value::Nil => {
-                                    return Err(Stop::Fail(raise_bare("table index is nil")))
-                                }
-                                Value::Number(n) if n.is_nan() => {
-                                    return Err(Stop::Fail(raise_bare("table index is NaN")))
-                                }
-                                _ => t.raw_set(k, value)?,
-                            }
-                            *left -= 1;
-                            *left == 0
-                        }
-                    },
+                let Some(top) = open.last_mut() else {
+                    return Ok(value);
                 };
-                if !done {
+                if !self.store(top, value)? {
                     break;
                 }
-                value = match open.pop() {
-                    Some(Open::Array { t, .. }) => {
-                        self.slots -= 2;
-                        Value::Table(t)
-                    }
-                    Some(Open::Map { t, .. }) => {
-                        self.slots -= 1;
-                        Value::Table(t)
-                    }
-                    None => Value::Nil,
-                };
+                value = self.close(open.pop());
             }
+        }
+    }
+
+    /// Reads the next item: a finished value, or `None` when it opened a
+    /// container (pushed on `open`).
+    fn start(&mut self, open: &mut Vec<Open<'lua>>) -> Result<Option<Value<'lua>>, Stop> {
+        let container = match self.item()? {
+            Item::Value(v) => return Ok(Some(v)),
+            Item::Array(len) => (len, true),
+            Item::Map(len) => (len, false),
+        };
+        let t = self.lua.create_table()?;
+        match container {
+            (0, _) => return Ok(Some(Value::Table(t))),
+            (len, true) => {
+                // The table and the index sit on the C stack.
+                self.slots += 2;
+                open.push(Open::Array { t, next: 1, len });
+            }
+            (len, false) => {
+                self.slots += 1;
+                open.push(Open::Map {
+                    t,
+                    left: len,
+                    key: None,
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Stores `value` in the innermost container; true when it is full.
+    fn store(&mut self, top: &mut Open<'lua>, value: Value<'lua>) -> Result<bool, Stop> {
+        match top {
+            Open::Array { t, next, len } => {
+                t.raw_set(*next, value)?;
+                *next += 1;
+                Ok(*next > *len)
+            }
+            Open::Map { t, left, key } => {
+                let Some(k) = key.take() else {
+                    *key = Some(value);
+                    self.slots += 1;
+                    return Ok(false);
+                };
+                self.slots -= 1;
+                match &k {
+                    Value::Nil => return Err(Stop::Fail(raise_bare("table index is nil"))),
+                    Value::Number(n) if n.is_nan() => {
+                        return Err(Stop::Fail(raise_bare("table index is NaN")))
+                    }
+                    _ => t.raw_set(k, value)?,
+                }
+                *left -= 1;
+                Ok(*left == 0)
+            }
+        }
+    }
+
+    /// A full container, which becomes the value for its parent.
+    fn close(&mut self, closed: Option<Open<'lua>>) -> Value<'lua> {
+        match closed {
+            Some(Open::Array { t, .. }) => {
+                self.slots -= 2;
+                Value::Table(t)
+            }
+            Some(Open::Map { t, .. }) => {
+                self.slots -= 1;
+                Value::Table(t)
+            }
+            None => Value::Nil,
         }
     }
 }

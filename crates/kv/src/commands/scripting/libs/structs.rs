@@ -224,6 +224,24 @@ fn pack<'lua>(lua: &'lua Lua, args: &[Value<'lua>]) -> Outcome<MultiValue<'lua>>
     Ok(one(Value::String(lua.create_string(&out)?)))
 }
 
+/// The number an integer, float or double option reads from `item`.
+fn number_item(opt: u8, item: &[u8], little: bool, size: usize) -> Value<'static> {
+    let bytes = ordered(item.to_vec(), little);
+    Value::Number(match opt {
+        b'f' => {
+            let mut raw = [0u8; 4];
+            raw.copy_from_slice(&bytes);
+            f64::from(f32::from_le_bytes(raw))
+        }
+        b'd' => {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(&bytes);
+            f64::from_le_bytes(raw)
+        }
+        _ => get_integer(item, little, opt.is_ascii_lowercase(), size),
+    })
+}
+
 /// `struct.unpack(fmt, data [, init])`: the values, then the position
 /// after them.
 fn unpack<'lua>(lua: &'lua Lua, args: &[Value<'lua>]) -> Outcome<MultiValue<'lua>> {
@@ -252,21 +270,10 @@ fn unpack<'lua>(lua: &'lua Lua, args: &[Value<'lua>]) -> Outcome<MultiValue<'lua
         }
         let item = &data[pos..pos + size];
         match opt {
-            b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
-                let signed = opt.is_ascii_lowercase();
-                out.push(Value::Number(get_integer(item, f.little, signed, size)));
+            b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' | b'f' | b'd' => {
+                out.push(number_item(opt, item, f.little, size));
             }
             b'x' => {}
-            b'f' => {
-                let mut raw = [0u8; 4];
-                raw.copy_from_slice(&ordered(item.to_vec(), f.little));
-                out.push(Value::Number(f64::from(f32::from_le_bytes(raw))));
-            }
-            b'd' => {
-                let mut raw = [0u8; 8];
-                raw.copy_from_slice(&ordered(item.to_vec(), f.little));
-                out.push(Value::Number(f64::from_le_bytes(raw)));
-            }
             b'c' => {
                 if size == 0 {
                     let previous = match out.last() {

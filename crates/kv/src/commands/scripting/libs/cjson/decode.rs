@@ -263,41 +263,12 @@ impl Parser<'_, '_> {
     fn parse<'lua>(&mut self, lua: &'lua Lua, mut token: Token) -> Outcome<Value<'lua>> {
         let mut open: Vec<Open<'lua>> = Vec::new();
         loop {
-            let mut value = match token {
-                Token::Str(s) => Value::String(lua.create_string(&s)?),
-                Token::Num(n) => Value::Number(n),
-                Token::Bool(b) => Value::Boolean(b),
-                Token::Null => null(),
-                Token::ObjBegin => {
-                    self.descend(3)?;
-                    let t = lua.create_table()?;
-                    let first = self.next_token();
-                    if matches!(first, Token::ObjEnd) {
-                        self.depth -= 1;
-                        Value::Table(t)
-                    } else {
-                        let key = self.key(first)?;
-                        self.slots += 2;
-                        open.push(Open::Object { t, key });
-                        token = self.next_token();
-                        continue;
-                    }
+            let mut value = match self.start(lua, token, &mut open)? {
+                Step::Value(v) => v,
+                Step::Next(next) => {
+                    token = next;
+                    continue;
                 }
-                Token::ArrBegin => {
-                    self.descend(2)?;
-                    let t = lua.create_table()?;
-                    let first = self.next_token();
-                    if matches!(first, Token::ArrEnd) {
-                        self.depth -= 1;
-                        Value::Table(t)
-                    } else {
-                        self.slots += 1;
-                        open.push(Open::Array { t, next: 1 });
-                        token = first;
-                        continue;
-                    }
-                }
-                other => return Err(self.fail("value", &other)),
             };
             // Store the finished value in its container, closing every
             // container that ends after it.
@@ -305,51 +276,118 @@ impl Parser<'_, '_> {
                 let Some(top) = open.last_mut() else {
                     return Ok(value);
                 };
-                let after = self.next_token();
-                match top {
-                    Open::Array { t, next } => {
-                        t.raw_set(*next, value)?;
-                        *next += 1;
-                        match after {
-                            Token::Comma => {
-                                token = self.next_token();
-                                break;
-                            }
-                            Token::ArrEnd => {}
-                            other => return Err(self.fail("comma or array end", &other)),
-                        }
+                match self.store(lua, top, value)? {
+                    Some(next) => {
+                        token = next;
+                        break;
                     }
-                    Open::Object { t, key } => {
-                        t.raw_set(lua.create_string(&*key)?, value)?;
-                        match after {
-                            Token::Comma => {
-                                let next = self.next_token();
-                                *key = self.key(next)?;
-                                token = self.next_token();
-                                break;
-                            }
-                            Token::ObjEnd => {}
-                            other => return Err(self.fail("comma or object end", &other)),
-                        }
-                    }
+                    None => value = self.close(open.pop()),
                 }
-                // The container ended: it is the value for its parent.
-                let closed = open.pop();
-                self.depth -= 1;
-                value = match closed {
-                    Some(Open::Array { t, .. }) => {
-                        self.slots -= 1;
-                        Value::Table(t)
-                    }
-                    Some(Open::Object { t, .. }) => {
-                        self.slots -= 2;
-                        Value::Table(t)
-                    }
-                    None => Value::Nil,
-                };
             }
         }
     }
+
+    /// A value from `token`: a scalar, an empty container, or a container
+    /// opened on `open` (then the token its first item starts with).
+    fn start<'lua>(
+        &mut self,
+        lua: &'lua Lua,
+        token: Token,
+        open: &mut Vec<Open<'lua>>,
+    ) -> Outcome<Step<'lua>> {
+        Ok(Step::Value(match token {
+            Token::Str(s) => Value::String(lua.create_string(&s)?),
+            Token::Num(n) => Value::Number(n),
+            Token::Bool(b) => Value::Boolean(b),
+            Token::Null => null(),
+            Token::ObjBegin => {
+                self.descend(3)?;
+                let t = lua.create_table()?;
+                let first = self.next_token();
+                if matches!(first, Token::ObjEnd) {
+                    self.depth -= 1;
+                    Value::Table(t)
+                } else {
+                    let key = self.key(first)?;
+                    self.slots += 2;
+                    open.push(Open::Object { t, key });
+                    return Ok(Step::Next(self.next_token()));
+                }
+            }
+            Token::ArrBegin => {
+                self.descend(2)?;
+                let t = lua.create_table()?;
+                let first = self.next_token();
+                if matches!(first, Token::ArrEnd) {
+                    self.depth -= 1;
+                    Value::Table(t)
+                } else {
+                    self.slots += 1;
+                    open.push(Open::Array { t, next: 1 });
+                    return Ok(Step::Next(first));
+                }
+            }
+            other => return Err(self.fail("value", &other)),
+        }))
+    }
+
+    /// Stores `value` in the innermost container and reads what follows:
+    /// the token of the next item, or `None` when the container ended.
+    fn store<'lua>(
+        &mut self,
+        lua: &'lua Lua,
+        top: &mut Open<'lua>,
+        value: Value<'lua>,
+    ) -> Outcome<Option<Token>> {
+        let after = self.next_token();
+        match top {
+            Open::Array { t, next } => {
+                t.raw_set(*next, value)?;
+                *next += 1;
+                match after {
+                    Token::Comma => Ok(Some(self.next_token())),
+                    Token::ArrEnd => Ok(None),
+                    other => Err(self.fail("comma or array end", &other)),
+                }
+            }
+            Open::Object { t, key } => {
+                t.raw_set(lua.create_string(&*key)?, value)?;
+                match after {
+                    Token::Comma => {
+                        let next = self.next_token();
+                        *key = self.key(next)?;
+                        Ok(Some(self.next_token()))
+                    }
+                    Token::ObjEnd => Ok(None),
+                    other => Err(self.fail("comma or object end", &other)),
+                }
+            }
+        }
+    }
+
+    /// An ended container, which becomes the value for its parent.
+    fn close<'lua>(&mut self, closed: Option<Open<'lua>>) -> Value<'lua> {
+        self.depth -= 1;
+        match closed {
+            Some(Open::Array { t, .. }) => {
+                self.slots -= 1;
+                Value::Table(t)
+            }
+            Some(Open::Object { t, .. }) => {
+                self.slots -= 2;
+                Value::Table(t)
+            }
+            None => Value::Nil,
+        }
+    }
+}
+
+/// What a token started.
+enum Step<'lua> {
+    /// A whole value.
+    Value(Value<'lua>),
+    /// A container, now open; its first item starts with this token.
+    Next(Token),
 }
 
 /// `cjson.decode(text)`.
@@ -426,6 +464,12 @@ pub(super) fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
         // "0x" without hex digits reads as the zero alone.
         return Some((sign * 0.0, i + 1));
     }
+    decimal(d, i).map(|(value, end)| (sign * value, end))
+}
+
+/// The decimal digits (with an optional fraction and exponent) at `i`.
+fn decimal(d: &[u8], i: usize) -> Option<(f64, usize)> {
+    let at = |i: usize| d.get(i).copied().unwrap_or(0);
     let digits_from = |mut j: usize| {
         while at(j).is_ascii_digit() {
             j += 1;
@@ -453,14 +497,17 @@ pub(super) fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
             end = exp_end;
         }
     }
+    // Rust's parser wants digits around the point where C takes "1." and
+    // "1.e5".
     let text = std::str::from_utf8(&d[i..end]).ok()?;
-    let text = text.strip_suffix('.').unwrap_or(text);
+    let text = text.replace(".e", "e").replace(".E", "E");
+    let text = text.strip_suffix('.').unwrap_or(&text);
     let value: f64 = if text.starts_with('.') {
         format!("0{text}").parse().ok()?
     } else {
         text.parse().ok()?
     };
-    Some((sign * value, end))
+    Some((value, end))
 }
 
 /// The hex digits (with an optional fraction and binary exponent) after
@@ -531,6 +578,8 @@ mod tests {
         assert_eq!(strtod(b"-5e3,", 0), Some((-5000.0, 4)));
         assert_eq!(strtod(b"1e", 0), Some((1.0, 1)));
         assert_eq!(strtod(b"1.", 0), Some((1.0, 2)));
+        assert_eq!(strtod(b"1.e2x", 0), Some((100.0, 4)));
+        assert_eq!(strtod(b".5e1", 0), Some((5.0, 4)));
         assert_eq!(strtod(b"-.5", 0), Some((-0.5, 3)));
         assert_eq!(strtod(b"0x10", 0), Some((16.0, 4)));
         assert_eq!(strtod(b"0x", 0), Some((0.0, 1)));
