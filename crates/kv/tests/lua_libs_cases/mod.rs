@@ -531,6 +531,9 @@ pub const BIT: &[(&str, &[u8])] = &[
 
 /// `struct` scripts and the replies Redis 7.0.15 gives them.
 pub const STRUCT: &[(&str, &[u8])] = &[
+    // Formats are C strings: a zero byte ends them.
+    (r##"return {struct.unpack('\0i', 'abcd')}"##, b"*1\r\n:1\r\n"),
+    (r##"return struct.size('i\0i')"##, b":4\r\n"),
     (
         r##"return struct.pack('>i', 1)"##,
         b"$4\r\n\x00\x00\x00\x01\r\n",

@@ -360,7 +360,9 @@ fn enum_option<'lua>(
             Value::Boolean(b) => *setting = u8::from(*b) * bool_true,
             _ => {
                 let name = check_bytes(lua, args, n)?;
+                // Compared as C strings: up to the first zero byte.
                 let name = name.as_bytes();
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
                 let Some(index) = options.iter().position(|o| o.as_bytes() == name) else {
                     let shown = String::from_utf8_lossy(name);
                     return Err(arg_error(lua, n, &format!("invalid option '{shown}'")));

@@ -30,9 +30,11 @@ struct Format<'a> {
 }
 
 impl<'a> Format<'a> {
+    /// The format as C reads it: up to its first zero byte.
     fn new(text: &'a [u8]) -> Self {
+        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
         Format {
-            text,
+            text: &text[..end],
             at: 0,
             little: true,
             align: 1,
