@@ -531,6 +531,11 @@ pub const BIT: &[(&str, &[u8])] = &[
 
 /// `struct` scripts and the replies Redis 7.0.15 gives them.
 pub const STRUCT: &[(&str, &[u8])] = &[
+    // Numbers out of an unsigned long's range convert as on x86-64.
+    (
+        r##"local t = {} for _, v in ipairs({2^64, 1e20, 0/0, -1e20, 2^63, -2^63-4096}) do t[#t+1] = string.byte(struct.pack('>L', v)) end return t"##,
+        b"*6\r\n:0\r\n:0\r\n:128\r\n:128\r\n:128\r\n:128\r\n",
+    ),
     // Formats are C strings: a zero byte ends them.
     (r##"return {struct.unpack('\0i', 'abcd')}"##, b"*1\r\n:1\r\n"),
     (r##"return struct.size('i\0i')"##, b":4\r\n"),

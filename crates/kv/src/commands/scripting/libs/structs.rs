@@ -123,9 +123,13 @@ impl<'a> Format<'a> {
     }
 }
 
-/// A double as the C library casts it to an unsigned `long` to pack it.
+/// A double as the C library casts it to an unsigned `long` to pack it
+/// (x86-64's conversions: NaN and too-negative numbers give 2^63, numbers
+/// of 2^64 and more give 0).
 fn integer_bits(n: f64) -> u64 {
-    if n < 0.0 {
+    if n.is_nan() {
+        1 << 63
+    } else if n < 0.0 {
         super::to_integer(n) as u64
     } else if n < 18_446_744_073_709_551_616.0 {
         n as u64
