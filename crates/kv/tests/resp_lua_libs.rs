@@ -232,17 +232,15 @@ fn deep_nesting_stops_at_the_c_limits() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    // A MessagePack array nested 5000 deep runs into the stack limit the
-    // C decoder has, with its message.
-    let script = "return {pcall(cmsgpack.unpack, string.rep('\\145', 5000) .. '\\1')}";
-    c.stream
-        .write_all(&resp(&["EVAL", script, "0"]))
-        .expect("send");
-    let reply = read_reply(&mut c);
-    let text = String::from_utf8_lossy(&reply);
-    assert!(
-        text.contains("stack overflow (too many return values at once"),
-        "{text}"
+    // MessagePack arrays nest 3999 deep; the 4000th runs into the C
+    // decoder's stack limit, with its message.
+    let script = "local ok = pcall(cmsgpack.unpack, string.rep('\\145', 3999) .. '\\1') return ok";
+    check_script(&mut c, script, b":1\r\n");
+    let script = "return {pcall(cmsgpack.unpack, string.rep('\\145', 4000) .. '\\1')}";
+    check_script(
+        &mut c,
+        script,
+        b"*2\r\n$-1\r\n$51\r\nstack overflow (in function mp_decode_to_lua_array)\r\n",
     );
     // JSON nesting within the configured limit decodes.
     let script = "cjson.decode_max_depth(3000) \

@@ -309,6 +309,12 @@ impl<'a, 'lua> Reader<'a, 'lua> {
             Item::Map(len) => (len, false),
         };
         let t = self.lua.create_table()?;
+        // The C array decoder checks for one more slot after its table.
+        if container.1 && self.slots + 2 > MAX_C_STACK {
+            return Err(Stop::Fail(raise(
+                "stack overflow (in function mp_decode_to_lua_array)",
+            )));
+        }
         match container {
             (0, _) => return Ok(Some(Value::Table(t))),
             (len, true) => {
