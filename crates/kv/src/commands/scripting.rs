@@ -14,6 +14,7 @@
 mod api;
 mod convert;
 mod engine;
+mod libs;
 
 use std::borrow::Cow;
 

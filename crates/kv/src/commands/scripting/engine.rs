@@ -95,6 +95,7 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
         base.raw_set(name, Value::Nil)?;
     }
     base.raw_set("redis", super::api::redis_table(lua)?)?;
+    super::libs::register(lua, &base)?;
     let env: Table = lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
