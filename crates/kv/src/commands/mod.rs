@@ -51,6 +51,7 @@ use crate::types::Bytes;
 
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
+pub use scripting::{busy_command, BusyOutcome, BusyView, Reenter};
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 
@@ -210,6 +211,10 @@ pub struct Ctx<'a> {
     pub reply: &'a mut ReplyBuf,
     /// What to log.
     pub prop: &'a mut Propagation,
+    /// The event loop, for a script that runs past
+    /// `busy-reply-threshold` to serve other clients (`None` where no
+    /// client is served: log replay, commands a script calls).
+    pub busy: Option<&'a mut dyn Reenter>,
 }
 
 impl Ctx<'_> {

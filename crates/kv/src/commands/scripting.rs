@@ -6,24 +6,26 @@
 //! any record with several commands is), never the EVAL, so replaying the
 //! log needs no interpreter and gives the same data.
 //!
-//! Not done: SCRIPT KILL and the `busy-reply-threshold` BUSY replies (a
-//! script that never ends holds the server), `#!lua` shebang flags,
-//! `redis.setresp`, and the
-//! `cjson`, `cmsgpack`, `bit` and `struct` libraries.
+//!
+//! A script that runs past `busy-reply-threshold` lets the event loop
+//! serve other clients from its instruction hook (`run.rs`, `busy.rs`):
+//! they get BUSY, except SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and
+//! the other `allow-busy` commands.
 
 mod api;
+mod busy;
 mod convert;
 mod engine;
+mod run;
+
+pub use busy::{busy_command, BusyOutcome, BusyView, Reenter};
 
 use std::borrow::Cow;
 
-use mlua::{Lua, MultiValue, Value};
-
 use super::introspect::help_reply;
 use super::table::*;
-use super::{int_arg, resolve, run, CmdError, CmdResult, Ctx};
-use crate::resp::reply::Protocol;
-use crate::resp::{Args, ReplyBuf};
+use super::{int_arg, CmdError, CmdResult, Ctx};
+use crate::resp::Args;
 use crate::types::Bytes;
 
 /// The key finder for EVAL and friends: `numkeys` keys after it.
@@ -120,7 +122,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         };
         engine::set_arguments(lua, &keys, &argv)?;
         DECLARED.with(|d| *d.borrow_mut() = keys.iter().map(|&k| k.into()).collect());
-        Ok(run_script(lua, ctx, function, &sha, read_only))
+        let limits = run::Limits {
+            read_only,
+            ro_command: read_only,
+        };
+        let status = run::status(ctx, true, &sha, args);
+        Ok(run::run_script(lua, ctx, function, &sha, limits, status))
     });
     match outcome {
         Ok(Ok(())) => Ok(()),
@@ -128,115 +135,6 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         Err(e) => Err(Cow::Owned(format!("ERR {e}"))),
     }
 }
-
-/// Runs a compiled script with `redis.call` bound to `ctx`, and writes
-/// its result to the client's reply. `Err` is the error reply text.
-fn run_script(
-    lua: &Lua,
-    ctx: &mut Ctx<'_>,
-    function: mlua::Function<'_>,
-    sha: &str,
-    read_only: bool,
-) -> Result<(), String> {
-    if !read_only && ctx.state.keyspace.capturing() {
-        // Rule C1 (`keyspace/capture.rs`): a script may write any key, so
-        // every segment is captured before it runs, never inside it.
-        let all = (ctx.state.keyspace.databases() * crate::keyspace::SEGMENTS_PER_DB) as u32;
-        let segments: Vec<u32> = (0..all).collect();
-        ctx.state.keyspace.capture_before(&segments);
-    }
-    let db = ctx.session.db;
-    let in_exec = ctx.session.in_exec;
-    // Blocking commands answer at once inside a script, as inside EXEC.
-    ctx.session.in_exec = true;
-    RUNNING.with(|r| r.set(true));
-    let mut scratch = ReplyBuf::new(Protocol::Resp2);
-    let proto = ctx.reply.proto;
-    let result = lua.scope(|scope| {
-        let dispatch = scope.create_function_mut(|lua, call_args: MultiValue| {
-            dispatch(lua, ctx, &mut scratch, call_args, read_only)
-        })?;
-        lua.set_named_registry_value(api::DISPATCH, dispatch)?;
-        let outcome = engine::call(lua, function, sha);
-        lua.unset_named_registry_value(api::DISPATCH)?;
-        Ok(outcome.map(|value| {
-            let mut out = ReplyBuf::new(proto);
-            convert::lua_to_reply(&value, &mut out, 0);
-            out.buf
-        }))
-    });
-    ctx.session.in_exec = in_exec;
-    RUNNING.with(|r| r.set(false));
-    // A SELECT inside the script does not change the caller's database.
-    ctx.session.db = db;
-    match result {
-        Ok(Ok(bytes)) => {
-            ctx.reply.buf.extend_from_slice(&bytes);
-            Ok(())
-        }
-        Ok(Err(text)) => Err(text),
-        Err(e) => Err(format!("ERR {e}")),
-    }
-}
-
-/// `redis.call` / `redis.pcall`: runs one command, answers `(true,
-/// value)` or `(false, {err=...})`.
-fn dispatch<'lua>(
-    lua: &'lua Lua,
-    ctx: &mut Ctx<'_>,
-    scratch: &mut ReplyBuf,
-    call_args: MultiValue<'lua>,
-    read_only: bool,
-) -> mlua::Result<(bool, Value<'lua>)> {
-    let failed = |text: &str| -> mlua::Result<(bool, Value<'lua>)> {
-        let t = lua.create_table()?;
-        t.raw_set("err", text)?;
-        Ok((false, Value::Table(t)))
-    };
-    if call_args.is_empty() {
-        return failed("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(call_args.len());
-    for value in call_args {
-        match value {
-            Value::String(s) => owned.push(s.as_bytes().to_vec()),
-            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(value)? {
-                Some(s) => owned.push(s.as_bytes().to_vec()),
-                None => return failed(ARG_TYPES),
-            },
-            _ => return failed(ARG_TYPES),
-        }
-    }
-    let (buf, ranges) = super::flatten(&owned);
-    let args = Args::new(&buf, &ranges);
-    let (container, spec) = match resolve(&args) {
-        Ok(found) => found,
-        Err(_) => return failed("ERR Unknown Redis command called from script"),
-    };
-    if !spec.arity_ok(args.len()) {
-        return failed("ERR Wrong number of args calling Redis command from script");
-    }
-    if spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT)) {
-        return failed("ERR This Redis command is not allowed from script");
-    }
-    if read_only && spec.has(WRITE) {
-        return failed("ERR Write commands are not allowed from read-only scripts.");
-    }
-    scratch.buf.clear();
-    let mut inner = Ctx {
-        state: &mut *ctx.state,
-        session: &mut *ctx.session,
-        reply: scratch,
-        prop: &mut *ctx.prop,
-    };
-    run(&mut inner, container, spec, &args);
-    let mut at = 0;
-    let value = convert::resp_to_lua(lua, &scratch.buf, &mut at)?;
-    let is_error = matches!(scratch.buf.first(), Some(b'-'));
-    Ok((!is_error, value))
-}
-
-const ARG_TYPES: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
 fn script_load(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let loaded = engine::with_lua(|lua| Ok(engine::load(lua, args.get(2))));
@@ -284,6 +182,12 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// SCRIPT KILL outside a busy script (a busy one is answered by
+/// `busy.rs`): nothing runs.
+fn script_kill(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    Err(Cow::Borrowed(busy::NOTBUSY))
+}
+
 fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     help_reply(
         ctx.reply,
@@ -306,6 +210,7 @@ static SCRIPT: &[CommandSpec] = &[
     cmd!("exists", -3, NOSCRIPT, K0, "scripting", "Checks which scripts are cached.", script_exists),
     cmd!("flush", -2, NOSCRIPT, K0, "scripting", "Empties the script cache.", script_flush),
     cmd!("help", 2, LOADING | STALE, K0, "scripting", "Explains SCRIPT's subcommands.", script_help),
+    cmd!("kill", 2, NOSCRIPT | ALLOW_BUSY, K0, "scripting", "Stops the running script.", script_kill),
     cmd!("load", 3, NOSCRIPT | STALE, K0, "scripting", "Caches a script.", script_load),
 ];
 

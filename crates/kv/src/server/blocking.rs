@@ -309,6 +309,7 @@ impl Server {
             session: &mut conn.session,
             reply: &mut conn.reply,
             prop: &mut self.prop,
+            busy: None,
         };
         serve_blocked(&mut ctx, &args);
         conn.session.serving = None;
