@@ -591,7 +591,7 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
             )));
         }
     }
-    if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+    if spec.flags & flags::DENYOOM != 0 && !scripting::oom_allowed() && ctx.state.over_maxmemory() {
         return Err(Cow::Borrowed(OOM));
     }
     Ok(())

@@ -16,6 +16,7 @@ mod api;
 mod busy;
 mod convert;
 mod engine;
+mod flags;
 mod run;
 
 pub use busy::{busy_command, BusyOutcome, BusyView, Reenter};
@@ -87,6 +88,15 @@ thread_local! {
     /// The running script's KEYS, which client-side caching tracks for
     /// the caller when the script reads.
     static DECLARED: std::cell::RefCell<Vec<Bytes>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The running script may run commands over `maxmemory`: it has the
+    /// `allow-oom` flag, or it already wrote.
+    static OOM_ALLOWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the running script (if any) may run `denyoom` commands over
+/// `maxmemory`.
+pub(super) fn oom_allowed() -> bool {
+    OOM_ALLOWED.with(std::cell::Cell::get)
 }
 
 /// Whether a script is running on this thread.
@@ -120,11 +130,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         let Some(function) = engine::cached(lua, &sha)? else {
             return Ok(Err(NOSCRIPT_TEXT.to_string()));
         };
+        let script_flags = engine::cached_flags(lua, &sha)?;
+        if let Err(text) = flags::check_start(ctx, script_flags, read_only) {
+            return Ok(Err(text));
+        }
         engine::set_arguments(lua, &keys, &argv)?;
         DECLARED.with(|d| *d.borrow_mut() = keys.iter().map(|&k| k.into()).collect());
         let limits = run::Limits {
-            read_only,
-            ro_command: read_only,
+            read_only: flags::read_only(script_flags, read_only),
+            allow_oom: script_flags & (flags::COMPAT | flags::ALLOW_OOM) == flags::ALLOW_OOM,
         };
         let status = run::status(ctx, true, &sha, args);
         Ok(run::run_script(lua, ctx, function, &sha, limits, status))

@@ -79,6 +79,11 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     ] {
         redis.raw_set(name, value)?;
     }
+    redis.raw_set("REDIS_VERSION", crate::commands::REDIS_VERSION)?;
+    redis.raw_set(
+        "REDIS_VERSION_NUM",
+        version_num(crate::commands::REDIS_VERSION),
+    )?;
     Ok(redis)
 }
 
@@ -135,12 +140,39 @@ fn log(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `redis.set_repl(flags)`: checked and accepted; Ferrite always logs a
-/// script's effects, which is what every flag but `REPL_NONE` asks for.
+thread_local! {
+    /// The running script's `redis.set_repl` flags (`REPL_ALL` at start).
+    static REPL: std::cell::Cell<i64> = const { std::cell::Cell::new(REPL_ALL) };
+}
+
+const REPL_AOF: i64 = 1;
+const REPL_ALL: i64 = 3;
+
+/// Resets the replication flags for a script starting.
+pub fn reset_repl() {
+    REPL.with(|r| r.set(REPL_ALL));
+}
+
+/// Whether the running script's commands go to the log now: Ferrite's
+/// log feeds both persistence and replicas, so only `REPL_AOF` (in
+/// `REPL_AOF` or `REPL_ALL`) keeps them.
+pub fn logging() -> bool {
+    REPL.with(|r| r.get() & REPL_AOF != 0)
+}
+
+/// `REDIS_VERSION_NUM`: `0x00MMmmpp` of `M.m.p`.
+fn version_num(version: &str) -> i64 {
+    version
+        .split('.')
+        .take(3)
+        .fold(0, |acc, part| (acc << 8) | part.parse::<i64>().unwrap_or(0))
+}
+
+/// `redis.set_repl(flags)`: which of the following commands are logged.
 fn set_repl(_: &Lua, args: MultiValue) -> mlua::Result<()> {
     if args.len() != 1 {
         return Err(mlua::Error::runtime(
-            "redis.set_repl() requires one argument.",
+            "redis.set_repl() requires two arguments.",
         ));
     }
     let flags = match args.into_iter().next() {
@@ -153,5 +185,6 @@ fn set_repl(_: &Lua, args: MultiValue) -> mlua::Result<()> {
             "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
         ));
     }
+    REPL.with(|r| r.set(flags));
     Ok(())
 }

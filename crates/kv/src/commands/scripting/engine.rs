@@ -8,6 +8,8 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 /// Registry name of the table from SHA1 to compiled script.
 const SCRIPTS: &str = "ferrite.scripts";
+/// Registry name of the table from SHA1 to the script's flags.
+const SCRIPT_FLAGS: &str = "ferrite.script_flags";
 /// Registry name of the table the scripts' globals are read from.
 const BASE: &str = "ferrite.base";
 /// Registry name of the read-only proxy each script runs with as `_G`.
@@ -99,6 +101,7 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
     lua.set_named_registry_value(SCRIPTS, lua.create_table()?)?;
+    lua.set_named_registry_value(SCRIPT_FLAGS, lua.create_table()?)?;
     lua.set_named_registry_value(HANDLER, lua.create_function(error_handler)?)?;
     Ok(())
 }
@@ -121,9 +124,12 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
     if scripts.contains_key(sha.as_str()).map_err(internal)? {
         return Ok(sha);
     }
+    let (flags, shebang_len) = super::flags::shebang(body).map_err(|e| format!("ERR {e}"))?;
+    // The shebang's line feed stays, so line numbers are the body's.
+    let code = body.get(shebang_len..).unwrap_or_default();
     let env: Table = lua.named_registry_value(ENV).map_err(internal)?;
     let compiled = lua
-        .load(body)
+        .load(code)
         .set_name(CHUNK)
         .set_environment(env)
         .into_function();
@@ -137,7 +143,15 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
         Err(e) => return Err(format!("ERR Error compiling script (new function): {e}")),
     };
     scripts.raw_set(sha.as_str(), function).map_err(internal)?;
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS).map_err(internal)?;
+    all_flags.raw_set(sha.as_str(), flags).map_err(internal)?;
     Ok(sha)
+}
+
+/// The flags of the cached script `sha`.
+pub fn cached_flags(lua: &Lua, sha: &str) -> mlua::Result<u32> {
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
+    Ok(all_flags.raw_get::<_, Option<u32>>(sha)?.unwrap_or(0))
 }
 
 /// The cached function for `sha`, if any.

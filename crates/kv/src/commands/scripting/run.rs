@@ -11,7 +11,7 @@ use mlua::{Function, HookTriggers, Lua, MultiValue, Value};
 
 use super::busy::{BusyView, RunStatus};
 use super::{api, convert, engine};
-use crate::commands::flags::{NOSCRIPT, WRITE};
+use crate::commands::flags::{MAY_REPLICATE, NOSCRIPT, WRITE};
 use crate::commands::{resolve, run, Ctx};
 use crate::resp::reply::Protocol;
 use crate::resp::{Args, ReplyBuf};
@@ -27,10 +27,11 @@ const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 /// What a script may do, as its flags and its caller decide.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Limits {
-    /// EVAL_RO, FCALL_RO, or the `no-writes` flag: write commands fail.
+    /// EVAL_RO, FCALL_RO, or the `no-writes` flag: write commands (and
+    /// those that may replicate) fail.
     pub read_only: bool,
-    /// Which text a refused write gets (`no-writes` vs. a `_RO` command).
-    pub ro_command: bool,
+    /// The `allow-oom` flag: commands run over `maxmemory`.
+    pub allow_oom: bool,
 }
 
 /// The running script's side of the event loop.
@@ -63,6 +64,8 @@ pub fn run_script(
     // Blocking commands answer at once inside a script, as inside EXEC.
     ctx.session.in_exec = true;
     super::RUNNING.with(|r| r.set(true));
+    super::OOM_ALLOWED.with(|r| r.set(limits.allow_oom));
+    api::reset_repl();
     let proto = ctx.reply.proto;
     let cell = RefCell::new(Running {
         ctx,
@@ -95,6 +98,7 @@ pub fn run_script(
     let Running { ctx, status, .. } = cell.into_inner();
     ctx.session.in_exec = in_exec;
     super::RUNNING.with(|r| r.set(false));
+    super::OOM_ALLOWED.with(|r| r.set(false));
     // A SELECT inside the script does not change the caller's database.
     ctx.session.db = db;
     if status.shutdown {
@@ -204,15 +208,8 @@ fn dispatch<'lua>(
     if spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT)) {
         return failed("ERR This Redis command is not allowed from script");
     }
-    if spec.has(WRITE) {
-        if running.limits.read_only {
-            return failed(if running.limits.ro_command {
-                "ERR Write commands are not allowed from read-only scripts."
-            } else {
-                "ERR Write commands are not allowed from read-only scripts."
-            });
-        }
-        running.status.wrote = true;
+    if running.limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
+        return failed("ERR Write commands are not allowed from read-only scripts.");
     }
     let Running { ctx, scratch, .. } = running;
     scratch.buf.clear();
@@ -223,7 +220,25 @@ fn dispatch<'lua>(
         prop: &mut *ctx.prop,
         busy: None,
     };
+    let before = (
+        inner.prop.buf.len(),
+        inner.prop.commands,
+        inner.prop.first_db,
+        inner.prop.last_db,
+    );
     run(&mut inner, container, spec, &args);
+    if !api::logging() {
+        // `redis.set_repl` without REPL_AOF: the command is not logged.
+        let prop = &mut *inner.prop;
+        prop.buf.truncate(before.0);
+        (prop.commands, prop.first_db, prop.last_db) = (before.1, before.2, before.3);
+    }
+    if spec.has(WRITE) {
+        // Once it wrote, a script can neither be killed nor refused for
+        // memory: stopping it half-way would leave half its effects.
+        running.status.wrote = true;
+        super::OOM_ALLOWED.with(|r| r.set(true));
+    }
     let mut at = 0;
     let value = convert::resp_to_lua(lua, &scratch.buf, &mut at)?;
     let is_error = matches!(scratch.buf.first(), Some(b'-'));

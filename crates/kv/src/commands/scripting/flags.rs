@@ -1,0 +1,106 @@
+//! Script flags, as a `#!lua flags=...` shebang (EVAL) or
+//! `redis.register_function`'s `flags` (functions) declare them, and what
+//! they allow when the script starts (Redis's `scriptPrepareForRun`).
+
+use crate::commands::Ctx;
+
+/// No shebang: the script keeps the behaviour from before 7.0.
+pub const COMPAT: u32 = 1;
+/// `no-writes`: write commands fail; implies `allow-oom`.
+pub const NO_WRITES: u32 = 1 << 1;
+/// `allow-oom`: runs, and writes, over `maxmemory`.
+pub const ALLOW_OOM: u32 = 1 << 2;
+/// `allow-stale`: runs on a replica with a broken link (no effect here).
+pub const ALLOW_STALE: u32 = 1 << 3;
+/// `no-cluster`: refused in cluster mode (Ferrite is never clustered).
+pub const NO_CLUSTER: u32 = 1 << 4;
+/// `allow-cross-slot-keys` (no effect outside a cluster).
+pub const ALLOW_CROSS_SLOT: u32 = 1 << 5;
+
+/// Each flag's name, in the order FUNCTION LIST shows them.
+pub const NAMES: &[(u32, &str)] = &[
+    (NO_WRITES, "no-writes"),
+    (ALLOW_OOM, "allow-oom"),
+    (ALLOW_STALE, "allow-stale"),
+    (NO_CLUSTER, "no-cluster"),
+    (ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
+];
+
+/// The flag called `name`.
+pub fn by_name(name: &[u8]) -> Option<u32> {
+    NAMES
+        .iter()
+        .find(|(_, n)| n.as_bytes() == name)
+        .map(|&(flag, _)| flag)
+}
+
+/// Reads the shebang line of an EVAL body: its flags (or [`COMPAT`]
+/// without one) and the length of the line, line feed excluded. `Err` is
+/// the error text without its `ERR` code.
+pub fn shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((COMPAT, 0));
+    }
+    let Some(len) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let mut parts = body[..len]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|p| !p.is_empty());
+    let Some(engine) = parts.next() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if engine != b"#!lua" {
+        return Err(format!(
+            "Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(engine)
+        ));
+    }
+    let mut flags = 0;
+    for part in parts {
+        let Some(list) = part.strip_prefix(b"flags=") else {
+            return Err(format!(
+                "Unknown lua shebang option: {}",
+                String::from_utf8_lossy(part)
+            ));
+        };
+        if list.is_empty() {
+            continue;
+        }
+        for name in list.split(|&b| b == b',') {
+            flags |= by_name(name).ok_or_else(|| {
+                format!(
+                    "Unexpected flag in script shebang: {}",
+                    String::from_utf8_lossy(name)
+                )
+            })?;
+        }
+    }
+    Ok((flags, len))
+}
+
+/// Whether a script with `flags`, started by a `_RO` command or not, may
+/// run now; `Err` is the refusal's text.
+pub fn check_start(ctx: &Ctx<'_>, flags: u32, ro_command: bool) -> Result<(), String> {
+    if flags & COMPAT != 0 || flags & NO_WRITES != 0 {
+        return Ok(());
+    }
+    if let Some(why) = &ctx.state.log_failure {
+        return Err(format!(
+            "MISCONF Errors writing to the AOF file: {why}. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."
+        ));
+    }
+    if ro_command {
+        return Err("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    if flags & ALLOW_OOM == 0 && ctx.state.over_maxmemory() {
+        return Err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into());
+    }
+    Ok(())
+}
+
+/// Whether a script with `flags` may not write: a `_RO` command, or
+/// `no-writes` declared.
+pub fn read_only(flags: u32, ro_command: bool) -> bool {
+    ro_command || (flags & COMPAT == 0 && flags & NO_WRITES != 0)
+}
