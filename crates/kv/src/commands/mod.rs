@@ -17,6 +17,7 @@ pub mod diagnostics;
 mod digest;
 mod dump;
 mod facts;
+mod functions;
 mod geo;
 mod hashes;
 mod hll;
@@ -51,7 +52,8 @@ use crate::types::Bytes;
 
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
-pub use scripting::{busy_command, BusyOutcome, BusyView, Reenter};
+pub use functions::functions_record;
+pub use scripting::{busy_command, BusyOutcome, BusyView, Libraries, Reenter};
 pub use table::{all as all_commands, count as command_count, lookup, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 

@@ -16,10 +16,14 @@ mod api;
 mod busy;
 mod convert;
 mod engine;
-mod flags;
-mod run;
+pub(super) mod flags;
+pub(super) mod library;
+pub(super) mod run;
 
-pub use busy::{busy_command, BusyOutcome, BusyView, Reenter};
+pub use busy::{
+    busy_command, stats_reply as busy_stats_reply, BusyOutcome, BusyView, Reenter, NOTBUSY,
+};
+pub use library::Libraries;
 
 use std::borrow::Cow;
 
@@ -30,7 +34,7 @@ use crate::resp::Args;
 use crate::types::Bytes;
 
 /// The key finder for EVAL and friends: `numkeys` keys after it.
-fn eval_keys(args: &Args<'_>, out: &mut Vec<usize>) {
+pub(super) fn eval_keys(args: &Args<'_>, out: &mut Vec<usize>) {
     let Some(n) = crate::types::number::parse_i64(args.get(2)) else {
         return;
     };
@@ -141,7 +145,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
             allow_oom: script_flags & (flags::COMPAT | flags::ALLOW_OOM) == flags::ALLOW_OOM,
         };
         let status = run::status(ctx, true, &sha, args);
-        Ok(run::run_script(lua, ctx, function, &sha, limits, status))
+        let none = mlua::MultiValue::new();
+        Ok(run::run_script(
+            lua, ctx, function, none, &sha, limits, status,
+        ))
     });
     match outcome {
         Ok(Ok(())) => Ok(()),

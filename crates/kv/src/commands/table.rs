@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, geo, hashes};
+use super::hashes;
+use super::{bits, blocking, client, config, connection, debug, diagnostics, dump, functions, geo};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
 use super::{replication, scripting, server, sets, sort, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
@@ -383,6 +384,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     keys::COMMANDS,
     sort::COMMANDS,
     scripting::COMMANDS,
+    functions::COMMANDS,
     dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,

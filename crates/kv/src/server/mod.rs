@@ -422,6 +422,8 @@ impl Server {
         }
         let databases = self.state.keyspace.databases();
         self.state.keyspace = crate::keyspace::Keyspace::new(databases);
+        // Function libraries are in the log too: loaded back with the rest.
+        self.state.functions = Default::default();
         let waker = Arc::clone(&self.waker);
         let wake = Wake::new(move || {
             let _ = waker.wake();

@@ -74,6 +74,8 @@ pub struct BusyView<'a> {
     pub blocking: &'a Blocking,
     /// The running script.
     pub script: &'a mut RunStatus,
+    /// The function libraries, for FUNCTION STATS.
+    pub functions: &'a super::Libraries,
 }
 
 /// The event loop, re-entered from a busy script's hook.
@@ -185,6 +187,7 @@ fn run_allowed(
         "script|kill" => kill(view, reply, true),
         "function|kill" => kill(view, reply, false),
         "function|stats" if view.script.eval => reply_error(view, reply, busy),
+        "function|stats" => stats_reply(reply, Some(view.script), view.functions),
         "shutdown" => return shutdown(view, session, reply, args),
         _ => return BusyOutcome::Wait,
     }
@@ -260,4 +263,34 @@ fn refuse(
     if let Some(name) = name {
         view.stats.commands.of(name).rejected_calls += 1;
     }
+}
+
+/// FUNCTION STATS: the running function (while one is busy) and the
+/// engine's counts.
+pub fn stats_reply(reply: &mut ReplyBuf, running: Option<&RunStatus>, libs: &super::Libraries) {
+    reply.map(2);
+    reply.bulk(b"running_script");
+    match running {
+        None => reply.null(),
+        Some(script) => {
+            reply.map(3);
+            reply.bulk(b"name");
+            reply.bulk(script.name.as_bytes());
+            reply.bulk(b"command");
+            reply.array(script.command.len());
+            for arg in &script.command {
+                reply.bulk(arg);
+            }
+            reply.bulk(b"duration_ms");
+            reply.int(script.started.elapsed().as_millis() as i64);
+        }
+    }
+    reply.bulk(b"engines");
+    reply.map(1);
+    reply.bulk(b"LUA");
+    reply.map(2);
+    reply.bulk(b"libraries_count");
+    reply.int(libs.len() as i64);
+    reply.bulk(b"functions_count");
+    reply.int(libs.function_count() as i64);
 }

@@ -48,6 +48,7 @@ pub fn run_script(
     lua: &Lua,
     ctx: &mut Ctx<'_>,
     function: Function<'_>,
+    args: MultiValue<'_>,
     label: &str,
     limits: Limits,
     status: RunStatus,
@@ -85,7 +86,7 @@ pub fn run_script(
         lua.set_named_registry_value(api::DISPATCH, dispatch)?;
         lua.set_named_registry_value(INTERRUPT, interrupt)?;
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook);
-        let outcome = engine::call(lua, function, label);
+        let outcome = engine::call(lua, function, label, args);
         lua.remove_hook();
         lua.unset_named_registry_value(api::DISPATCH)?;
         lua.unset_named_registry_value(INTERRUPT)?;
@@ -164,6 +165,7 @@ impl Running<'_, '_> {
                 clients: &mut state.clients,
                 blocking: &state.blocking,
                 script: status,
+                functions: &state.functions,
             });
         }
         status.killed
