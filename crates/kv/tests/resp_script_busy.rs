@@ -231,3 +231,67 @@ fn shutdown_nosave_stops_the_server_under_a_script_that_wrote() {
     let mut c = server.raw();
     c.check(&resp(&["EXISTS", "x"]), b":0\r\n");
 }
+
+#[test]
+fn a_busy_function_is_killed_by_function_kill_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let mut other = server.raw();
+    other.check(
+        &resp(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=test\nredis.register_function('test', function() while 1 do redis.call('ping') end end)",
+        ]),
+        b"$4\r\ntest\r\n",
+    );
+    let mut caller = server.raw();
+    send(&mut caller, &["FCALL", "test", "0"]);
+    let function_busy =
+        "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+    let start = Instant::now();
+    loop {
+        let got = call(&mut other, &["PING"]);
+        if got == function_busy {
+            break;
+        }
+        assert_eq!(got, "+PONG");
+        assert!(start.elapsed() < DEADLINE, "the function never got busy");
+    }
+    assert_eq!(call(&mut other, &["SCRIPT", "KILL"]), function_busy);
+    // FUNCTION STATS names the running function and its command.
+    send(&mut other, &["FUNCTION", "STATS"]);
+    let mut stats = Vec::new();
+    for _ in 0..11 {
+        stats.push(line(&mut other));
+    }
+    assert_eq!(
+        stats,
+        [
+            "*4",
+            "$14",
+            "running_script",
+            "*6",
+            "$4",
+            "name",
+            "$4",
+            "test",
+            "$7",
+            "command",
+            "*3"
+        ]
+    );
+    for _ in 0..6 {
+        line(&mut other);
+    }
+    assert_eq!(line(&mut other), "$11");
+    assert_eq!(line(&mut other), "duration_ms");
+    assert!(line(&mut other).starts_with(':'));
+    for _ in 0..12 {
+        line(&mut other);
+    }
+    assert_eq!(call(&mut other, &["FUNCTION", "KILL"]), "+OK");
+    let killed = line(&mut caller);
+    assert!(killed.contains("killed by user"), "{killed}");
+    assert_eq!(call(&mut other, &["PING"]), "+PONG");
+}
