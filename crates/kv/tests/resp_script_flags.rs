@@ -116,3 +116,80 @@ fn set_repl_decides_what_is_logged() {
         b"*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n",
     );
 }
+
+#[test]
+fn setresp_converts_replies_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("enable-debug-command", &["yes".into()]).unwrap()
+    });
+    let mut c = server.raw();
+    c.check(&resp(&["HSET", "hash", "field", "value"]), b":1\r\n");
+    let map3 = "redis.setresp(3); return redis.call('hgetall', KEYS[1])";
+    let map2 = "redis.setresp(2); return redis.call('hgetall', KEYS[1])";
+    let list = b"*2\r\n$5\r\nfield\r\n$5\r\nvalue\r\n";
+    c.check(&resp(&["EVAL", map3, "1", "hash"]), list);
+    c.check(&resp(&["EVAL", map2, "1", "hash"]), list);
+    c.check(
+        &resp(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]),
+        b"+OK\r\n",
+    );
+    let hello = c.roundtrip_any(&resp(&["HELLO", "3"]));
+    assert!(hello.starts_with(b"%"));
+    c.check(
+        &resp(&["EVAL", map3, "1", "hash"]),
+        b"%1\r\n$5\r\nfield\r\n$5\r\nvalue\r\n",
+    );
+    c.check(&resp(&["EVAL", map2, "1", "hash"]), list);
+    let cases: &[(&str, &[u8])] = &[
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'double')",
+            b",3.141\r\n",
+        ),
+        (
+            "redis.setresp(2);return redis.call('debug', 'protocol', 'double')",
+            b"$5\r\n3.141\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'true')",
+            b"#t\r\n",
+        ),
+        (
+            "redis.setresp(2);return redis.call('debug', 'protocol', 'true')",
+            b":1\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'null')",
+            b"_\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'set')",
+            b"~3\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'verbatim')",
+            b"=29\r\ntxt:This is a verbatim\nstring\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'bignum')",
+            b"(1234567999999999999999999999999999999\r\n",
+        ),
+        (
+            "redis.setresp(3);return redis.call('debug', 'protocol', 'attrib')",
+            b"$39\r\nSome real reply following the attribute\r\n",
+        ),
+        ("return {big_number='123\\r\\n123'}", b"(123  123\r\n"),
+        (
+            "return redis.setresp(4)",
+            b"-ERR RESP version must be 2 or 3. script: ",
+        ),
+    ];
+    for (script, expected) in cases {
+        let got = c.roundtrip_any(&resp(&["EVAL", script, "0"]));
+        assert!(
+            got.starts_with(expected),
+            "{script}: {}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+}

@@ -97,6 +97,22 @@ thread_local! {
     static OOM_ALLOWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (Redis's suite uses it to call DEBUG from scripts).
+    static DENY_DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS.
+pub(super) fn set_deny_disabled(on: bool) {
+    DENY_DISABLED.with(|d| d.set(on));
+}
+
+/// Whether scripts may call `noscript` commands now.
+fn deny_disabled() -> bool {
+    DENY_DISABLED.with(std::cell::Cell::get)
+}
+
 /// Whether the running script (if any) may run `denyoom` commands over
 /// `maxmemory`.
 pub(super) fn oom_allowed() -> bool {

@@ -92,7 +92,7 @@ pub fn run_script(
         lua.unset_named_registry_value(INTERRUPT)?;
         Ok(outcome.map(|value| {
             let mut out = ReplyBuf::new(proto);
-            convert::lua_to_reply(&value, &mut out, 0);
+            convert::lua_to_reply(&value, &mut out, 0, api::resp3());
             out.buf
         }))
     });
@@ -207,7 +207,8 @@ fn dispatch<'lua>(
     if !spec.arity_ok(args.len()) {
         return failed("ERR Wrong number of args calling Redis command from script");
     }
-    if spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT)) {
+    let noscript = spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT));
+    if noscript && !super::deny_disabled() {
         return failed("ERR This Redis command is not allowed from script");
     }
     if running.limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
@@ -215,6 +216,11 @@ fn dispatch<'lua>(
     }
     let Running { ctx, scratch, .. } = running;
     scratch.buf.clear();
+    scratch.proto = if api::resp3() {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
     let mut inner = Ctx {
         state: &mut *ctx.state,
         session: &mut *ctx.session,
