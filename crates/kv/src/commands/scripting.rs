@@ -234,6 +234,8 @@ fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             "    For each SHA1, 1 if a script with that digest is cached, else 0.",
             "FLUSH [ASYNC|SYNC]",
             "    Empties the script cache.",
+            "KILL",
+            "    Stops the running script if it has not written.",
             "LOAD <script>",
             "    Caches a script and returns its SHA1 digest for EVALSHA.",
         ],
@@ -244,11 +246,11 @@ fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// SCRIPT's subcommands.
 #[rustfmt::skip]
 static SCRIPT: &[CommandSpec] = &[
-    cmd!("exists", -3, NOSCRIPT, K0, "scripting", "Checks which scripts are cached.", script_exists),
-    cmd!("flush", -2, NOSCRIPT, K0, "scripting", "Empties the script cache.", script_flush),
+    cmd!("exists", -3, NOSCRIPT, K0, "scripting", "Checks which scripts are cached.", script_exists).with_tips(&["request_policy:all_shards", "response_policy:agg_logical_and"]),
+    cmd!("flush", -2, NOSCRIPT, K0, "scripting", "Empties the script cache.", script_flush).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     cmd!("help", 2, LOADING | STALE, K0, "scripting", "Explains SCRIPT's subcommands.", script_help),
-    cmd!("kill", 2, NOSCRIPT | ALLOW_BUSY, K0, "scripting", "Stops the running script.", script_kill),
-    cmd!("load", 3, NOSCRIPT | STALE, K0, "scripting", "Caches a script.", script_load),
+    cmd!("kill", 2, NOSCRIPT | ALLOW_BUSY, K0, "scripting", "Stops the running script.", script_kill).with_tips(&["request_policy:all_shards", "response_policy:one_succeeded"]),
+    cmd!("load", 3, NOSCRIPT | STALE, K0, "scripting", "Caches a script.", script_load).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
 ];
 
 /// The commands this file implements, one per line so it reads as a table.
