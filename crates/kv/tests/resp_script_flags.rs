@@ -193,3 +193,27 @@ fn setresp_converts_replies_both_ways() {
         );
     }
 }
+
+#[test]
+fn read_only_scripts_are_not_held_by_client_pause_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        &resp(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=f1\nredis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}",
+        ]),
+        b"$2\r\nf1\r\n",
+    );
+    c.check(&resp(&["CLIENT", "PAUSE", "6000000", "WRITE"]), b"+OK\r\n");
+    let mut rr = server.raw();
+    rr.check(
+        &resp(&["EVAL", "#!lua flags=no-writes\nreturn 'unique script'", "0"]),
+        b"$13\r\nunique script\r\n",
+    );
+    rr.check(&resp(&["FCALL", "F1", "0"]), b"$5\r\nhello\r\n");
+    rr.check(&resp(&["EVAL_RO", "return 2", "0"]), b":2\r\n");
+    c.check(&resp(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+}

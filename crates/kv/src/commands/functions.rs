@@ -279,10 +279,11 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) -> CmdResult {
     // FCALL is skip-monitor: shown here, before the function's commands.
     super::notify::feed_monitors(ctx, args);
     let name = String::from_utf8_lossy(args.get(1)).into_owned();
-    let Some((lib, library, meta)) = ctx.state.functions.function(&name) else {
+    let Some((lib, library, registered, meta)) = ctx.state.functions.function(&name) else {
         return Err(err("Function not found"));
     };
     let (lib, code, fflags) = (lib.to_string(), library.code.clone(), meta.flags);
+    let name = registered.to_string();
     let numkeys = crate::types::number::parse_i64(args.get(2))
         .ok_or_else(|| err("Bad number of keys provided"))?;
     if numkeys > args.len() as i64 - 3 {

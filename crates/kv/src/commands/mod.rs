@@ -347,7 +347,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.reply.error(&e);
         return;
     }
-    if blocking::paused(ctx, spec) {
+    if blocking::paused(ctx, spec, args) {
         ctx.session.postponed = true;
         return;
     }

@@ -113,6 +113,43 @@ fn deny_disabled() -> bool {
     DENY_DISABLED.with(std::cell::Cell::get)
 }
 
+/// The flags command `args` of `spec` runs with: a script's declared
+/// flags replace EVAL's and FCALL's own, as Redis's `getCommandFlags`
+/// (a script not cached, or without a shebang, keeps the command's).
+pub(super) fn command_flags(
+    state: &crate::state::State,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+) -> u32 {
+    let script_flags = match spec.name {
+        "eval" | "eval_ro" => {
+            let sha = engine::sha1_hex(args.get(1));
+            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+                .ok()
+                .flatten()
+                .or_else(|| flags::shebang(args.get(1)).ok().map(|(f, _)| f))
+        }
+        "evalsha" | "evalsha_ro" if args.get(1).len() == 40 => {
+            let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+                .ok()
+                .flatten()
+        }
+        "fcall" | "fcall_ro" => {
+            let name = String::from_utf8_lossy(args.get(1));
+            state
+                .functions
+                .function(&name)
+                .map(|(_, _, _, meta)| meta.flags)
+        }
+        _ => None,
+    };
+    match script_flags {
+        Some(f) if f & flags::COMPAT == 0 => flags::command_flags(spec.flags, f),
+        _ => spec.flags,
+    }
+}
+
 /// Whether the running script (if any) may run `denyoom` commands over
 /// `maxmemory`.
 pub(super) fn oom_allowed() -> bool {

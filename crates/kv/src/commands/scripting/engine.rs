@@ -150,6 +150,12 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
     Ok(sha)
 }
 
+/// The flags of the cached script `sha`, if it is cached.
+pub fn cached_flags_opt(lua: &Lua, sha: &str) -> mlua::Result<Option<u32>> {
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
+    all_flags.raw_get::<_, Option<u32>>(sha)
+}
+
 /// The flags of the cached script `sha`.
 pub fn cached_flags(lua: &Lua, sha: &str) -> mlua::Result<u32> {
     let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;

@@ -104,3 +104,22 @@ pub fn check_start(ctx: &Ctx<'_>, flags: u32, ro_command: bool) -> Result<(), St
 pub fn read_only(flags: u32, ro_command: bool) -> bool {
     ro_command || (flags & COMPAT == 0 && flags & NO_WRITES != 0)
 }
+
+/// A command's flags once a script declared `script_flags` (Redis's
+/// `scriptFlagsToCmdFlags`): `write` unless `no-writes`, `denyoom` unless
+/// `allow-oom` or `no-writes`, `stale` with `allow-stale`, and never
+/// `may-replicate` (the flags say whether it writes).
+pub fn command_flags(cmd_flags: u32, script_flags: u32) -> u32 {
+    use crate::commands::flags::{DENYOOM, MAY_REPLICATE, STALE, WRITE};
+    let mut out = cmd_flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    if script_flags & (ALLOW_OOM | NO_WRITES) == 0 {
+        out |= DENYOOM;
+    }
+    if script_flags & NO_WRITES == 0 {
+        out |= WRITE;
+    }
+    if script_flags & ALLOW_STALE != 0 {
+        out |= STALE;
+    }
+    out
+}

@@ -37,7 +37,8 @@ pub struct Library {
 #[derive(Clone, Debug, Default)]
 pub struct Libraries {
     libs: BTreeMap<String, Library>,
-    /// Function name to the library defining it.
+    /// Function name (lowercase: FCALL's names are case-insensitive, as
+    /// in Redis) to the library defining it.
     owners: HashMap<String, String>,
 }
 
@@ -67,18 +68,24 @@ impl Libraries {
         self.libs.get(name)
     }
 
-    /// The library defining function `name`, and the function.
-    pub fn function(&self, name: &str) -> Option<(&str, &Library, &FunctionMeta)> {
-        let lib = self.owners.get(name)?;
+    /// The library defining function `name` (in any case), and the
+    /// function: its name as registered and its metadata.
+    pub fn function(&self, name: &str) -> Option<(&str, &Library, &str, &FunctionMeta)> {
+        let lib = self.owners.get(&name.to_ascii_lowercase())?;
         let library = self.libs.get(lib)?;
-        Some((lib, library, library.functions.get(name)?))
+        let (registered, meta) = library
+            .functions
+            .iter()
+            .find(|(f, _)| f.eq_ignore_ascii_case(name))?;
+        Some((lib, library, registered, meta))
     }
 
     /// Adds (or replaces) library `name`; the caller checked collisions.
     pub fn insert(&mut self, name: String, library: Library) {
         self.remove(&name);
         for function in library.functions.keys() {
-            self.owners.insert(function.clone(), name.clone());
+            self.owners
+                .insert(function.to_ascii_lowercase(), name.clone());
         }
         self.libs.insert(name, library);
     }
@@ -89,7 +96,7 @@ impl Libraries {
             return false;
         };
         for function in old.functions.keys() {
-            self.owners.remove(function);
+            self.owners.remove(&function.to_ascii_lowercase());
         }
         true
     }
@@ -102,7 +109,7 @@ impl Libraries {
             .keys()
             .find(|f| {
                 self.owners
-                    .get(f.as_str())
+                    .get(&f.to_ascii_lowercase())
                     .is_some_and(|owner| Some(owner.as_str()) != except)
             })
             .map(String::as_str)
