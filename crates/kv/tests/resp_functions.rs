@@ -117,6 +117,18 @@ fn load_time_sandbox_and_metadata_errors() {
         );
     }
     c.check(
+        &resp(&["FUNCTION", "LOAD", "#!lua name=t4\nreturn math.random()"]),
+        b"-ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'math'\r\n",
+    );
+    c.check(
+        &resp(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=\"foo\"\nredis.register_function('foo', function() return 1 end)",
+        ]),
+        b"$3\r\nfoo\r\n",
+    );
+    c.check(
         &resp(&["FUNCTION", "LOAD", "#!lua name=t1\nredis.register_function('f1', function() return redis.call('nosuch') end)"]),
         b"$2\r\nt1\r\n",
     );

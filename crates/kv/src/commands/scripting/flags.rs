@@ -44,9 +44,8 @@ pub fn shebang(body: &[u8]) -> Result<(u32, usize), String> {
     let Some(len) = body.iter().position(|&b| b == b'\n') else {
         return Err("Invalid script shebang".into());
     };
-    let mut parts = body[..len]
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|p| !p.is_empty());
+    let parts = split_args(&body[..len]).unwrap_or_default();
+    let mut parts = parts.iter().map(Vec::as_slice);
     let Some(engine) = parts.next() else {
         return Err("Invalid engine in script shebang".into());
     };
@@ -122,4 +121,56 @@ pub fn command_flags(cmd_flags: u32, script_flags: u32) -> u32 {
         out |= STALE;
     }
     out
+}
+
+/// Splits a header line into words as Redis's `sdssplitargs` does:
+/// blanks separate words, and a word may have double-quoted (with `\`
+/// escapes) or single-quoted parts. `None` for unbalanced quotes or a
+/// closing quote not followed by a blank.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    loop {
+        while line.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(words);
+        }
+        let mut word = Vec::new();
+        let mut quote: Option<u8> = None;
+        loop {
+            let Some(&b) = line.get(i) else {
+                if quote.is_some() {
+                    return None;
+                }
+                break;
+            };
+            match quote {
+                Some(q) if b == q => {
+                    let next = line.get(i + 1);
+                    if next.is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                Some(b'"') if b == b'\\' && i + 1 < line.len() => {
+                    i += 1;
+                    word.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        other => other,
+                    });
+                }
+                Some(_) => word.push(b),
+                None if b.is_ascii_whitespace() => break,
+                None if b == b'"' || b == b'\'' => quote = Some(b),
+                None => word.push(b),
+            }
+            i += 1;
+        }
+        words.push(word);
+    }
 }

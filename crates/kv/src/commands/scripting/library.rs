@@ -129,10 +129,11 @@ const LOAD_TIMEOUT_MS: u128 = 500;
 const NAME_RULE: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 /// The globals of libraries: read-only, looking names up in the load-time
-/// set or the run-time set, as `switch(true|false)` chooses.
+/// set (only `redis`, restricted) or the run-time set, as
+/// `switch(true|false)` chooses.
 const SANDBOX: &str = r#"
 local run_base, load_redis = ...
-local load_base = setmetatable({ redis = load_redis }, { __index = run_base })
+local load_base = { redis = load_redis }
 local current = run_base
 local function missing(_, name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
@@ -224,9 +225,10 @@ pub fn parse_header(code: &[u8]) -> Result<(String, usize), String> {
     let Some(len) = code.iter().position(|&b| b == b'\n') else {
         return Err("Invalid library metadata".into());
     };
-    let mut parts = code[..len]
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|p| !p.is_empty());
+    let Some(parts) = flags::split_args(&code[..len]) else {
+        return Err("Invalid library metadata".into());
+    };
+    let mut parts = parts.iter().map(Vec::as_slice);
     let Some(engine) = parts.next() else {
         return Err("Invalid library metadata".into());
     };
