@@ -227,3 +227,26 @@ fn libraries_survive_restarts_and_rewrites() {
     c.check(&resp(&["FUNCTION", "DELETE", "other"]), b"+OK\r\n");
     c.check(&resp(&["FUNCTION", "LIST"]), LIST);
 }
+
+/// A FUNCTION DUMP payload from Redis 7.0.15 (its code LZF-compressed).
+const REDIS_DUMP_HEX: &str = "f5c3408040851f23216c7561206e616d653d6d796c69620a72656469732e72656769737465725f1166756e6374696f6e282768656c6c6f272c20e0001108292072657475726e20801a072066726f6d20612020441f726172792077686f736520636f6465206973206c6f6e6720656e6f7567682074006f2016066d70726573732720130164290a000b1dd2d9729cc4c2";
+
+#[test]
+fn restores_a_dump_made_by_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let payload: Vec<u8> = (0..REDIS_DUMP_HEX.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&REDIS_DUMP_HEX[i..i + 2], 16).unwrap())
+        .collect();
+    let mut restore = b"*3\r\n$8\r\nFUNCTION\r\n$7\r\nRESTORE\r\n".to_vec();
+    restore.extend_from_slice(format!("${}\r\n", payload.len()).as_bytes());
+    restore.extend_from_slice(&payload);
+    restore.extend_from_slice(b"\r\n");
+    c.check(&restore, b"+OK\r\n");
+    c.check(
+        &resp(&["FCALL", "hello", "0"]),
+        b"$58\r\nhello from a library whose code is long enough to compress\r\n",
+    );
+}
