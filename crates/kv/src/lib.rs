@@ -25,7 +25,7 @@
 //! let input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nGET k\r\n";
 //! let (mut parser, mut at) = (Parser::new(), 0);
 //! while let Some(n) = parser.parse(&input[at..], &Limits::DEFAULT)? {
-//!     let mut ctx = Ctx { state: &mut state, session: &mut session, reply: &mut reply, prop: &mut prop };
+//!     let mut ctx = Ctx { state: &mut state, session: &mut session, reply: &mut reply, prop: &mut prop, busy: None };
 //!     execute(&mut ctx, &parser.args(&input[at..]));
 //!     at += n;
 //! }

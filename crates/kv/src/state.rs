@@ -150,6 +150,9 @@ pub struct State {
     pub pubsub: crate::server::pubsub::Hub,
     /// Blocked and paused clients (`server/blocking.rs`).
     pub blocking: crate::server::blocking::Blocking,
+    /// Function libraries (FUNCTION LOAD): part of the dataset, logged and
+    /// captured by rewrites (`docs/scripting.md`).
+    pub functions: crate::commands::Libraries,
     /// Clients CLIENT KILL closed, by id: the event loop closes their
     /// connections after the running command.
     pub killed_clients: Vec<u64>,
@@ -253,6 +256,7 @@ impl State {
             port: 0,
             pubsub: Default::default(),
             blocking: Default::default(),
+            functions: Default::default(),
             killed_clients: Vec::new(),
             slowlog: Default::default(),
             latency: Default::default(),

@@ -183,6 +183,7 @@ fn run_transaction(state: &mut State, commands: &[Vec<Vec<u8>>]) -> Vec<u8> {
             session: &mut session,
             reply: &mut reply,
             prop: &mut prop,
+            busy: None,
         };
         execute(&mut ctx, &parser.args(&input));
     }
@@ -548,6 +549,7 @@ fn run_in(state: &mut State, db: usize, args: &[&[u8]]) -> Vec<u8> {
         session: &mut session,
         reply: &mut reply,
         prop: &mut prop,
+        busy: None,
     };
     execute(&mut ctx, &parser.args(&input));
     prop.buf

@@ -238,6 +238,7 @@ impl Replayer {
                 session: &mut *session,
                 reply: &mut *reply,
                 prop: &mut *prop,
+                busy: None,
             };
             execute(&mut ctx, args);
             reply.buf.clear();

@@ -450,7 +450,7 @@ pub(super) fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// Whether CLIENT PAUSE holds back command `spec` from `session` now: in
 /// ALL mode every command, in WRITE mode those that write or may be
 /// replicated, EXEC included when its queue holds one.
-pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
+pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) -> bool {
     if ctx.session.is_replay || ctx.session.in_exec {
         return false;
     }
@@ -462,14 +462,18 @@ pub(super) fn paused(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
         return true;
     }
     let replicated = WRITE | MAY_REPLICATE;
-    if spec.has(replicated) {
+    // A script's declared flags stand for EVAL's and FCALL's own.
+    let state = &*ctx.state;
+    if super::scripting::command_flags(state, spec, args) & replicated != 0 {
         return true;
     }
     spec.name == "exec"
         && ctx.session.multi.iter().flatten().any(|queued| {
             let (buf, ranges) = super::flatten(queued);
             let args = Args::new(&buf, &ranges);
-            super::resolve(&args).is_ok_and(|(_, s)| s.has(replicated))
+            super::resolve(&args).is_ok_and(|(_, s)| {
+                super::scripting::command_flags(state, s, &args) & replicated != 0
+            })
         })
 }
 

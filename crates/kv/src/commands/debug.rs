@@ -154,6 +154,12 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.reply.ok();
             Ok(())
         }
+        (b"SET-DISABLE-DENY-SCRIPTS", 3) => {
+            let on = crate::types::number::parse_i64(args.get(2)).unwrap_or(0) != 0;
+            super::scripting::set_deny_disabled(on);
+            ctx.reply.ok();
+            Ok(())
+        }
         (b"QUICKLIST-PACKED-THRESHOLD", 3) => {
             let text = String::from_utf8_lossy(args.get(2));
             match parse_memory(&text) {
@@ -346,6 +352,8 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
             "    As LOADAOF: the log already holds every write, so there is nothing to save.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Turns the timer's active expiry off or on.",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Lets scripts call commands flagged noscript (for tests), or stops it.",
             "SLEEP <seconds>",
             "    Stops the server for the given (fractional) seconds.",
             "STRINGMATCH-LEN",

@@ -88,8 +88,8 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
             arc(size_of::<ZSet>()) + table(z.len(), slot) + scaled(z.len(), each, samples)
         }
         Value::Stream(s) => {
-            let blocks = s.blocks().map(|(_, b)| alloc(b.bytes()) + 64);
-            alloc(160) + blocks.sum::<usize>()
+            let blocks = s.blocks().map(|(_, b)| usable_size(b.bytes()) + 64);
+            usable_size(160) + blocks.sum::<usize>()
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod diagnostics;
 mod digest;
 mod dump;
 mod facts;
+mod functions;
 mod geo;
 mod hashes;
 mod hll;
@@ -55,6 +56,8 @@ use crate::types::Bytes;
 pub(crate) use acl_check::in_script as acl_script_check;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
+pub use functions::functions_record;
+pub use scripting::{busy_command, BusyOutcome, BusyView, Libraries, Reenter};
 pub use table::{all as all_commands, count as command_count, lookup, Channels, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 
@@ -217,6 +220,10 @@ pub struct Ctx<'a> {
     pub reply: &'a mut ReplyBuf,
     /// What to log.
     pub prop: &'a mut Propagation,
+    /// The event loop, for a script that runs past
+    /// `busy-reply-threshold` to serve other clients (`None` where no
+    /// client is served: log replay, commands a script calls).
+    pub busy: Option<&'a mut dyn Reenter>,
 }
 
 impl Ctx<'_> {
@@ -365,7 +372,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.reply.error(&e);
         return;
     }
-    if blocking::paused(ctx, spec) {
+    if blocking::paused(ctx, spec, args) {
         ctx.session.postponed = true;
         return;
     }
@@ -616,7 +623,7 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
             )));
         }
     }
-    if spec.flags & flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+    if spec.flags & flags::DENYOOM != 0 && !scripting::oom_allowed() && ctx.state.over_maxmemory() {
         return Err(Cow::Borrowed(OOM));
     }
     Ok(())

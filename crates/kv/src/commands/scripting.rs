@@ -6,29 +6,36 @@
 //! any record with several commands is), never the EVAL, so replaying the
 //! log needs no interpreter and gives the same data.
 //!
-//! Not done: SCRIPT KILL and the `busy-reply-threshold` BUSY replies (a
-//! script that never ends holds the server), `#!lua` shebang flags,
-//! `redis.setresp`, and the
-//! `cjson`, `cmsgpack`, `bit` and `struct` libraries.
+//!
+//! A script that runs past `busy-reply-threshold` lets the event loop
+//! serve other clients from its instruction hook (`run.rs`, `busy.rs`):
+//! they get BUSY, except SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE and
+//! the other `allow-busy` commands.
 
 mod api;
+mod busy;
 mod convert;
 mod engine;
+pub(super) mod flags;
+pub(super) mod library;
 mod libs;
+pub(super) mod run;
+
+pub use busy::{
+    busy_command, stats_reply as busy_stats_reply, BusyOutcome, BusyView, Reenter, NOTBUSY,
+};
+pub use library::Libraries;
 
 use std::borrow::Cow;
 
-use mlua::{Lua, MultiValue, Value};
-
 use super::introspect::help_reply;
 use super::table::*;
-use super::{int_arg, resolve, run, CmdError, CmdResult, Ctx};
-use crate::resp::reply::Protocol;
-use crate::resp::{Args, ReplyBuf};
+use super::{int_arg, CmdError, CmdResult, Ctx};
+use crate::resp::Args;
 use crate::types::Bytes;
 
 /// The key finder for EVAL and friends: `numkeys` keys after it.
-fn eval_keys(args: &Args<'_>, out: &mut Vec<usize>) {
+pub(super) fn eval_keys(args: &Args<'_>, out: &mut Vec<usize>) {
     let Some(n) = crate::types::number::parse_i64(args.get(2)) else {
         return;
     };
@@ -86,6 +93,68 @@ thread_local! {
     /// The running script's KEYS, which client-side caching tracks for
     /// the caller when the script reads.
     static DECLARED: std::cell::RefCell<Vec<Bytes>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The running script may run commands over `maxmemory`: it has the
+    /// `allow-oom` flag, or it already wrote.
+    static OOM_ALLOWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+thread_local! {
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (Redis's suite uses it to call DEBUG from scripts).
+    static DENY_DISABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS.
+pub(super) fn set_deny_disabled(on: bool) {
+    DENY_DISABLED.with(|d| d.set(on));
+}
+
+/// Whether scripts may call `noscript` commands now.
+fn deny_disabled() -> bool {
+    DENY_DISABLED.with(std::cell::Cell::get)
+}
+
+/// The flags command `args` of `spec` runs with: a script's declared
+/// flags replace EVAL's and FCALL's own, as Redis's `getCommandFlags`
+/// (a script not cached, or without a shebang, keeps the command's).
+pub(super) fn command_flags(
+    state: &crate::state::State,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+) -> u32 {
+    let script_flags = match spec.name {
+        "eval" | "eval_ro" => {
+            let sha = engine::sha1_hex(args.get(1));
+            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+                .ok()
+                .flatten()
+                .or_else(|| flags::shebang(args.get(1)).ok().map(|(f, _)| f))
+        }
+        "evalsha" | "evalsha_ro" if args.get(1).len() == 40 => {
+            let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+                .ok()
+                .flatten()
+        }
+        "fcall" | "fcall_ro" => {
+            let name = String::from_utf8_lossy(args.get(1));
+            state
+                .functions
+                .function(&name)
+                .map(|(_, _, _, meta)| meta.flags)
+        }
+        _ => None,
+    };
+    match script_flags {
+        Some(f) if f & flags::COMPAT == 0 => flags::command_flags(spec.flags, f),
+        _ => spec.flags,
+    }
+}
+
+/// Whether the running script (if any) may run `denyoom` commands over
+/// `maxmemory`.
+pub(super) fn oom_allowed() -> bool {
+    OOM_ALLOWED.with(std::cell::Cell::get)
 }
 
 /// Whether a script is running on this thread.
@@ -119,9 +188,21 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         let Some(function) = engine::cached(lua, &sha)? else {
             return Ok(Err(NOSCRIPT_TEXT.to_string()));
         };
+        let script_flags = engine::cached_flags(lua, &sha)?;
+        if let Err(text) = flags::check_start(ctx, script_flags, read_only) {
+            return Ok(Err(text));
+        }
         engine::set_arguments(lua, &keys, &argv)?;
         DECLARED.with(|d| *d.borrow_mut() = keys.iter().map(|&k| k.into()).collect());
-        Ok(run_script(lua, ctx, function, &sha, read_only))
+        let limits = run::Limits {
+            read_only: flags::read_only(script_flags, read_only),
+            allow_oom: script_flags & (flags::COMPAT | flags::ALLOW_OOM) == flags::ALLOW_OOM,
+        };
+        let status = run::status(ctx, true, &sha, args);
+        let none = mlua::MultiValue::new();
+        Ok(run::run_script(
+            lua, ctx, function, none, &sha, limits, status,
+        ))
     });
     match outcome {
         Ok(Ok(())) => Ok(()),
@@ -129,118 +210,6 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         Err(e) => Err(Cow::Owned(format!("ERR {e}"))),
     }
 }
-
-/// Runs a compiled script with `redis.call` bound to `ctx`, and writes
-/// its result to the client's reply. `Err` is the error reply text.
-fn run_script(
-    lua: &Lua,
-    ctx: &mut Ctx<'_>,
-    function: mlua::Function<'_>,
-    sha: &str,
-    read_only: bool,
-) -> Result<(), String> {
-    if !read_only && ctx.state.keyspace.capturing() {
-        // Rule C1 (`keyspace/capture.rs`): a script may write any key, so
-        // every segment is captured before it runs, never inside it.
-        let all = (ctx.state.keyspace.databases() * crate::keyspace::SEGMENTS_PER_DB) as u32;
-        let segments: Vec<u32> = (0..all).collect();
-        ctx.state.keyspace.capture_before(&segments);
-    }
-    let db = ctx.session.db;
-    let in_exec = ctx.session.in_exec;
-    // Blocking commands answer at once inside a script, as inside EXEC.
-    ctx.session.in_exec = true;
-    RUNNING.with(|r| r.set(true));
-    let mut scratch = ReplyBuf::new(Protocol::Resp2);
-    let proto = ctx.reply.proto;
-    let result = lua.scope(|scope| {
-        let dispatch = scope.create_function_mut(|lua, call_args: MultiValue| {
-            dispatch(lua, ctx, &mut scratch, call_args, read_only)
-        })?;
-        lua.set_named_registry_value(api::DISPATCH, dispatch)?;
-        let outcome = engine::call(lua, function, sha);
-        lua.unset_named_registry_value(api::DISPATCH)?;
-        Ok(outcome.map(|value| {
-            let mut out = ReplyBuf::new(proto);
-            convert::lua_to_reply(&value, &mut out, 0);
-            out.buf
-        }))
-    });
-    ctx.session.in_exec = in_exec;
-    RUNNING.with(|r| r.set(false));
-    // A SELECT inside the script does not change the caller's database.
-    ctx.session.db = db;
-    match result {
-        Ok(Ok(bytes)) => {
-            ctx.reply.buf.extend_from_slice(&bytes);
-            Ok(())
-        }
-        Ok(Err(text)) => Err(text),
-        Err(e) => Err(format!("ERR {e}")),
-    }
-}
-
-/// `redis.call` / `redis.pcall`: runs one command, answers `(true,
-/// value)` or `(false, {err=...})`.
-fn dispatch<'lua>(
-    lua: &'lua Lua,
-    ctx: &mut Ctx<'_>,
-    scratch: &mut ReplyBuf,
-    call_args: MultiValue<'lua>,
-    read_only: bool,
-) -> mlua::Result<(bool, Value<'lua>)> {
-    let failed = |text: &str| -> mlua::Result<(bool, Value<'lua>)> {
-        let t = lua.create_table()?;
-        t.raw_set("err", text)?;
-        Ok((false, Value::Table(t)))
-    };
-    if call_args.is_empty() {
-        return failed("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(call_args.len());
-    for value in call_args {
-        match value {
-            Value::String(s) => owned.push(s.as_bytes().to_vec()),
-            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(value)? {
-                Some(s) => owned.push(s.as_bytes().to_vec()),
-                None => return failed(ARG_TYPES),
-            },
-            _ => return failed(ARG_TYPES),
-        }
-    }
-    let (buf, ranges) = super::flatten(&owned);
-    let args = Args::new(&buf, &ranges);
-    let (container, spec) = match resolve(&args) {
-        Ok(found) => found,
-        Err(_) => return failed("ERR Unknown Redis command called from script"),
-    };
-    if !spec.arity_ok(args.len()) {
-        return failed("ERR Wrong number of args calling Redis command from script");
-    }
-    if spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT)) {
-        return failed("ERR This Redis command is not allowed from script");
-    }
-    if let Err(text) = super::acl_script_check(ctx, container, spec, &args) {
-        return failed(&text);
-    }
-    if read_only && spec.has(WRITE) {
-        return failed("ERR Write commands are not allowed from read-only scripts.");
-    }
-    scratch.buf.clear();
-    let mut inner = Ctx {
-        state: &mut *ctx.state,
-        session: &mut *ctx.session,
-        reply: scratch,
-        prop: &mut *ctx.prop,
-    };
-    run(&mut inner, container, spec, &args);
-    let mut at = 0;
-    let value = convert::resp_to_lua(lua, &scratch.buf, &mut at)?;
-    let is_error = matches!(scratch.buf.first(), Some(b'-'));
-    Ok((!is_error, value))
-}
-
-const ARG_TYPES: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
 fn script_load(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let loaded = engine::with_lua(|lua| Ok(engine::load(lua, args.get(2))));
@@ -288,6 +257,12 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// SCRIPT KILL outside a busy script (a busy one is answered by
+/// `busy.rs`): nothing runs.
+fn script_kill(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    Err(Cow::Borrowed(busy::NOTBUSY))
+}
+
 fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     help_reply(
         ctx.reply,
@@ -297,6 +272,8 @@ fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
             "    For each SHA1, 1 if a script with that digest is cached, else 0.",
             "FLUSH [ASYNC|SYNC]",
             "    Empties the script cache.",
+            "KILL",
+            "    Stops the running script if it has not written.",
             "LOAD <script>",
             "    Caches a script and returns its SHA1 digest for EVALSHA.",
         ],
@@ -307,10 +284,11 @@ fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 /// SCRIPT's subcommands.
 #[rustfmt::skip]
 static SCRIPT: &[CommandSpec] = &[
-    cmd!("exists", -3, NOSCRIPT, K0, "scripting", "Checks which scripts are cached.", script_exists),
-    cmd!("flush", -2, NOSCRIPT, K0, "scripting", "Empties the script cache.", script_flush),
+    cmd!("exists", -3, NOSCRIPT, K0, "scripting", "Checks which scripts are cached.", script_exists).with_tips(&["request_policy:all_shards", "response_policy:agg_logical_and"]),
+    cmd!("flush", -2, NOSCRIPT, K0, "scripting", "Empties the script cache.", script_flush).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     cmd!("help", 2, LOADING | STALE, K0, "scripting", "Explains SCRIPT's subcommands.", script_help),
-    cmd!("load", 3, NOSCRIPT | STALE, K0, "scripting", "Caches a script.", script_load),
+    cmd!("kill", 2, NOSCRIPT | ALLOW_BUSY, K0, "scripting", "Stops the running script.", script_kill).with_tips(&["request_policy:all_shards", "response_policy:one_succeeded"]),
+    cmd!("load", 3, NOSCRIPT | STALE, K0, "scripting", "Caches a script.", script_load).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
 ];
 
 /// The commands this file implements, one per line so it reads as a table.

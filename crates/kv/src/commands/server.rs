@@ -81,56 +81,12 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// FUNCTION FLUSH and FUNCTION LIST. No library can be loaded until
-/// scripting exists (FUNCTION LOAD is unknown), so the set of libraries is
-/// always empty: FLUSH has nothing to delete and LIST nothing to show.
-fn function(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    match upper(args, 1).as_slice() {
-        b"FLUSH" => {
-            if args.len() == 3 && !matches!(upper(args, 2).as_slice(), b"ASYNC" | b"SYNC") {
-                return Err(Cow::Borrowed(
-                    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-                ));
-            }
-            ctx.reply.ok();
-        }
-        _ => {
-            let mut at = 2;
-            while at < args.len() {
-                match upper(args, at).as_slice() {
-                    b"WITHCODE" => at += 1,
-                    b"LIBRARYNAME" if at + 1 < args.len() => at += 2,
-                    b"LIBRARYNAME" => {
-                        return Err(Cow::Borrowed("ERR library name argument was not given"))
-                    }
-                    _ => {
-                        return Err(Cow::Owned(format!(
-                            "ERR Unknown argument {}",
-                            String::from_utf8_lossy(args.get(at))
-                        )))
-                    }
-                }
-            }
-            ctx.reply.array(0);
-        }
-    }
-    Ok(())
-}
-
-/// FUNCTION's subcommands.
-#[rustfmt::skip]
-static FUNCTION: &[CommandSpec] = &[
-    cmd!("flush", -2, WRITE | NOSCRIPT, K0, "scripting", "Deletes all libraries.", function).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
-    cmd!("list", -2, NOSCRIPT, K0, "scripting", "Returns information about all libraries.", function).with_tips(&["nondeterministic_output_order"]),
-];
-
 /// The commands this file implements, one per line so it reads as a table.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("flushdb", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key of the database.", flushdb).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]).with_acl(acl::DANGEROUS | acl::KEYSPACE),
     cmd!("flushall", -1, WRITE | WHOLE_DB, K0, "server", "Deletes every key.", flushall).with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]).with_acl(acl::DANGEROUS | acl::KEYSPACE),
     cmd!("time", 1, C | RANDOM | LOADING | STALE, K0, "server", "Returns the server time.", time).with_tips(&["nondeterministic_output"]),
-    cmd!("function", -2, 0, K0, "scripting", "Manages server-side functions.", function).with_subcommands(FUNCTION),
     cmd!("shutdown", -1, ADMIN | NO_MULTI | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "Flushes the log and stops.", shutdown),
     cmd!("bgrewriteaof", 1, ADMIN | NO_ASYNC_LOADING | NOSCRIPT, K0, "server", "Rewrites the log (issue #5).", bgrewriteaof),
 ];

@@ -11,8 +11,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub(super) use super::flags::*;
-use super::{acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump};
-use super::{geo, hashes};
+use super::hashes;
+use super::{
+    acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump, functions, geo,
+};
 use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
 use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
@@ -407,6 +409,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     keys::COMMANDS,
     sort::COMMANDS,
     scripting::COMMANDS,
+    functions::COMMANDS,
     dump::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,

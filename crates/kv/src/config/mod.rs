@@ -240,6 +240,9 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
+    /// Milliseconds a script runs before other clients are served with
+    /// BUSY replies (`busy-reply-threshold`, `lua-time-limit`).
+    pub busy_reply_threshold_ms: u64,
     /// How the OOM score is set (`oom-score-adj`).
     pub oom_score_adj: crate::oom::OomMode,
     /// Scores of a master, a replica and a child (`oom-score-adj-values`).
@@ -323,6 +326,7 @@ impl Default for Config {
             event_loop_unstack: false,
             client_output_buffer_limits: Default::default(),
             oom_score_adj: Default::default(),
+            busy_reply_threshold_ms: 0,
             oom_score_adj_values: [0; 3],
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,

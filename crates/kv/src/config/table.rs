@@ -161,7 +161,6 @@ const REPL: &str = "Ferrite has no replication";
 const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
 const TLS: &str = "Ferrite speaks plain TCP only";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";
-const SCRIPTING: &str = "Ferrite has no scripting engine";
 const ALLOCATOR: &str = "Ferrite uses the system allocator: no jemalloc, no active defragmentation";
 const LAZYFREE: &str = "Ferrite frees values on the thread that deletes them";
 const PROCESS: &str = "`ferrite serve` runs in the foreground and logs to stderr";
@@ -264,7 +263,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("shutdown-timeout", None, num(0, I32_MAX), "10", 0, No(REPL), "Seconds SHUTDOWN waits for replicas."),
     d!("shutdown-on-sigint", None, Flags(SHUTDOWN_ON_SIGNAL), "default", MULTI_ARG, No(RDB), "SHUTDOWN flags used on SIGINT."),
     d!("shutdown-on-sigterm", None, Flags(SHUTDOWN_ON_SIGNAL), "default", MULTI_ARG, No(RDB), "SHUTDOWN flags used on SIGTERM."),
-    d!("busy-reply-threshold", Some("lua-time-limit"), num(0, I64_MAX), "5000", 0, No(SCRIPTING), "Milliseconds a script runs before BUSY replies."),
+    d!("busy-reply-threshold", Some("lua-time-limit"), num(0, I64_MAX), "5000", 0, Acts, "Milliseconds a script runs before other clients are served, with BUSY replies."),
     d!("sanitize-dump-payload", None, Enum(SANITIZE_DUMP_PAYLOAD), "no", 0, No(NOT_YET), "Deep checks of RESTORE payloads."),
     d!("propagation-error-behavior", None, Enum(PROPAGATION_ERROR), "ignore", 0, No(REPL), "What a replica does on a failed replicated command."),
     d!("oom-score-adj", None, Enum(OOM_SCORE_ADJ), "no", 0, Acts, "Whether to set the process's OOM score: relative to the original, or absolute."),

@@ -428,3 +428,54 @@ fn zset(pairs: Vec<(Vec<u8>, f64)>) -> Option<Value> {
 
 #[cfg(test)]
 mod tests;
+
+/// RDB's opcode before a function library (`RDB_OPCODE_FUNCTION2`).
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// FUNCTION DUMP's payload for libraries with these codes: each as the
+/// function opcode and the code as an RDB string, then the footer (RDB
+/// version and CRC-64) as DUMP has it, so real Redis restores it.
+pub fn dump_functions<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        write_string(&mut out, code);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a FUNCTION RESTORE payload cannot be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionsError {
+    /// The footer's version or checksum is wrong.
+    VersionOrChecksum,
+    /// A type byte is missing.
+    NoType,
+    /// A type byte is not the function opcode.
+    NotFunction,
+    /// A library's code is malformed.
+    BadCode,
+}
+
+/// The library codes of a FUNCTION DUMP payload (Redis's or Ferrite's;
+/// LZF-compressed strings included).
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsError> {
+    verify(payload).map_err(|_| FunctionsError::VersionOrChecksum)?;
+    let mut r = Reader {
+        data: &payload[..payload.len() - 10],
+        at: 0,
+    };
+    let mut codes = Vec::new();
+    while r.remaining() > 0 {
+        match r.byte() {
+            None => return Err(FunctionsError::NoType),
+            Some(OPCODE_FUNCTION2) => {}
+            Some(_) => return Err(FunctionsError::NotFunction),
+        }
+        codes.push(r.string().ok_or(FunctionsError::BadCode)?);
+    }
+    Ok(codes)
+}

@@ -420,6 +420,11 @@ impl Rewriter {
         let on_loop = Instant::now();
         let device = open_device_at(&self.dir.path(&incr), self.kind == IncrKind::Pm)?;
         let point = log.switch(device)?;
+        // Function libraries are not in base parts: the new log starts
+        // with them (`docs/scripting.md` has the crash argument).
+        if let Some(record) = crate::commands::functions_record(&state.functions) {
+            log.append(&record);
+        }
         let switched = on_loop.elapsed();
         // Nothing is captured yet: the loop captures segments as the
         // workers go (`keyspace/capture.rs`).

@@ -175,6 +175,12 @@ pub fn export_state(state: &State, file: &Path) -> Result<ExportStats> {
     let mut writer = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io("create"))?);
     let mut stats = ExportStats::default();
     let mut out = Vec::new();
+    // Function libraries first, as Redis's own rewrite writes them.
+    for (_, library) in state.functions.iter() {
+        command(&mut out, &[b"FUNCTION", b"LOAD", &library.code]);
+    }
+    writer.write_all(&out).map_err(io("write"))?;
+    out.clear();
     for db in 0..state.keyspace.databases() {
         let mut selected = false;
         for segment in state.keyspace.db(db).segments() {

@@ -333,6 +333,7 @@ impl Server {
             session: &mut conn.session,
             reply: &mut conn.reply,
             prop: &mut self.prop,
+            busy: None,
         };
         serve_blocked(&mut ctx, &args);
         conn.session.serving = None;

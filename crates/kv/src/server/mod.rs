@@ -8,7 +8,9 @@
 //! `appendfsync always` a reply waits until its record is durable; the
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
+mod accept;
 pub(crate) mod blocking;
+mod busy;
 mod conn;
 pub mod notify;
 mod obuf;
@@ -24,15 +26,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::aof::{open_log_on, CommandLog};
-use crate::commands::{execute, unwatch_all, Ctx, Propagation, Session};
+use crate::commands::{execute, unwatch_all, Ctx, Propagation};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::rewrite::driver::Wake;
-use crate::state::{unix_ms, ClientInfo, State};
+use crate::state::{unix_ms, State};
 use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
 
 const WAKER: Token = Token(usize::MAX - 1);
@@ -324,79 +326,24 @@ impl Server {
     }
 
     fn accept(&mut self, listener: usize) {
-        loop {
-            let (stream, peer) = match self.listeners[listener].accept() {
-                Ok(pair) => pair,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    return;
-                }
-            };
-            self.state.stats.connections_received += 1;
-            if let Some(refusal) = self.refusal(&peer) {
-                let mut stream = stream;
-                let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
-                continue;
-            }
-            self.add_conn(stream, peer);
-        }
-    }
-
-    /// Why a new connection must be refused, as the error line to send.
-    fn refusal(&mut self, peer: &SocketAddr) -> Option<String> {
-        let c = &self.state.config;
-        let no_password = self.state.acl.default_user().is_some_and(|u| u.nopass);
-        if c.protected_mode && no_password && !peer.ip().is_loopback() {
-            return Some("-DENIED Ferrite is running in protected mode because protected mode is enabled and no password is set for the default user. Connections are only accepted from the loopback interface. Set requirepass, or disable protected-mode, to accept others.\r\n".into());
-        }
-        if self.state.clients.len() >= c.maxclients {
-            self.state.stats.rejected_connections += 1;
-            return Some("-ERR max number of clients reached\r\n".into());
-        }
-        None
-    }
-
-    fn add_conn(&mut self, mut stream: TcpStream, peer: SocketAddr) {
-        let _ = stream.set_nodelay(true);
-        let index = self.free.pop().unwrap_or_else(|| {
-            self.conns.push(None);
-            self.conns.len() - 1
-        });
-        let token = Token(CONN_BASE + index);
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut stream, token, Interest::READABLE)
-        {
-            tracing::warn!("cannot register a connection: {e}");
-            self.free.push(index);
-            return;
-        }
-        let id = self.next_client_id;
-        self.next_client_id += 1;
-        let session = Session {
-            id,
-            authenticated: self.state.acl.default_open(),
-            ..Session::default()
+        let mut table = accept::Table {
+            conns: &mut self.conns,
+            ids: &mut self.ids,
+            free: &mut self.free,
+            next_client_id: &mut self.next_client_id,
         };
-        let laddr = stream
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        self.state.clients.insert(
-            id,
-            ClientInfo {
-                addr: peer.to_string(),
-                laddr,
-                created_ms: unix_ms(),
-                last_ms: unix_ms(),
-                resp: 2,
-                ..ClientInfo::default()
-            },
+        let mut admission = accept::Admission {
+            config: &self.state.config,
+            stats: &mut self.state.stats,
+            clients: &mut self.state.clients,
+            acl: &self.state.acl,
+        };
+        accept::accept_all(
+            &self.listeners[listener],
+            &self.poll,
+            &mut table,
+            &mut admission,
         );
-        self.conns[index] = Some(Conn::new(stream, token, session));
-        self.ids.insert(id, index);
     }
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -489,6 +436,8 @@ impl Server {
         }
         let databases = self.state.keyspace.databases();
         self.state.keyspace = crate::keyspace::Keyspace::new(databases);
+        // Function libraries are in the log too: loaded back with the rest.
+        self.state.functions = Default::default();
         let waker = Arc::clone(&self.waker);
         let wake = Wake::new(move || {
             let _ = waker.wake();
@@ -537,11 +486,29 @@ impl Server {
                         conn.inbuf.len() - at,
                         conn.inbuf.capacity() - conn.inbuf.len(),
                     );
+                    // What a script running past busy-reply-threshold may
+                    // use to serve other clients (`busy.rs`).
+                    let mut busy = busy::BusyLoop {
+                        poll: &mut self.poll,
+                        listeners: &self.listeners,
+                        conns: &mut self.conns,
+                        ids: &mut self.ids,
+                        free: &mut self.free,
+                        next_client_id: &mut self.next_client_id,
+                        ready: &mut self.ready,
+                        reread: &mut self.reread,
+                        scratch: &mut self.scratch,
+                        replicas: &self.replicas,
+                        log: &*self.log,
+                        held: Vec::new(),
+                        swept: false,
+                    };
                     let mut ctx = Ctx {
                         state: &mut self.state,
                         session: &mut conn.session,
                         reply: &mut conn.reply,
                         prop: &mut self.prop,
+                        busy: Some(&mut busy),
                     };
                     execute(&mut ctx, &args);
                     if std::mem::take(&mut conn.session.postponed) {

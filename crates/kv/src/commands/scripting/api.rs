@@ -62,6 +62,15 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     redis.raw_set("status_reply", reply_maker(lua, "ok")?)?;
     redis.raw_set("log", lua.create_function(log)?)?;
     redis.raw_set("set_repl", lua.create_function(set_repl)?)?;
+    redis.raw_set("setresp", lua.create_function(setresp)?)?;
+    // The debugger's entry points: without a SCRIPT DEBUG session (which
+    // Ferrite does not offer) `breakpoint` answers false and `debug` does
+    // nothing, as in Redis outside a session.
+    redis.raw_set(
+        "breakpoint",
+        lua.create_function(|_, _: MultiValue| Ok(false))?,
+    )?;
+    redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
     redis.raw_set(
         "replicate_commands",
         lua.create_function(|_, _: MultiValue| Ok(true))?,
@@ -79,6 +88,11 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     ] {
         redis.raw_set(name, value)?;
     }
+    redis.raw_set("REDIS_VERSION", crate::commands::REDIS_VERSION)?;
+    redis.raw_set(
+        "REDIS_VERSION_NUM",
+        version_num(crate::commands::REDIS_VERSION),
+    )?;
     Ok(redis)
 }
 
@@ -135,12 +149,70 @@ fn log(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `redis.set_repl(flags)`: checked and accepted; Ferrite always logs a
-/// script's effects, which is what every flag but `REPL_NONE` asks for.
+thread_local! {
+    /// The running script's `redis.set_repl` flags (`REPL_ALL` at start).
+    static REPL: std::cell::Cell<i64> = const { std::cell::Cell::new(REPL_ALL) };
+}
+
+const REPL_AOF: i64 = 1;
+const REPL_ALL: i64 = 3;
+
+thread_local! {
+    /// The protocol the running script's commands reply in
+    /// (`redis.setresp`): 2 at start.
+    static RESP3: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Resets the replication flags and the protocol for a script starting.
+pub fn reset_repl() {
+    REPL.with(|r| r.set(REPL_ALL));
+    RESP3.with(|r| r.set(false));
+}
+
+/// Whether the running script asked for RESP3 replies.
+pub fn resp3() -> bool {
+    RESP3.with(std::cell::Cell::get)
+}
+
+/// `redis.setresp(2|3)`.
+fn setresp(_: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() != 1 {
+        return Err(mlua::Error::runtime(
+            "redis.setresp() requires one argument.",
+        ));
+    }
+    let version = match args.into_iter().next() {
+        Some(Value::Integer(n)) => n,
+        Some(Value::Number(n)) => n as i64,
+        _ => 0,
+    };
+    if version != 2 && version != 3 {
+        return Err(mlua::Error::runtime("RESP version must be 2 or 3."));
+    }
+    RESP3.with(|r| r.set(version == 3));
+    Ok(())
+}
+
+/// Whether the running script's commands go to the log now: Ferrite's
+/// log feeds both persistence and replicas, so only `REPL_AOF` (in
+/// `REPL_AOF` or `REPL_ALL`) keeps them.
+pub fn logging() -> bool {
+    REPL.with(|r| r.get() & REPL_AOF != 0)
+}
+
+/// `REDIS_VERSION_NUM`: `0x00MMmmpp` of `M.m.p`.
+fn version_num(version: &str) -> i64 {
+    version
+        .split('.')
+        .take(3)
+        .fold(0, |acc, part| (acc << 8) | part.parse::<i64>().unwrap_or(0))
+}
+
+/// `redis.set_repl(flags)`: which of the following commands are logged.
 fn set_repl(_: &Lua, args: MultiValue) -> mlua::Result<()> {
     if args.len() != 1 {
         return Err(mlua::Error::runtime(
-            "redis.set_repl() requires one argument.",
+            "redis.set_repl() requires two arguments.",
         ));
     }
     let flags = match args.into_iter().next() {
@@ -153,5 +225,6 @@ fn set_repl(_: &Lua, args: MultiValue) -> mlua::Result<()> {
             "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
         ));
     }
+    REPL.with(|r| r.set(flags));
     Ok(())
 }

@@ -8,14 +8,18 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 /// Registry name of the table from SHA1 to compiled script.
 const SCRIPTS: &str = "ferrite.scripts";
+/// Registry name of the table from SHA1 to the script's flags.
+const SCRIPT_FLAGS: &str = "ferrite.script_flags";
 /// Registry name of the table the scripts' globals are read from.
-const BASE: &str = "ferrite.base";
+pub const BASE: &str = "ferrite.base";
 /// Registry name of the read-only proxy each script runs with as `_G`.
 const ENV: &str = "ferrite.env";
 /// Registry name of the error handler given to `xpcall`.
 const HANDLER: &str = "ferrite.handler";
 /// The chunk name every script is compiled under, as Redis names it.
 pub const CHUNK: &str = "@user_script";
+/// The chunk name of function libraries (FUNCTION LOAD).
+pub const FUNCTION_CHUNK: &str = "@user_function";
 
 /// Builds the sandbox: reads of names that do not exist and every write of
 /// a global fail, as in Redis 7.0, where the globals table is read-only.
@@ -67,7 +71,7 @@ pub fn reset() {
 }
 
 /// A fresh interpreter with the libraries Redis offers scripts.
-fn new_state() -> mlua::Result<Lua> {
+pub fn new_state() -> mlua::Result<Lua> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
@@ -100,6 +104,7 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
     lua.set_named_registry_value(SCRIPTS, lua.create_table()?)?;
+    lua.set_named_registry_value(SCRIPT_FLAGS, lua.create_table()?)?;
     lua.set_named_registry_value(HANDLER, lua.create_function(error_handler)?)?;
     Ok(())
 }
@@ -122,9 +127,12 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
     if scripts.contains_key(sha.as_str()).map_err(internal)? {
         return Ok(sha);
     }
+    let (flags, shebang_len) = super::flags::shebang(body).map_err(|e| format!("ERR {e}"))?;
+    // The shebang's line feed stays, so line numbers are the body's.
+    let code = body.get(shebang_len..).unwrap_or_default();
     let env: Table = lua.named_registry_value(ENV).map_err(internal)?;
     let compiled = lua
-        .load(body)
+        .load(code)
         .set_name(CHUNK)
         .set_environment(env)
         .into_function();
@@ -138,7 +146,21 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
         Err(e) => return Err(format!("ERR Error compiling script (new function): {e}")),
     };
     scripts.raw_set(sha.as_str(), function).map_err(internal)?;
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS).map_err(internal)?;
+    all_flags.raw_set(sha.as_str(), flags).map_err(internal)?;
     Ok(sha)
+}
+
+/// The flags of the cached script `sha`, if it is cached.
+pub fn cached_flags_opt(lua: &Lua, sha: &str) -> mlua::Result<Option<u32>> {
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
+    all_flags.raw_get::<_, Option<u32>>(sha)
+}
+
+/// The flags of the cached script `sha`.
+pub fn cached_flags(lua: &Lua, sha: &str) -> mlua::Result<u32> {
+    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
+    Ok(all_flags.raw_get::<_, Option<u32>>(sha)?.unwrap_or(0))
 }
 
 /// The cached function for `sha`, if any.
@@ -169,9 +191,21 @@ pub fn call<'lua>(
     lua: &'lua Lua,
     function: Function<'lua>,
     sha: &str,
+    args: MultiValue<'lua>,
 ) -> Result<Value<'lua>, String> {
     let handler: Function = lua.named_registry_value(HANDLER).map_err(internal)?;
     let xpcall: Function = lua.globals().raw_get("xpcall").map_err(internal)?;
+    // Lua 5.1's xpcall passes no arguments: a closure carries them.
+    let function = if args.is_empty() {
+        function
+    } else {
+        let apply: Function = lua
+            .load("local f, a, b = ... return function() return f(a, b) end")
+            .set_name("=apply")
+            .call((function, args))
+            .map_err(internal)?;
+        apply
+    };
     let mut out = xpcall
         .call::<_, MultiValue>((function, handler))
         .map_err(internal)?
@@ -191,8 +225,13 @@ fn failure_text(err: Value<'_>, sha: &str) -> String {
         .raw_get::<_, Value>("err")
         .map(|v| value_text(&v))
         .unwrap_or_default();
+    let source = t
+        .raw_get::<_, Option<String>>("source")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| CHUNK.to_string());
     match t.raw_get::<_, Option<i64>>("line") {
-        Ok(Some(line)) => format!("{text} script: {sha}, on {CHUNK}:{line}."),
+        Ok(Some(line)) => format!("{text} script: {sha}, on {source}:{line}."),
         _ => format!("{text} script: {sha}"),
     }
 }
@@ -224,7 +263,9 @@ fn error_handler<'lua>(lua: &'lua Lua, err: Value<'lua>) -> mlua::Result<Table<'
         let Some(frame) = lua.inspect_stack(level) else {
             break;
         };
-        if frame.source().source.as_deref() == Some(CHUNK) {
+        let source = frame.source().source;
+        if let Some(name @ (CHUNK | FUNCTION_CHUNK)) = source.as_deref() {
+            out.raw_set("source", name)?;
             out.raw_set("line", frame.curr_line())?;
             break;
         }

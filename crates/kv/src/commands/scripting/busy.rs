@@ -1,0 +1,298 @@
+//! What a script that runs past `busy-reply-threshold` lets other clients
+//! do. The Lua hook (`run.rs`) calls back into the event loop through
+//! [`Reenter`]; the loop reads, parses and answers other clients, and each
+//! command it parses is decided here, from a [`BusyView`]: the part of the
+//! server's state that holds no data. The keyspace is not in the view, so
+//! nothing served while the script is suspended can read or change the
+//! data the script holds (see `docs/scripting.md`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::super::accounting::stats_name;
+use super::super::{flags, resolve, Session};
+use crate::config::Config;
+use crate::resp::{Args, ReplyBuf};
+use crate::server::blocking::Blocking;
+use crate::state::{ClientInfo, Stats};
+
+/// The BUSY refusal while an EVAL runs, as Redis words it.
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// The BUSY refusal while an FCALL runs.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+/// SCRIPT KILL and FUNCTION KILL when nothing runs.
+pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+
+/// The running script as SCRIPT KILL, FUNCTION KILL and FUNCTION STATS
+/// see it.
+#[derive(Debug)]
+pub struct RunStatus {
+    /// When the script started.
+    pub started: Instant,
+    /// `busy-reply-threshold` when it started (CONFIG SET is refused
+    /// while it is busy, so this cannot change under it).
+    pub threshold_ms: u64,
+    /// EVAL (rather than FCALL): which KILL stops it, which BUSY text.
+    pub eval: bool,
+    /// The function's name, or `nil`-like empty for EVAL.
+    pub name: String,
+    /// The script's arguments, for FUNCTION STATS.
+    pub command: Vec<Vec<u8>>,
+    /// It ran a write command: it can no longer be killed.
+    pub wrote: bool,
+    /// It ran past the threshold: other clients are being served.
+    pub timed_out: bool,
+    /// SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE asked it to stop.
+    pub killed: bool,
+    /// SHUTDOWN NOSAVE: the server stops once the script is unwound.
+    pub shutdown: bool,
+}
+
+impl RunStatus {
+    fn busy_text(&self) -> &'static str {
+        if self.eval {
+            BUSY_EVAL
+        } else {
+            BUSY_FUNCTION
+        }
+    }
+}
+
+/// The state a busy re-entry may use: no keyspace, no log, no Lua.
+#[derive(Debug)]
+pub struct BusyView<'a> {
+    /// The configuration (`requirepass`, `maxclients`...), read only.
+    pub config: &'a Config,
+    /// Counters (errors, rejected calls, connections).
+    pub stats: &'a mut Stats,
+    /// CLIENT LIST's entries: new connections are added.
+    pub clients: &'a mut BTreeMap<u64, ClientInfo>,
+    /// Which clients are blocked: their input waits, as in Redis.
+    pub blocking: &'a Blocking,
+    /// The running script.
+    pub script: &'a mut RunStatus,
+    /// The function libraries, for FUNCTION STATS.
+    pub functions: &'a super::Libraries,
+    /// The users: whether new connections start authenticated.
+    pub acl: &'a crate::users::Acl,
+}
+
+/// The event loop, re-entered from a busy script's hook.
+pub trait Reenter: std::fmt::Debug {
+    /// Accepts, reads, answers and writes whatever is ready now, deciding
+    /// each command with [`busy_command`]; never waits.
+    fn serve(&mut self, view: BusyView<'_>);
+}
+
+/// What became of a command sent while a script is busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusyOutcome {
+    /// Answered (refused with BUSY, or run).
+    Done,
+    /// Allowed, but it needs state the re-entry does not have (the watch
+    /// table, the Pub/Sub hub): it stays in the client's buffer, with
+    /// everything after it, and runs once the script has ended.
+    Wait,
+}
+
+/// Decides one command of another client while a script is busy, as
+/// Redis's `processCommand` does then: unknown commands and bad arity
+/// get their usual errors, commands without `allow-busy` get BUSY (and
+/// spoil an open transaction; EXEC is aborted), and the few allowed ones
+/// run here.
+pub fn busy_command(
+    view: &mut BusyView<'_>,
+    session: &mut Session,
+    reply: &mut ReplyBuf,
+    args: &Args<'_>,
+) -> BusyOutcome {
+    if args.is_empty() {
+        return BusyOutcome::Done;
+    }
+    let (container, spec) = match resolve(args) {
+        Ok(found) => found,
+        Err(e) => {
+            session.multi_error |= session.multi.is_some();
+            refuse(view, reply, None, &e);
+            return BusyOutcome::Done;
+        }
+    };
+    let name = Some(stats_name(container, spec));
+    if !session.authenticated && !spec.has(flags::NOAUTH) {
+        refuse(view, reply, name, "NOAUTH Authentication required.");
+        return BusyOutcome::Done;
+    }
+    if !spec.arity_ok(args.len()) {
+        session.multi_error |= session.multi.is_some();
+        let text = format!(
+            "ERR wrong number of arguments for '{}' command",
+            super::super::full_name(container, spec)
+        );
+        refuse(view, reply, name, &text);
+        return BusyOutcome::Done;
+    }
+    let busy = view.script.busy_text();
+    if !spec.has(flags::ALLOW_BUSY) {
+        if spec.name == "exec" && session.multi.is_some() {
+            if !session.watched.is_empty() {
+                return BusyOutcome::Wait;
+            }
+            session.multi = None;
+            let text = format!("EXECABORT Transaction discarded because of: {busy}");
+            refuse(view, reply, name, &text);
+            return BusyOutcome::Done;
+        }
+        session.multi_error |= session.multi.is_some();
+        refuse(view, reply, name, busy);
+        return BusyOutcome::Done;
+    }
+    let full = super::super::full_name(container, spec);
+    let outcome = run_allowed(view, session, reply, args, &full);
+    if outcome == BusyOutcome::Done {
+        view.stats.commands_processed += 1;
+        view.stats.commands.of(stats_name(container, spec)).calls += 1;
+    }
+    outcome
+}
+
+/// The `allow-busy` commands that need nothing but the session and the
+/// running script's status.
+fn run_allowed(
+    view: &mut BusyView<'_>,
+    session: &mut Session,
+    reply: &mut ReplyBuf,
+    args: &Args<'_>,
+    full: &str,
+) -> BusyOutcome {
+    let busy = view.script.busy_text();
+    match full {
+        "multi" if session.multi.is_some() => {
+            reply_error(view, reply, "ERR MULTI calls can not be nested")
+        }
+        "multi" => {
+            session.multi = Some(Vec::new());
+            session.multi_error = false;
+            reply.ok();
+        }
+        "discard" | "quit" if !session.watched.is_empty() => return BusyOutcome::Wait,
+        "discard" if session.multi.take().is_none() => {
+            reply_error(view, reply, "ERR DISCARD without MULTI")
+        }
+        "discard" => reply.ok(),
+        "quit" => {
+            reply.ok();
+            session.close_after_reply = true;
+        }
+        "script|kill" => kill(view, reply, true),
+        "function|kill" => kill(view, reply, false),
+        "function|stats" if view.script.eval => reply_error(view, reply, busy),
+        "function|stats" => stats_reply(reply, Some(view.script), view.functions),
+        "shutdown" => return shutdown(view, session, reply, args),
+        _ => return BusyOutcome::Wait,
+    }
+    BusyOutcome::Done
+}
+
+/// SCRIPT KILL (`eval`) or FUNCTION KILL while a script is busy.
+fn kill(view: &mut BusyView<'_>, reply: &mut ReplyBuf, eval: bool) {
+    let script = &mut *view.script;
+    if script.wrote {
+        reply_error(view, reply, UNKILLABLE);
+    } else if script.eval != eval {
+        // Each KILL stops only its own kind, and answers with the other
+        // kind's BUSY text otherwise.
+        let text = script.busy_text();
+        reply_error(view, reply, text);
+    } else {
+        script.killed = true;
+        reply.ok();
+    }
+}
+
+/// SHUTDOWN while a script is busy: only NOSAVE stops the server (the
+/// script is unwound first, its effects not logged).
+fn shutdown(
+    view: &mut BusyView<'_>,
+    session: &mut Session,
+    reply: &mut ReplyBuf,
+    args: &Args<'_>,
+) -> BusyOutcome {
+    let (mut nosave, mut save, mut abort) = (false, false, false);
+    for arg in args.iter().skip(1) {
+        match arg.to_ascii_uppercase().as_slice() {
+            b"NOSAVE" => nosave = true,
+            b"SAVE" => save = true,
+            b"NOW" | b"FORCE" => {}
+            b"ABORT" => abort = true,
+            _ => {
+                reply_error(view, reply, super::super::errors::SYNTAX);
+                return BusyOutcome::Done;
+            }
+        }
+    }
+    if (abort && args.len() > 2) || (nosave && save) {
+        reply_error(view, reply, super::super::errors::SYNTAX);
+    } else if abort {
+        reply_error(view, reply, "ERR No shutdown in progress.");
+    } else if !nosave {
+        let text = view.script.busy_text();
+        reply_error(view, reply, text);
+    } else {
+        view.script.killed = true;
+        view.script.shutdown = true;
+        session.close_after_reply = true;
+    }
+    BusyOutcome::Done
+}
+
+/// An error reply, counted in the error statistics.
+fn reply_error(view: &mut BusyView<'_>, reply: &mut ReplyBuf, text: &str) {
+    reply.error(text);
+    view.stats.commands.error(text);
+}
+
+/// A refusal: the error reply, counted as an error and a rejected call.
+fn refuse(
+    view: &mut BusyView<'_>,
+    reply: &mut ReplyBuf,
+    name: Option<crate::cmdstats::CommandName>,
+    text: &str,
+) {
+    reply_error(view, reply, text);
+    if let Some(name) = name {
+        view.stats.commands.of(name).rejected_calls += 1;
+    }
+}
+
+/// FUNCTION STATS: the running function (while one is busy) and the
+/// engine's counts.
+pub fn stats_reply(reply: &mut ReplyBuf, running: Option<&RunStatus>, libs: &super::Libraries) {
+    reply.map(2);
+    reply.bulk(b"running_script");
+    match running {
+        None => reply.null(),
+        Some(script) => {
+            reply.map(3);
+            reply.bulk(b"name");
+            reply.bulk(script.name.as_bytes());
+            reply.bulk(b"command");
+            reply.array(script.command.len());
+            for arg in &script.command {
+                reply.bulk(arg);
+            }
+            reply.bulk(b"duration_ms");
+            reply.int(script.started.elapsed().as_millis() as i64);
+        }
+    }
+    reply.bulk(b"engines");
+    reply.map(1);
+    reply.bulk(b"LUA");
+    reply.map(2);
+    reply.bulk(b"libraries_count");
+    reply.int(libs.len() as i64);
+    reply.bulk(b"functions_count");
+    reply.int(libs.function_count() as i64);
+}

@@ -1,0 +1,124 @@
+//! Accepting connections: shared by the event loop and its busy re-entry
+//! (`busy.rs`), which both borrow the connection table apart from the
+//! rest of the server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::net::SocketAddr;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Poll, Token};
+
+use super::conn::Conn;
+use super::CONN_BASE;
+use crate::commands::Session;
+use crate::config::Config;
+use crate::state::{unix_ms, ClientInfo, Stats};
+
+/// The connection table, borrowed field by field from the server.
+#[derive(Debug)]
+pub(super) struct Table<'s> {
+    pub conns: &'s mut Vec<Option<Conn>>,
+    /// Connection index by client id.
+    pub ids: &'s mut HashMap<u64, usize>,
+    /// Free slots of `conns`.
+    pub free: &'s mut Vec<usize>,
+    pub next_client_id: &'s mut u64,
+}
+
+/// What accepting needs of the server's state besides the table.
+pub(super) struct Admission<'s> {
+    pub config: &'s Config,
+    pub stats: &'s mut Stats,
+    pub clients: &'s mut BTreeMap<u64, ClientInfo>,
+    /// The users (the default user's password decides protected mode and
+    /// whether a new connection starts authenticated).
+    pub acl: &'s crate::users::Acl,
+}
+
+/// Accepts every connection waiting on `listener`.
+pub(super) fn accept_all(
+    listener: &TcpListener,
+    poll: &Poll,
+    table: &mut Table<'_>,
+    admission: &mut Admission<'_>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept() {
+            Ok(pair) => pair,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                return;
+            }
+        };
+        admission.stats.connections_received += 1;
+        if let Some(refusal) = refusal(admission, &peer) {
+            let mut stream = stream;
+            let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
+            continue;
+        }
+        add_conn(poll, table, admission, stream, peer);
+    }
+}
+
+/// Why a new connection must be refused, as the error line to send.
+fn refusal(admission: &mut Admission<'_>, peer: &SocketAddr) -> Option<String> {
+    let c = admission.config;
+    let no_password = admission.acl.default_user().is_some_and(|u| u.nopass);
+    if c.protected_mode && no_password && !peer.ip().is_loopback() {
+        return Some("-DENIED Ferrite is running in protected mode because protected mode is enabled and no password is set for the default user. Connections are only accepted from the loopback interface. Set requirepass, or disable protected-mode, to accept others.\r\n".into());
+    }
+    if admission.clients.len() >= c.maxclients {
+        admission.stats.rejected_connections += 1;
+        return Some("-ERR max number of clients reached\r\n".into());
+    }
+    None
+}
+
+fn add_conn(
+    poll: &Poll,
+    table: &mut Table<'_>,
+    admission: &mut Admission<'_>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+) {
+    let _ = stream.set_nodelay(true);
+    let index = table.free.pop().unwrap_or_else(|| {
+        table.conns.push(None);
+        table.conns.len() - 1
+    });
+    let token = Token(CONN_BASE + index);
+    if let Err(e) = poll
+        .registry()
+        .register(&mut stream, token, Interest::READABLE)
+    {
+        tracing::warn!("cannot register a connection: {e}");
+        table.free.push(index);
+        return;
+    }
+    let id = *table.next_client_id;
+    *table.next_client_id += 1;
+    let session = Session {
+        id,
+        authenticated: admission.acl.default_open(),
+        ..Session::default()
+    };
+    let laddr = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    admission.clients.insert(
+        id,
+        ClientInfo {
+            addr: peer.to_string(),
+            laddr,
+            created_ms: unix_ms(),
+            last_ms: unix_ms(),
+            resp: 2,
+            ..ClientInfo::default()
+        },
+    );
+    table.conns[index] = Some(Conn::new(stream, token, session));
+    table.ids.insert(id, index);
+}

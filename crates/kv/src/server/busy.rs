@@ -1,0 +1,209 @@
+//! The event loop re-entered from a busy script (`commands/scripting/
+//! run.rs` calls [`Reenter::serve`] from its Lua hook). It borrows only
+//! the poller, the listeners and the connection table: the script's own
+//! connection is out of the table while its command runs, and the
+//! server's state reaches it as a [`BusyView`], which has no keyspace, no
+//! log and no Lua state. So whatever it serves cannot change the data
+//! the suspended script works on (`docs/scripting.md`).
+//!
+//! Each call polls without waiting, up to four rounds while events come
+//! (as Redis's `processEventsWhileBlocked`): accepts, reads, answers each
+//! complete command through [`busy_command`], and writes replies the log
+//! allows. What it cannot finish now is left to the main loop: clients
+//! with input held back (blocked clients, commands that must wait for the
+//! script to end, the caller's own socket) go on `reread`, and replies
+//! waiting for the log on `ready`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token};
+
+use super::accept::{accept_all, Admission, Table};
+use super::conn::{Conn, ReadOutcome};
+use super::replicas::Replicas;
+use super::{CONN_BASE, WAKER};
+use crate::aof::CommandLog;
+use crate::commands::{busy_command, BusyOutcome, BusyView, Reenter};
+
+/// Poll rounds per call, while each finds events.
+const ROUNDS: usize = 4;
+/// Readiness events handled per round.
+const EVENTS_PER_ROUND: usize = 256;
+
+/// The event loop's side of a busy script: borrowed from the server for
+/// the length of one command.
+#[derive(Debug)]
+pub(super) struct BusyLoop<'s> {
+    pub poll: &'s mut Poll,
+    pub listeners: &'s [TcpListener],
+    pub conns: &'s mut Vec<Option<Conn>>,
+    pub ids: &'s mut HashMap<u64, usize>,
+    pub free: &'s mut Vec<usize>,
+    pub next_client_id: &'s mut u64,
+    /// Connections whose replies wait for the main loop.
+    pub ready: &'s mut Vec<usize>,
+    /// Connections the main loop must read (and run) again.
+    pub reread: &'s mut Vec<usize>,
+    pub scratch: &'s mut [u8],
+    pub replicas: &'s Replicas,
+    /// Only to ask what the log has acknowledged.
+    pub log: &'s dyn CommandLog,
+    /// Connections whose input waits for the script to end: nothing more
+    /// of theirs is answered before it does, so replies stay in order.
+    pub held: Vec<usize>,
+    /// Every connection was read once since the script became busy.
+    pub swept: bool,
+}
+
+impl Reenter for BusyLoop<'_> {
+    fn serve(&mut self, mut view: BusyView<'_>) {
+        if !self.swept {
+            // The main loop may hold readiness events it has not handled
+            // yet (polling is edge-triggered: they will not come again),
+            // so every connection is read once on entering.
+            self.swept = true;
+            for index in 0..self.conns.len() {
+                self.on_event(index, true, &mut view);
+            }
+        }
+        let mut events = Events::with_capacity(EVENTS_PER_ROUND);
+        for _ in 0..ROUNDS {
+            if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() || events.is_empty() {
+                return;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {}
+                    Token(t) if t < CONN_BASE => self.accept(t, &mut view),
+                    Token(t) => self.on_event(t - CONN_BASE, event.is_readable(), &mut view),
+                }
+            }
+        }
+    }
+}
+
+impl BusyLoop<'_> {
+    fn accept(&mut self, listener: usize, view: &mut BusyView<'_>) {
+        let Some(listener) = self.listeners.get(listener) else {
+            return;
+        };
+        let mut table = Table {
+            conns: &mut *self.conns,
+            ids: &mut *self.ids,
+            free: &mut *self.free,
+            next_client_id: &mut *self.next_client_id,
+        };
+        let mut admission = Admission {
+            config: view.config,
+            stats: &mut *view.stats,
+            clients: &mut *view.clients,
+            acl: view.acl,
+        };
+        accept_all(listener, self.poll, &mut table, &mut admission);
+    }
+
+    fn on_event(&mut self, index: usize, readable: bool, view: &mut BusyView<'_>) {
+        let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
+            // The script's caller (or a free slot): read once it is back.
+            self.again(index);
+            return;
+        };
+        if readable {
+            self.read(&mut conn, index, view);
+        }
+        self.flush(&mut conn, index, view);
+        self.conns[index] = Some(conn);
+    }
+
+    fn read(&mut self, conn: &mut Conn, index: usize, view: &mut BusyView<'_>) {
+        let limit = view.config.client_query_buffer_limit_bytes;
+        match conn.read(self.scratch, limit, &mut view.stats.net_input_bytes) {
+            // The main loop reads again, finds the same, and closes it.
+            ReadOutcome::Closed | ReadOutcome::TooBig => return self.again(index),
+            ReadOutcome::More => self.again(index),
+            ReadOutcome::Data => {}
+        }
+        if self.replicas.contains(index) {
+            // A replica's acknowledgements need no answer.
+            conn.inbuf.clear();
+            return;
+        }
+        if self.held.contains(&index) || view.blocking.is_blocked(conn.session.id) {
+            return self.hold(index);
+        }
+        let mut at = 0;
+        while at < conn.inbuf.len() && !conn.closing {
+            let limits = conn.limits(view.config.proto_max_bulk_len_bytes);
+            match conn.parser.parse(&conn.inbuf[at..], &limits) {
+                Ok(Some(consumed)) => {
+                    let args = conn.parser.args(&conn.inbuf[at..]);
+                    match busy_command(view, &mut conn.session, &mut conn.reply, &args) {
+                        BusyOutcome::Done => at += consumed,
+                        BusyOutcome::Wait => {
+                            self.hold(index);
+                            break;
+                        }
+                    }
+                    conn.closing |= conn.session.close_after_reply;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    conn.reply.error(&format!("ERR {e}"));
+                    conn.closing = true;
+                }
+            }
+        }
+        conn.inbuf.drain(..at);
+    }
+
+    /// Writes what the connection may be sent now; leaves the rest (and
+    /// closing it) to the main loop.
+    fn flush(&mut self, conn: &mut Conn, index: usize, view: &mut BusyView<'_>) {
+        let pending = conn.reply.buf.len() > conn.out_sent;
+        if conn.closing || (pending && conn.wait_ticket > self.log.acknowledged()) {
+            return self.mark_ready(conn, index);
+        }
+        if !pending {
+            return;
+        }
+        match conn.write_pending(&mut view.stats.net_output_bytes) {
+            Ok(true) => {}
+            Ok(false) => {
+                if !conn.want_write {
+                    conn.want_write = true;
+                    let interest = Interest::READABLE | Interest::WRITABLE;
+                    let _ = self
+                        .poll
+                        .registry()
+                        .reregister(&mut conn.stream, conn.token, interest);
+                }
+                self.mark_ready(conn, index);
+            }
+            Err(_) => self.again(index),
+        }
+    }
+
+    fn mark_ready(&mut self, conn: &mut Conn, index: usize) {
+        if !conn.queued {
+            conn.queued = true;
+            self.ready.push(index);
+        }
+    }
+
+    /// Holds the connection's input until the script ends.
+    fn hold(&mut self, index: usize) {
+        if !self.held.contains(&index) {
+            self.held.push(index);
+        }
+        self.again(index);
+    }
+
+    /// Has the main loop read and run the connection once the script ends.
+    fn again(&mut self, index: usize) {
+        if !self.reread.contains(&index) {
+            self.reread.push(index);
+        }
+    }
+}
