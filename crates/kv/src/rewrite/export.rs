@@ -92,15 +92,14 @@ fn export_value(out: &mut Vec<u8>, key: &[u8], value: &Value) {
 }
 
 /// Appends the commands that rebuild stream `key` in Redis: its entries
-/// with their IDs (an empty stream made by an XADD its MAXLEN 0 removes),
-/// its counters, then each group, its consumers and its pending entries.
+/// with their IDs (an empty stream made by an XADD its MAXLEN 0 removes,
+/// as Redis's own rewrite makes one), its counters, then each group, its consumers and its pending entries.
 fn export_stream(out: &mut Vec<u8>, key: &[u8], s: &Stream) {
     let last = s.last_id.text();
     if s.length == 0 {
-        command(
-            out,
-            &[b"XADD", key, b"MAXLEN", b"0", last.as_bytes(), b"x", b"y"],
-        );
+        // Any ID makes the stream (XSETID below sets the real last ID,
+        // `0-0` included); `0-1` is the smallest XADD takes.
+        command(out, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
     }
     for e in s.range(StreamId::MIN, StreamId::MAX, false) {
         let id = e.id.text();
@@ -207,4 +206,57 @@ pub fn export_state(state: &State, file: &Path) -> Result<ExportStats> {
     drop(file_handle);
     std::fs::rename(&tmp, file).map_err(io("rename"))?;
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::stream::{Consumer, Group, NodeLimits};
+    use crate::types::Bytes;
+
+    /// The commands written, as text, one per line.
+    fn exported(key: &[u8], s: &Stream) -> Vec<String> {
+        let mut out = Vec::new();
+        export_stream(&mut out, key, s);
+        let text = String::from_utf8(out).unwrap();
+        let mut lines = Vec::new();
+        for command in text.split('*').skip(1) {
+            let parts: Vec<&str> = command.split("\r\n").collect();
+            let args: Vec<&str> = parts.iter().skip(2).step_by(2).copied().collect();
+            lines.push(args.join(" ").trim().to_string());
+        }
+        lines
+    }
+
+    #[test]
+    fn a_stream_exports_as_the_commands_redis_replays() {
+        let mut s = Stream::default();
+        let id = |ms| StreamId { ms, seq: 0 };
+        s.append(id(1), &[(b"f", b"a")], NodeLimits::DEFAULT);
+        s.append(id(2), &[(b"f", b"b")], NodeLimits::DEFAULT);
+        s.delete(id(1));
+        let mut g = Group::new(id(2), 2);
+        let alice = Bytes::from(&b"alice"[..]);
+        g.consumers.insert(alice.clone(), Consumer::default());
+        g.assign(id(2), &alice, 1000, Some(3));
+        s.groups.insert(Bytes::from(&b"g"[..]), g);
+        assert_eq!(
+            exported(b"k", &s),
+            [
+                "XADD k 2-0 f b",
+                "XSETID k 2-0 ENTRIESADDED 2 MAXDELETEDID 1-0",
+                "XGROUP CREATE k g 2-0 ENTRIESREAD 2",
+                "XGROUP CREATECONSUMER k g alice",
+                "XCLAIM k g alice 0 2-0 TIME 1000 RETRYCOUNT 3 JUSTID FORCE",
+            ]
+        );
+        // An empty stream is made by an XADD that MAXLEN 0 undoes.
+        assert_eq!(
+            exported(b"e", &Stream::default()),
+            [
+                "XADD e MAXLEN 0 0-1 x y",
+                "XSETID e 0-0 ENTRIESADDED 0 MAXDELETEDID 0-0"
+            ]
+        );
+    }
 }

@@ -84,6 +84,49 @@ fn group_counters(r: &mut ReplyBuf, s: &Stream, g: &Group) {
     }
 }
 
+/// A block's key in Redis's radix tree: the ID as 16 big-endian bytes.
+fn id_key(id: StreamId) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&id.ms.to_be_bytes());
+    k[8..].copy_from_slice(&id.seq.to_be_bytes());
+    k
+}
+
+/// How many nodes Redis's radix tree has for these sorted keys: a
+/// compressed node for each run shared by all keys below a point, a
+/// branching node where they diverge, and a node per key at its end (an
+/// empty tree is its root alone).
+fn rax_nodes(keys: &[[u8; 16]]) -> usize {
+    if keys.is_empty() {
+        1
+    } else {
+        subtree_nodes(keys, 0)
+    }
+}
+
+/// Nodes of the subtree of `keys` (sorted, sharing their first `depth`
+/// bytes) whose node starts at byte `depth`.
+fn subtree_nodes(keys: &[[u8; 16]], depth: usize) -> usize {
+    let (first, last) = (keys[0], keys[keys.len() - 1]);
+    if keys.len() == 1 {
+        // A compressed node for the rest of the key, then the key's node.
+        return if depth < 16 { 2 } else { 1 };
+    }
+    // Sorted keys share what the first and the last share.
+    let shared = (depth..16).take_while(|&i| first[i] == last[i]).count();
+    let at = depth + shared;
+    let compressed = usize::from(shared > 0);
+    let mut nodes = compressed + 1;
+    let mut start = 0;
+    while start < keys.len() {
+        let byte = keys[start][at];
+        let end = start + keys[start..].iter().take_while(|k| k[at] == byte).count();
+        nodes += subtree_nodes(&keys[start..end], at + 1);
+        start = end;
+    }
+    nodes
+}
+
 /// The fields XINFO STREAM starts with, in both forms.
 fn stream_counters(r: &mut ReplyBuf, s: &Stream) {
     r.bulk(b"length");
@@ -91,7 +134,8 @@ fn stream_counters(r: &mut ReplyBuf, s: &Stream) {
     r.bulk(b"radix-tree-keys");
     r.int(s.block_count() as i64);
     r.bulk(b"radix-tree-nodes");
-    r.int(s.block_count() as i64 + 1);
+    let keys: Vec<[u8; 16]> = s.blocks().map(|(id, _)| id_key(id)).collect();
+    r.int(rax_nodes(&keys) as i64);
     for (name, id) in [
         (&b"last-generated-id"[..], s.last_id),
         (b"max-deleted-entry-id", s.max_deleted_id),
@@ -198,5 +242,37 @@ fn full_group(r: &mut ReplyBuf, s: &Stream, name: &[u8], g: &Group, limit: usize
             r.int(nack.map_or(0, |n| n.delivery_time));
             r.int(nack.map_or(0, |n| n.delivery_count) as i64);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(ids: &[u64]) -> Vec<[u8; 16]> {
+        ids.iter()
+            .map(|&ms| id_key(StreamId { ms, seq: 0 }))
+            .collect()
+    }
+
+    /// The counts Redis 7.0.15's XINFO reported for blocks starting at
+    /// these milliseconds.
+    #[test]
+    fn radix_tree_nodes_count_as_redis_counts_them() {
+        assert_eq!(rax_nodes(&[]), 1);
+        assert_eq!(rax_nodes(&keys(&[1])), 2);
+        assert_eq!(rax_nodes(&keys(&[1, 4, 7])), 8);
+        let ids: Vec<u64> = (1..=300).collect();
+        assert_eq!(rax_nodes(&keys(&ids)), 604);
+        let mixed: Vec<[u8; 16]> = [(5, 0), (5, 1), (5, 2), (256, 0), (256, 7), (65536, 0)]
+            .into_iter()
+            .chain([
+                (1_700_000_000_000, 0),
+                (1_700_000_000_000, 1),
+                (1_700_000_000_001, 0),
+            ])
+            .map(|(ms, seq)| id_key(StreamId { ms, seq }))
+            .collect();
+        assert_eq!(rax_nodes(&mixed), 24);
     }
 }
