@@ -165,6 +165,8 @@ pub struct State {
     pub save_requested: bool,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
+    /// Replication: IDs, offset, backlog, replicas, master link.
+    pub repl: crate::server::repl::Repl,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -246,6 +248,7 @@ impl State {
             reload_requested: false,
             save_requested: false,
             new_listeners: None,
+            repl: crate::server::repl::Repl::default(),
         }
     }
 

@@ -324,13 +324,24 @@ impl Server {
     }
 
     /// Sends released clients what their release replies.
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         for (index, why) in std::mem::take(&mut self.state.blocking.released) {
             let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
                 continue;
             };
             match why {
-                Release::Timeout(BlockKind::Wait) => conn.reply.int(0),
+                Release::Timeout(BlockKind::Wait) => {
+                    // WAIT answers how many replicas acknowledged its offset.
+                    let repl = &mut self.state.repl;
+                    let id = conn.session.id;
+                    let acked = repl
+                        .waiters
+                        .iter()
+                        .find(|w| w.id == id)
+                        .map_or(0, |w| repl.acked(w.target));
+                    repl.waiters.retain(|w| w.id != id);
+                    conn.reply.int(acked as i64)
+                }
                 Release::Timeout(_) => conn.reply.null_array(),
                 Release::Error => conn
                     .reply

@@ -10,9 +10,11 @@
 
 pub(crate) mod blocking;
 mod conn;
+mod master_link;
 pub mod notify;
 pub mod pubsub;
 mod rdb_file;
+pub mod repl;
 mod replicas;
 pub mod tracking;
 
@@ -112,8 +114,14 @@ pub struct Server {
     /// on an injected device).
     rewriter: Option<crate::rewrite::driver::Rewriter>,
     prop: Propagation,
-    /// Connections that asked for SYNC.
-    replicas: replicas::Replicas,
+    /// The link to the master, on a replica (`master_link.rs`).
+    link: Option<master_link::MasterLink>,
+    /// The link failed while its input was handled: drop it after.
+    link_dropping: bool,
+    /// When the link last tried to connect.
+    last_connect: Option<Instant>,
+    /// When the stream last got a PING for the replicas.
+    last_replica_ping: Instant,
     next_client_id: u64,
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
@@ -181,6 +189,7 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
+        start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
         state.refresh_used_memory();
@@ -197,7 +206,10 @@ impl Server {
             log: opened.log,
             rewriter,
             prop: Propagation::default(),
-            replicas: replicas::Replicas::default(),
+            link: None,
+            link_dropping: false,
+            last_connect: None,
+            last_replica_ping: Instant::now(),
             next_client_id: 1,
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
@@ -388,6 +400,9 @@ impl Server {
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
         if writable {
+            if self.is_link(index) {
+                self.link_writable(index);
+            }
             self.mark_ready(index);
         }
         if readable {
@@ -426,22 +441,24 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
-        if self.replicas.contains(index) {
-            // A replica's acknowledgements need no answer.
-            conn.inbuf.clear();
+        if self.is_link(index) {
+            self.link_input(&mut conn, index);
+        } else if self.is_replica_conn(index) {
+            self.replica_input(&mut conn);
         } else {
             self.run_commands(&mut conn, index);
         }
-        if conn.session.sync_requested && !self.replicas.contains(index) {
-            let rdb = rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
-            self.replicas.attach(index, &mut conn, &rdb);
-            conn.inbuf.clear();
+        if conn.session.sync_requested && !self.is_replica_conn(index) {
+            self.attach_replica(index, &mut conn);
         }
         note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
         if has_output {
             self.mark_ready(index);
+        }
+        if std::mem::take(&mut self.link_dropping) {
+            self.drop_link();
         }
         self.close_killed();
     }
@@ -473,6 +490,12 @@ impl Server {
             self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
             return;
         }
+        self.reopen_data("DEBUG RELOAD");
+    }
+
+    /// Empties the keyspace and loads the data directory again as at
+    /// start-up (the log is closed).
+    fn reopen_data(&mut self, why: &str) {
         let databases = self.state.keyspace.databases();
         self.state.keyspace = crate::keyspace::Keyspace::new(databases);
         let waker = Arc::clone(&self.waker);
@@ -485,8 +508,8 @@ impl Server {
                 self.rewriter = rewriter;
             }
             Err(e) => {
-                tracing::error!("DEBUG RELOAD could not load the data back: {e}");
-                self.state.log_failure = Some(format!("reloading for DEBUG RELOAD: {e}"));
+                tracing::error!("{why} could not load the data back: {e}");
+                self.state.log_failure = Some(format!("reloading for {why}: {e}"));
             }
         }
         self.state.keyspace.now_ms = unix_ms();
@@ -586,6 +609,11 @@ impl Server {
             self.prop = prop;
             self.prop.clear();
         }
+        // PUBLISH goes to the replicas only, never to the log.
+        for command in std::mem::take(&mut self.state.repl.replicate_only) {
+            let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+            self.feed_command(&args);
+        }
         if let Some(lsn) = ticket {
             // A capture after this covers these records.
             self.state.keyspace.logged(lsn);
@@ -593,29 +621,16 @@ impl Server {
         ticket
     }
 
-    /// Sends what the log just got to the replicas too; drops a replica
-    /// that leaves too much of it unread.
-    fn feed_replicas(&mut self, records: &Propagation) {
-        for index in self.replicas.feed(records, &mut self.conns) {
-            let Some(conn) = self.conns.get_mut(index).and_then(Option::take) else {
-                continue;
-            };
-            if conn.reply.buf.len().saturating_sub(conn.out_sent) > replicas::OUTPUT_MAX_BYTES {
-                tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
-                self.close(conn, index);
-            } else {
-                self.conns[index] = Some(conn);
-                self.mark_ready(index);
-            }
-        }
-    }
-
     fn close(&mut self, mut conn: Conn, index: usize) {
-        self.replicas.detach(index);
+        self.detach_replica(index);
+        if self.is_link(index) {
+            self.link_closed();
+        }
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
         let id = conn.session.id;
         self.state.blocking.forget(&mut self.state.keyspace, id);
+        self.state.repl.waiters.retain(|w| w.id != id);
         self.state.clients.remove(&id);
         self.state.pubsub.forget_client(id);
         self.ids.remove(&id);
@@ -628,7 +643,11 @@ impl Server {
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
         notify::prepare(&mut self.state);
-        if self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
+        // A replica leaves expiry to its master, which sends the DELs.
+        if self.state.active_expire_enabled
+            && !self.state.keyspace.expiry_paused
+            && !self.state.repl.is_replica()
+        {
             self.state
                 .keyspace
                 .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
@@ -636,20 +655,11 @@ impl Server {
         // Expired keys: `expired` notifications and invalidations.
         notify::settle(&mut self.state);
         self.log_command();
-        if !self.replicas.is_empty() {
-            let period = self
-                .state
-                .config
-                .get_matching("repl-ping-replica-period")
-                .pop()
-                .map(|(_, v)| v);
-            for index in self
-                .replicas
-                .ping_if_due(period.as_deref(), &mut self.conns)
-            {
-                self.mark_ready(index);
-            }
+        if let Some(backlog) = &mut self.state.repl.backlog {
+            backlog.resize(self.state.config.repl_backlog_size_bytes as usize);
         }
+        self.replicas_cron();
+        self.link_cron(true);
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
@@ -698,6 +708,8 @@ impl Server {
     /// Writes this iteration's records, then sends every reply the log has
     /// acknowledged.
     fn before_sleep(&mut self) {
+        self.link_cron(false);
+        self.request_acks();
         self.deliver_outbox();
         // Every command of this iteration is appended to the log by now,
         // so a rewrite's workers may leave out the keys they superseded,
@@ -760,6 +772,53 @@ impl Server {
             }
             Err(_) => self.close(conn, index),
         }
+    }
+}
+
+/// `replicaof host port` in the configuration: the server starts as a
+/// replica, and its loop connects.
+fn start_as_replica(state: &mut State) {
+    let text = state.config.replicaof.clone();
+    let Some((host, port)) = text.rsplit_once(' ') else {
+        return;
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        return;
+    };
+    state.repl.master = Some(repl::Master {
+        host: host.to_string(),
+        port,
+        link: repl::Link::Connect,
+        down_since_ms: 0,
+        last_io_ms: unix_ms(),
+        transfer: (0, 0),
+    });
+}
+
+/// Makes `keyspace`, a full sync's dataset, the server's: with a manifest,
+/// as a new generation whose durable manifest is the switch, then loaded
+/// back as at start-up; without one, in memory only.
+impl Server {
+    fn install_dataset(&mut self, mut keyspace: crate::keyspace::Keyspace) -> Result<()> {
+        let Some(rewriter) = &mut self.rewriter else {
+            self.state.keyspace = keyspace;
+            return Ok(());
+        };
+        rewriter.wait(&mut self.state);
+        self.log.close()?;
+        let threads = crate::rewrite::driver::rewrite_threads(&self.state);
+        let installed = rewriter.install(&mut keyspace, threads);
+        drop(keyspace);
+        // Whatever happened, the manifest names a whole dataset: the new
+        // one, or the old one if the switch did not happen.
+        self.reopen_data("a full sync");
+        self.state.keyspace.now_ms = unix_ms();
+        // The old log was closed, so every reply waiting for it may go;
+        // the new log counts its records from its own start.
+        for conn in self.conns.iter_mut().flatten() {
+            conn.wait_ticket = 0;
+        }
+        installed
     }
 }
 
