@@ -67,7 +67,9 @@ mode="${COMPAT_MODE:-external}"
 # 250 ports per COMPAT_PORT from 30000 for the servers the harness starts
 # (own mode) and, 32 below its base, its own test clients (both modes):
 # concurrent runs would otherwise all take the harness's default ports.
-own_base=$(( 30000 + (port - 21600) * 300 + 32 ))
+# The slot wraps every 117 COMPAT_PORTs so the range stays below 65536
+# (COMPAT_PORT 21800 would otherwise start at 90032).
+own_base=$(( 30000 + ((port - 21600) % 117) * 300 + 32 ))
 
 # Points the suite's src/redis-server at `server`'s binary.
 install_server_wrapper() { # server

@@ -602,17 +602,30 @@ impl Server {
                 self.feed_replicas(&one);
             }
         }
+        // PUBLISH goes to the replicas only, never to the log: after the
+        // record's commands, in the same record.
+        let extra = std::mem::take(&mut self.state.repl.replicate_only);
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));
-            let prop = std::mem::take(&mut self.prop);
-            self.feed_replicas(&prop);
+            let mut prop = std::mem::take(&mut self.prop);
+            if extra.is_empty() {
+                self.feed_replicas(&prop);
+            } else {
+                let mut to_replicas = Propagation {
+                    buf: prop.buf.clone(),
+                    commands: prop.commands,
+                    first_db: prop.first_db,
+                    last_db: prop.last_db,
+                };
+                push_all(&mut to_replicas, &extra);
+                self.feed_replicas(&to_replicas);
+            }
+            prop.clear();
             self.prop = prop;
-            self.prop.clear();
-        }
-        // PUBLISH goes to the replicas only, never to the log.
-        for command in std::mem::take(&mut self.state.repl.replicate_only) {
-            let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
-            self.feed_command(&args);
+        } else if !extra.is_empty() {
+            let mut to_replicas = Propagation::default();
+            push_all(&mut to_replicas, &extra);
+            self.feed_replicas(&to_replicas);
         }
         if let Some(lsn) = ticket {
             // A capture after this covers these records.
@@ -772,6 +785,14 @@ impl Server {
             }
             Err(_) => self.close(conn, index),
         }
+    }
+}
+
+/// Appends replication-only commands (with their databases) to `prop`.
+fn push_all(prop: &mut Propagation, commands: &[(usize, Vec<Vec<u8>>)]) {
+    for (db, command) in commands {
+        let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+        prop.push(*db, &args);
     }
 }
 

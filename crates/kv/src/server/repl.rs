@@ -149,8 +149,9 @@ pub struct Repl {
     pub waiters: Vec<Waiter>,
     /// A WAIT blocked: ask the replicas for acknowledgements.
     pub getack: bool,
-    /// Commands for the replicas but not the log (PUBLISH), in order.
-    pub replicate_only: Vec<Vec<Vec<u8>>>,
+    /// Commands for the replicas but not the log (PUBLISH), in order,
+    /// with the database they ran in.
+    pub replicate_only: Vec<(usize, Vec<Vec<u8>>)>,
     /// INFO stats: full syncs served, partial resyncs accepted and refused.
     pub sync_full: u64,
     pub sync_partial_ok: u64,
