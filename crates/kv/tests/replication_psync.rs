@@ -246,3 +246,31 @@ fn a_replica_with_its_link_down_serves_stale_data_only_if_told() {
     assert!(info_field(&mut c, "master_link_status") == "down");
     c.check(b"REPLICAOF NO ONE\r\nGET k\r\n", b"+OK\r\n$1\r\nv\r\n");
 }
+
+#[test]
+fn becoming_a_replica_releases_blocked_clients_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut blocked = server.raw();
+    blocked.stream.write_all(b"BLPOP list 0\r\n").expect("send");
+    let mut c = server.raw();
+    eventually("the client to block", || {
+        info_field_in(&mut c, "clients", "blocked_clients") == "1"
+    });
+    c.check(b"REPLICAOF 127.0.0.1 1\r\n", b"+OK\r\n");
+    blocked.check(
+        b"",
+        b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n",
+    );
+    assert!(blocked.is_closed());
+    c.check(b"REPLICAOF NO ONE\r\n", b"+OK\r\n");
+}
+
+fn info_field_in(c: &mut Raw, section: &str, field: &str) -> String {
+    call(c, &["INFO", section])
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}

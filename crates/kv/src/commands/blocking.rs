@@ -184,7 +184,8 @@ fn blocking_move(
     let db = ctx.session.db;
     let ready = !candidates(ctx.session, std::iter::once(src)).is_empty();
     if ready && list_has_elements(&mut ctx.state.keyspace, db, src)? {
-        return lmove_generic(ctx, src, dst, sides.0, sides.1);
+        let rpoplpush = args.get(0).eq_ignore_ascii_case(b"brpoplpush");
+        return lmove_generic(ctx, src, dst, sides.0, sides.1, rpoplpush);
     }
     block_or(
         ctx,

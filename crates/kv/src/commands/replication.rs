@@ -137,6 +137,13 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
     }
     tracing::info!("REPLICAOF {host}:{port} enabled (user request)");
+    // Clients blocked on this server as a master must not wait for the
+    // master's stream to serve them.
+    let state = &mut *ctx.state;
+    state
+        .blocking
+        .unblock_all_for_role_change(&mut state.keyspace);
+    let repl = &mut state.repl;
     repl.master = Some(Master {
         host,
         port,

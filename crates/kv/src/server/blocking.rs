@@ -49,6 +49,9 @@ enum Release {
     Timeout(BlockKind),
     /// CLIENT UNBLOCK ... ERROR.
     Error,
+    /// REPLICAOF made this server a replica: the client gets an error
+    /// and is disconnected, as Redis does.
+    RoleChange,
 }
 
 /// The registry of blocked and paused clients (part of the server state,
@@ -90,6 +93,17 @@ impl Blocking {
         };
         self.released.push((blocked.index, why));
         true
+    }
+
+    /// REPLICAOF host port: releases every blocked client (not those a
+    /// pause holds back), each to get an error and be disconnected.
+    pub fn unblock_all_for_role_change(&mut self, ks: &mut Keyspace) {
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            if let Some(blocked) = self.remove(ks, id) {
+                self.released.push((blocked.index, Release::RoleChange));
+            }
+        }
     }
 
     /// CLIENT PAUSE: the stronger mode and the later end win, as in Redis.
@@ -346,6 +360,12 @@ impl Server {
                 Release::Error => conn
                     .reply
                     .error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+                Release::RoleChange => {
+                    conn.reply.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)");
+                    conn.closing = true;
+                    let id = conn.session.id;
+                    self.state.repl.waiters.retain(|w| w.id != id);
+                }
             }
             self.resume(index);
         }

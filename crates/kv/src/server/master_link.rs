@@ -109,10 +109,20 @@ impl Server {
         };
         let now = unix_ms();
         let timeout_ms = self.state.config.repl_timeout_s as i64 * 1000;
-        if self.link.is_some() && tick && now - master.last_io_ms > timeout_ms {
-            tracing::warn!("MASTER timeout: no data nor PING received");
-            self.drop_link();
-            return;
+        if let Some(link) = self.link.as_ref().filter(|_| tick) {
+            if now - master.last_io_ms > timeout_ms {
+                match link.phase {
+                    Phase::Connecting | Phase::Handshake(_) => {
+                        tracing::warn!("Timeout connecting to the MASTER...")
+                    }
+                    Phase::Transfer { .. } => tracing::warn!("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value."),
+                    Phase::Streaming => {
+                        tracing::warn!("MASTER timeout: no data nor PING received...")
+                    }
+                }
+                self.drop_link();
+                return;
+            }
         }
         if self.link.is_none() {
             if self
@@ -212,6 +222,9 @@ impl Server {
         self.conns[index] = Some(conn);
         self.ids.insert(id, index);
         self.state.repl.link_client = Some(id);
+        if let Some(m) = &mut self.state.repl.master {
+            m.last_io_ms = unix_ms();
+        }
         self.link = Some(MasterLink {
             index,
             phase: Phase::Connecting,
