@@ -68,7 +68,18 @@ pub(super) fn psync(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if let Some(e) = sync_refusal(ctx) {
         return Err(Cow::Borrowed(e));
     }
-    let offset = int_arg(args, 2)?;
+    let Ok(offset) = int_arg(args, 2) else {
+        let addr = ctx
+            .state
+            .clients
+            .get(&ctx.session.id)
+            .map(|c| c.addr.clone());
+        tracing::warn!(
+            "Replica {} asks for synchronization but with a wrong offset",
+            addr.unwrap_or_default()
+        );
+        return Err(Cow::Borrowed(super::errors::NOT_INTEGER));
+    };
     let replid = String::from_utf8_lossy(args.get(1)).into_owned();
     ctx.session.psync = Some((replid, offset));
     ctx.session.sync_requested = true;
