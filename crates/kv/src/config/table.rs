@@ -157,7 +157,7 @@ const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated"];
 
 // Why directives have no effect in Ferrite, by subject.
 const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
-const REPL: &str = "Ferrite has no replication";
+const REPL: &str = "not implemented by Ferrite's replication (docs/replication.md)";
 const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
 const TLS: &str = "Ferrite speaks plain TCP only";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";

@@ -368,12 +368,7 @@ impl Server {
             }
             expect.push_back(Expect::Auth);
         }
-        let announced = c.accepted_int("replica-announce-port").unwrap_or(0);
-        let port = if announced > 0 {
-            announced.to_string()
-        } else {
-            self.state.port.to_string()
-        };
+        let port = self.state.port.to_string();
         encode_command(
             &mut conn.reply.buf,
             &[b"REPLCONF", b"listening-port", port.as_bytes()],
@@ -450,46 +445,51 @@ impl Server {
         self.set_link(Link::Connected);
     }
 
+    /// Reads the payload's `$` line (after any `\n` keep-alives): a bulk
+    /// length or an EOF mark. Whether it did.
+    fn payload_header(&mut self, conn: &mut Conn) -> bool {
+        let skip = conn.inbuf.iter().take_while(|b| **b == b'\n').count();
+        conn.inbuf.drain(..skip);
+        let Some(end) = conn.inbuf.windows(2).position(|w| w == b"\r\n") else {
+            return false;
+        };
+        let line = conn.inbuf[..end].to_vec();
+        conn.inbuf.drain(..end + 2);
+        let (payload, total) = if let Some(mark) = line.strip_prefix(b"$EOF:") {
+            if mark.len() != EOF_MARK_LEN {
+                return self.handshake_failed("bad EOF mark from master");
+            }
+            let eof = Payload::Eof {
+                mark: mark.to_vec(),
+                searched: 0,
+            };
+            (eof, 0)
+        } else {
+            let len = line
+                .strip_prefix(b"$")
+                .and_then(crate::types::number::parse_i64)
+                .and_then(|n| usize::try_from(n).ok());
+            let Some(len) = len else {
+                return self.handshake_failed("bad bulk payload format from master");
+            };
+            (Payload::Bulk(len), len as u64)
+        };
+        if let Some(Phase::Transfer { payload: p, .. }) = self.link.as_mut().map(|l| &mut l.phase) {
+            *p = payload;
+        }
+        if let Some(m) = &mut self.state.repl.master {
+            m.transfer = (total, 0);
+        }
+        true
+    }
+
     /// Reads the payload's `$` line, then the payload; loads it when whole.
     fn transfer_step(&mut self, conn: &mut Conn) -> bool {
         let Some(Phase::Transfer { payload, .. }) = self.link.as_mut().map(|l| &mut l.phase) else {
             return false;
         };
         let whole = match payload {
-            Payload::Header => {
-                let skip = conn.inbuf.iter().take_while(|b| **b == b'\n').count();
-                conn.inbuf.drain(..skip);
-                let Some(end) = conn.inbuf.windows(2).position(|w| w == b"\r\n") else {
-                    return false;
-                };
-                let line = conn.inbuf[..end].to_vec();
-                conn.inbuf.drain(..end + 2);
-                let total;
-                if let Some(mark) = line.strip_prefix(b"$EOF:") {
-                    if mark.len() != EOF_MARK_LEN {
-                        return self.handshake_failed("bad EOF mark from master");
-                    }
-                    *payload = Payload::Eof {
-                        mark: mark.to_vec(),
-                        searched: 0,
-                    };
-                    total = 0;
-                } else {
-                    let len = line
-                        .strip_prefix(b"$")
-                        .and_then(crate::types::number::parse_i64)
-                        .and_then(|n| usize::try_from(n).ok());
-                    let Some(len) = len else {
-                        return self.handshake_failed("bad bulk payload format from master");
-                    };
-                    *payload = Payload::Bulk(len);
-                    total = len as u64;
-                }
-                if let Some(m) = &mut self.state.repl.master {
-                    m.transfer = (total, 0);
-                }
-                return true;
-            }
+            Payload::Header => return self.payload_header(conn),
             Payload::Bulk(len) => (conn.inbuf.len() >= *len).then_some((*len, *len)),
             Payload::Eof { mark, searched } => {
                 let from = searched.saturating_sub(EOF_MARK_LEN);
@@ -649,5 +649,53 @@ impl Server {
             at += consumed;
         }
         conn.inbuf.drain(..at);
+    }
+}
+
+/// `replicaof host port` in the configuration: the server starts as a
+/// replica, and its loop connects.
+pub(super) fn start_as_replica(state: &mut crate::state::State) {
+    let text = state.config.replicaof.clone();
+    let Some((host, port)) = text.rsplit_once(' ') else {
+        return;
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        return;
+    };
+    state.repl.master = Some(super::repl::Master {
+        host: host.to_string(),
+        port,
+        link: Link::Connect,
+        down_since_ms: 0,
+        last_io_ms: unix_ms(),
+        transfer: (0, 0),
+    });
+}
+
+impl Server {
+    /// Makes `keyspace`, a full sync's dataset, the server's: with a
+    /// manifest, as a new generation whose durable manifest is the switch
+    /// (`Rewriter::install`), then loaded back as at start-up; without
+    /// one, in memory only.
+    fn install_dataset(&mut self, mut keyspace: Keyspace) -> crate::error::Result<()> {
+        let Some(rewriter) = &mut self.rewriter else {
+            self.state.keyspace = keyspace;
+            return Ok(());
+        };
+        rewriter.wait(&mut self.state);
+        self.log.close()?;
+        let threads = crate::rewrite::driver::rewrite_threads(&self.state);
+        let installed = rewriter.install(&mut keyspace, threads);
+        drop(keyspace);
+        // Whatever happened, the manifest names a whole dataset: the new
+        // one, or the old one if the switch did not happen.
+        self.reopen_data("a full sync");
+        self.state.keyspace.now_ms = unix_ms();
+        // The old log was closed, so every reply waiting for it may go;
+        // the new log counts its records from its own start.
+        for conn in self.conns.iter_mut().flatten() {
+            conn.wait_ticket = 0;
+        }
+        installed
     }
 }

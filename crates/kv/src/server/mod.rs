@@ -189,7 +189,7 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
-        start_as_replica(&mut state);
+        master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
         state.refresh_used_memory();
@@ -617,14 +617,14 @@ impl Server {
                     first_db: prop.first_db,
                     last_db: prop.last_db,
                 };
-                push_all(&mut to_replicas, &extra);
+                replicas::push_all(&mut to_replicas, &extra);
                 self.feed_replicas(&to_replicas);
             }
             prop.clear();
             self.prop = prop;
         } else if !extra.is_empty() {
             let mut to_replicas = Propagation::default();
-            push_all(&mut to_replicas, &extra);
+            replicas::push_all(&mut to_replicas, &extra);
             self.feed_replicas(&to_replicas);
         }
         if let Some(lsn) = ticket {
@@ -785,61 +785,6 @@ impl Server {
             }
             Err(_) => self.close(conn, index),
         }
-    }
-}
-
-/// Appends replication-only commands (with their databases) to `prop`.
-fn push_all(prop: &mut Propagation, commands: &[(usize, Vec<Vec<u8>>)]) {
-    for (db, command) in commands {
-        let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
-        prop.push(*db, &args);
-    }
-}
-
-/// `replicaof host port` in the configuration: the server starts as a
-/// replica, and its loop connects.
-fn start_as_replica(state: &mut State) {
-    let text = state.config.replicaof.clone();
-    let Some((host, port)) = text.rsplit_once(' ') else {
-        return;
-    };
-    let Ok(port) = port.parse::<u16>() else {
-        return;
-    };
-    state.repl.master = Some(repl::Master {
-        host: host.to_string(),
-        port,
-        link: repl::Link::Connect,
-        down_since_ms: 0,
-        last_io_ms: unix_ms(),
-        transfer: (0, 0),
-    });
-}
-
-/// Makes `keyspace`, a full sync's dataset, the server's: with a manifest,
-/// as a new generation whose durable manifest is the switch, then loaded
-/// back as at start-up; without one, in memory only.
-impl Server {
-    fn install_dataset(&mut self, mut keyspace: crate::keyspace::Keyspace) -> Result<()> {
-        let Some(rewriter) = &mut self.rewriter else {
-            self.state.keyspace = keyspace;
-            return Ok(());
-        };
-        rewriter.wait(&mut self.state);
-        self.log.close()?;
-        let threads = crate::rewrite::driver::rewrite_threads(&self.state);
-        let installed = rewriter.install(&mut keyspace, threads);
-        drop(keyspace);
-        // Whatever happened, the manifest names a whole dataset: the new
-        // one, or the old one if the switch did not happen.
-        self.reopen_data("a full sync");
-        self.state.keyspace.now_ms = unix_ms();
-        // The old log was closed, so every reply waiting for it may go;
-        // the new log counts its records from its own start.
-        for conn in self.conns.iter_mut().flatten() {
-            conn.wait_ticket = 0;
-        }
-        installed
     }
 }
 

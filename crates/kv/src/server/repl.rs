@@ -267,52 +267,7 @@ pub fn info(state: &crate::state::State, out: &mut String) {
     let now = unix_ms();
     match &repl.master {
         None => out.push_str("role:master\r\n"),
-        Some(m) => {
-            let io = if m.link == Link::Connected || m.link == Link::Transfer {
-                (now - m.last_io_ms) / 1000
-            } else {
-                -1
-            };
-            let _ = write!(
-                out,
-                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{io}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
-                m.host,
-                m.port,
-                if m.link == Link::Connected { "up" } else { "down" },
-                u8::from(m.link == Link::Transfer),
-                repl.offset,
-                repl.offset,
-            );
-            if m.link == Link::Transfer {
-                let (total, read) = m.transfer;
-                let perc = if total > 0 {
-                    read as f64 * 100.0 / total as f64
-                } else {
-                    0.0
-                };
-                let _ = write!(
-                    out,
-                    "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
-                    total as i64 - read as i64,
-                    (now - m.last_io_ms) / 1000
-                );
-            }
-            if m.link != Link::Connected {
-                let since = if m.down_since_ms > 0 {
-                    (now - m.down_since_ms) / 1000
-                } else {
-                    -1
-                };
-                let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
-            }
-            let _ = write!(
-                out,
-                "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
-                c.accepted_int("replica-priority").unwrap_or(100),
-                u8::from(c.replica_read_only),
-                u8::from(c.get("replica-announced").as_deref() != Some("no")),
-            );
-        }
+        Some(m) => info_link(state, m, now, out),
     }
     let _ = write!(out, "connected_slaves:{}\r\n", repl.replicas.len());
     if c.min_replicas_to_write > 0 && c.min_replicas_max_lag_s > 0 {
@@ -340,6 +295,55 @@ pub fn info(state: &crate::state::State, out: &mut String) {
         c.repl_backlog_size_bytes,
         if repl.backlog.is_some() { repl.backlog_first_offset() } else { 0 },
         repl.backlog.as_ref().map_or(0, Backlog::histlen),
+    );
+}
+
+/// INFO's fields about a replica's master and link.
+fn info_link(state: &crate::state::State, m: &Master, now: i64, out: &mut String) {
+    let (repl, c) = (&state.repl, &state.config);
+    let io = if m.link == Link::Connected || m.link == Link::Transfer {
+        (now - m.last_io_ms) / 1000
+    } else {
+        -1
+    };
+    let _ = write!(
+        out,
+        "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{io}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+        m.host,
+        m.port,
+        if m.link == Link::Connected { "up" } else { "down" },
+        u8::from(m.link == Link::Transfer),
+        repl.offset,
+        repl.offset,
+    );
+    if m.link == Link::Transfer {
+        let (total, read) = m.transfer;
+        let perc = if total > 0 {
+            read as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
+            total as i64 - read as i64,
+            (now - m.last_io_ms) / 1000
+        );
+    }
+    if m.link != Link::Connected {
+        let since = if m.down_since_ms > 0 {
+            (now - m.down_since_ms) / 1000
+        } else {
+            -1
+        };
+        let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
+    }
+    let _ = write!(
+        out,
+        "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+        c.accepted_int("replica-priority").unwrap_or(100),
+        u8::from(c.replica_read_only),
+        u8::from(c.get("replica-announced").as_deref() != Some("no")),
     );
 }
 

@@ -231,6 +231,14 @@ impl Server {
     }
 }
 
+/// Appends replication-only commands (with their databases) to `prop`.
+pub(super) fn push_all(prop: &mut Propagation, commands: &[(usize, Vec<Vec<u8>>)]) {
+    for (db, command) in commands {
+        let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+        prop.push(*db, &args);
+    }
+}
+
 /// The offset of `REPLCONF ACK offset [...]`.
 fn ack_offset(args: &Args<'_>) -> Option<i64> {
     if args.len() < 3
