@@ -274,3 +274,30 @@ fn info_field_in(c: &mut Raw, section: &str, field: &str) -> String {
         .trim()
         .to_string()
 }
+
+#[test]
+fn a_promoted_replica_continues_its_sibling_partially() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = TestServer::start(dirs[0].path());
+    let b = TestServer::start(dirs[1].path());
+    let c = TestServer::start(dirs[2].path());
+    let (mut ca, mut cb, mut cc) = (a.raw(), b.raw(), c.raw());
+    ca.check(b"SET k 1\r\n", b"+OK\r\n");
+    attach(&mut cb, &a);
+    attach(&mut cc, &a);
+    ca.check(b"INCR k\r\n", b":2\r\n");
+    converge(&mut ca, &mut cb);
+    converge(&mut ca, &mut cc);
+    // B takes over; C follows it without a full sync.
+    cb.check(b"REPLICAOF NO ONE\r\n", b"+OK\r\n");
+    assert_eq!(
+        info_field(&mut cb, "master_replid2"),
+        info_field(&mut ca, "master_replid")
+    );
+    attach(&mut cc, &b);
+    assert_eq!(info_field(&mut cb, "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut cb, "sync_full"), "0");
+    cb.check(b"INCR k\r\n", b":3\r\n");
+    converge(&mut cb, &mut cc);
+    cc.check(b"GET k\r\n", b"$1\r\n3\r\n");
+}
