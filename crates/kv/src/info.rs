@@ -269,7 +269,7 @@ fn stats(state: &State, out: &mut String) {
     let ks = &state.keyspace;
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
         s.connections_received,
         s.commands_processed,
         state.instantaneous.ops.per_second() as u64,
@@ -278,6 +278,9 @@ fn stats(state: &State, out: &mut String) {
         state.instantaneous.input_bytes.per_second() / 1024.0,
         state.instantaneous.output_bytes.per_second() / 1024.0,
         s.rejected_connections,
+        state.repl.sync_full,
+        state.repl.sync_partial_ok,
+        state.repl.sync_partial_err,
         ks.expired_total,
         s.evicted_keys,
         ks.hits,
@@ -292,14 +295,9 @@ fn stats(state: &State, out: &mut String) {
     crate::server::pubsub::info_stats(state, out);
 }
 
-/// `# Replication`: Ferrite is always a master without replicas.
+/// `# Replication` (`server/repl.rs`).
 fn replication(state: &State, out: &mut String) {
-    let _ = write!(
-        out,
-        "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
-        process_id_hex(2),
-        state.config.get("repl-backlog-size").unwrap_or_default(),
-    );
+    crate::server::repl::info(state, out);
 }
 
 /// User and system CPU seconds of `/proc/<path>/stat` (fields 14 and 15,

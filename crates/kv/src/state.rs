@@ -175,6 +175,8 @@ pub struct State {
     pub instantaneous: crate::metrics::Instantaneous,
     /// ACL users and the ACL log.
     pub acl: crate::users::Acl,
+    /// Replication: IDs, offset, backlog, replicas, master link.
+    pub repl: crate::server::repl::Repl,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -267,6 +269,7 @@ impl State {
             instantaneous: Default::default(),
             oom: Default::default(),
             acl: Default::default(),
+            repl: crate::server::repl::Repl::default(),
         }
     }
 

@@ -190,7 +190,8 @@ fn blocking_move(
     let db = ctx.session.db;
     let ready = !candidates(ctx.session, std::iter::once(src)).is_empty();
     if ready && list_has_elements(&mut ctx.state.keyspace, db, src)? {
-        return lmove_generic(ctx, src, dst, sides.0, sides.1);
+        let rpoplpush = args.get(0).eq_ignore_ascii_case(b"brpoplpush");
+        return lmove_generic(ctx, src, dst, sides.0, sides.1, rpoplpush);
     }
     block_or(
         ctx,
@@ -376,17 +377,30 @@ pub(super) fn bzmpop(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// WAIT numreplicas timeout: Ferrite has no replicas, so no write is ever
-/// acknowledged by one. Asking for none answers 0 at once; asking for some
-/// waits out the timeout (forever for 0) and answers 0, as Redis does when
-/// no replica acknowledges.
+/// WAIT numreplicas timeout: answers at once when enough replicas have
+/// acknowledged the stream up to now (or the client may not block),
+/// else blocks until they have (the server wakes it on their ACKs, and
+/// asks them for one before it sleeps) or the timeout passes; either way
+/// the reply is how many acknowledged.
 pub(super) fn wait(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if ctx.state.repl.is_replica() {
+        return Err(Cow::Borrowed("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
     let wanted = int_arg(args, 1)?;
     let deadline = timeout_millis(ctx, args.get(2))?;
-    if wanted <= 0 {
-        ctx.reply.int(0);
+    let target = ctx.state.repl.offset;
+    let acked = ctx.state.repl.acked(target);
+    if wanted <= acked as i64 || !may_block(ctx.session) {
+        ctx.reply.int(acked as i64);
         return Ok(());
     }
+    let repl = &mut ctx.state.repl;
+    repl.waiters.push(crate::server::repl::Waiter {
+        id: ctx.session.id,
+        target,
+        wanted: wanted as usize,
+    });
+    repl.getack = true;
     block_or(ctx, Vec::new(), deadline, BlockKind::Wait, |r| r.int(0));
     Ok(())
 }

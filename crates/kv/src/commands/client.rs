@@ -102,11 +102,16 @@ fn client_type(name: &[u8]) -> Result<ClientType, CmdError> {
 
 use super::CmdError;
 
-/// A connection's type: `pubsub` while it has subscriptions, else normal
-/// (Ferrite's only replicas are SYNC streams, not listed as clients).
+/// A connection's type: the link to this server's master, an attached
+/// replica, `pubsub` while it has subscriptions, else normal.
 fn type_of(ctx: &Ctx<'_>, id: u64) -> ClientType {
     let (sub, psub, ssub) = ctx.state.pubsub.counts(id);
-    if sub + psub + ssub > 0 {
+    let repl = &ctx.state.repl;
+    if repl.link_client == Some(id) {
+        ClientType::Master
+    } else if repl.replicas.iter().any(|r| r.id == id) {
+        ClientType::Replica
+    } else if sub + psub + ssub > 0 {
         ClientType::PubSub
     } else {
         ClientType::Normal

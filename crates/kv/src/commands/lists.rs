@@ -367,13 +367,15 @@ fn side_name(left: bool) -> &'static [u8] {
 }
 
 /// LMOVE and RPOPLPUSH after their arguments are parsed; logs the move as
-/// LMOVE (what BLMOVE and BRPOPLPUSH log too when they are served).
+/// LMOVE (what BLMOVE logs too when served), or as RPOPLPUSH for RPOPLPUSH
+/// and BRPOPLPUSH.
 pub(super) fn lmove_generic(
     ctx: &mut Ctx<'_>,
     src: &[u8],
     dst: &[u8],
     from_left: bool,
     to_left: bool,
+    rpoplpush: bool,
 ) -> CmdResult {
     let db = ctx.session.db;
     let moved = move_element(&mut ctx.state.keyspace, db, src, dst, from_left, to_left)?;
@@ -383,7 +385,13 @@ pub(super) fn lmove_generic(
         ctx.notify(LIST, push_event(to_left), dst);
         ctx.notify(LIST, pop_event(from_left), src);
         ctx.notify_del_if_gone(src);
-        ctx.propagate(&[b"LMOVE", src, dst, side_name(from_left), side_name(to_left)]);
+        // RPOPLPUSH and BRPOPLPUSH log (and replicate) as RPOPLPUSH, as
+        // Redis's do: a replica's command statistics show that name.
+        if rpoplpush {
+            ctx.propagate(&[b"RPOPLPUSH", src, dst]);
+        } else {
+            ctx.propagate(&[b"LMOVE", src, dst, side_name(from_left), side_name(to_left)]);
+        }
     }
     ctx.reply.bulk_opt(moved.as_deref());
     Ok(())
@@ -392,11 +400,11 @@ pub(super) fn lmove_generic(
 pub(super) fn lmove(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let from_left = side_arg(args, 3)?;
     let to_left = side_arg(args, 4)?;
-    lmove_generic(ctx, args.get(1), args.get(2), from_left, to_left)
+    lmove_generic(ctx, args.get(1), args.get(2), from_left, to_left, false)
 }
 
 pub(super) fn rpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    lmove_generic(ctx, args.get(1), args.get(2), false, true)
+    lmove_generic(ctx, args.get(1), args.get(2), false, true, true)
 }
 
 /// A long option value in `1..=i64::MAX`, with Redis's own message for

@@ -184,6 +184,15 @@ pub struct Session {
     pub close_after_reply: bool,
     /// SYNC: the server sends the dataset, then the stream of writes.
     pub sync_requested: bool,
+    /// PSYNC's replication ID and offset (with `sync_requested`).
+    pub psync: Option<(String, i64)>,
+    /// `REPLCONF listening-port` and `ip-address`: where this client, a
+    /// replica to be, says it listens.
+    pub replica_port: u16,
+    pub replica_ip: Option<String>,
+    /// The connection to this server's master: its stream applies with
+    /// no replies and no refusals for read-only or stale replicas.
+    pub is_master: bool,
     /// Replaying the log: no auth, no refusals, nothing logged.
     pub is_replay: bool,
     /// The last command run, as CLIENT LIST's `cmd` names it (`set`,
@@ -355,7 +364,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis, eviction runs before each command a client sends, never
     // between the commands of a transaction: the DELs it logs go before
     // the command's own record, which is where they happened.
-    if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+    if !ctx.session.is_replay && !ctx.session.is_master && ctx.state.over_maxmemory() {
         memory::perform_evictions(ctx);
         // The evicted keys' invalidations precede this command's reply:
         // Redis evicts before the command, not within it.
@@ -367,12 +376,17 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
+    if let Some(e) = replication::refusal(ctx, spec.flags) {
+        ctx.session.multi_error |= ctx.session.multi.is_some();
+        reject(ctx, Some(name), e);
+        return;
+    }
     if let Some(e) = notify::subscribed_refusal(ctx, container, spec) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
         ctx.reply.error(&e);
         return;
     }
-    if blocking::paused(ctx, spec, args) {
+    if !ctx.session.is_master && blocking::paused(ctx, spec, args) {
         ctx.session.postponed = true;
         return;
     }

@@ -133,6 +133,11 @@ pub(super) fn punsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn publish_kind(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind) -> CmdResult {
+    // Messages reach the replicas' subscribers too (not the log).
+    if !ctx.session.is_replay {
+        let db = ctx.session.db;
+        ctx.state.repl.replicate_only.push((db, args.to_vec()));
+    }
     let state = &mut *ctx.state;
     let receivers = deliver(
         &mut state.pubsub,

@@ -1,15 +1,204 @@
-//! SYNC: turns the connection into a replica. The server answers with
-//! the dataset as an RDB file, then streams every write the log receives
-//! (`server/replicas.rs`).
+//! Replication commands. SYNC and PSYNC turn the connection into a
+//! replica: the server answers with the dataset as an RDB file (or, for a
+//! PSYNC the backlog can serve, the missing part of the stream), then
+//! streams every write (`server/replicas.rs`). REPLCONF carries the
+//! replica's details and acknowledgements; REPLICAOF makes this server a
+//! replica of another, or a master again (`server/master_link.rs`); ROLE
+//! reports which. `docs/replication.md` has the design.
 
+use std::borrow::Cow;
+
+use super::acl::{bit, DANGEROUS};
 use super::table::*;
-use super::{CmdResult, Ctx};
+use super::{int_arg, upper, CmdResult, Ctx};
 use crate::resp::Args;
+use crate::server::repl::{Link, Master};
+use crate::state::unix_ms;
+
+/// Why a command with `flags` may not run now for this client: too few
+/// good replicas for a write (`min-replicas-to-write`), a write on a
+/// read-only replica, or a command that needs fresh data on a replica
+/// whose link is down (`replica-serve-stale-data no`). The master's own
+/// stream is never refused.
+pub(super) fn refusal(ctx: &Ctx<'_>, flags: u32) -> Option<&'static str> {
+    use super::flags::{STALE, WRITE};
+    if ctx.session.is_master || ctx.session.is_replay {
+        return None;
+    }
+    let (repl, c) = (&ctx.state.repl, &ctx.state.config);
+    let write = flags & WRITE != 0;
+    if write
+        && !repl.is_replica()
+        && c.min_replicas_to_write > 0
+        && c.min_replicas_max_lag_s > 0
+        && (repl.good_replicas(c.min_replicas_max_lag_s, unix_ms()) as i64)
+            < c.min_replicas_to_write
+    {
+        return Some("NOREPLICAS Not enough good replicas to write.");
+    }
+    if write && repl.is_replica() && c.replica_read_only {
+        return Some("READONLY You can't write against a read only replica.");
+    }
+    if repl.is_replica() && !repl.link_up() && !c.replica_serve_stale_data && flags & STALE == 0 {
+        return Some(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        );
+    }
+    None
+}
+
+/// Refuses SYNC and PSYNC on a replica whose link is down, as Redis does.
+fn sync_refusal(ctx: &Ctx<'_>) -> Option<&'static str> {
+    (ctx.state.repl.is_replica() && !ctx.state.repl.link_up())
+        .then_some("NOMASTERLINK Can't SYNC while not connected with my master")
+}
 
 pub(super) fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    if let Some(e) = sync_refusal(ctx) {
+        return Err(Cow::Borrowed(e));
+    }
     // The server sends the payload once the command returns, so the
     // snapshot and the stream meet exactly between two commands.
     ctx.session.sync_requested = true;
+    Ok(())
+}
+
+/// PSYNC replid offset: the server answers +CONTINUE or +FULLRESYNC.
+pub(super) fn psync(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if let Some(e) = sync_refusal(ctx) {
+        return Err(Cow::Borrowed(e));
+    }
+    let Ok(offset) = int_arg(args, 2) else {
+        let addr = ctx
+            .state
+            .clients
+            .get(&ctx.session.id)
+            .map(|c| c.addr.clone());
+        tracing::warn!(
+            "Replica {} asks for synchronization but with a wrong offset",
+            addr.unwrap_or_default()
+        );
+        return Err(Cow::Borrowed(super::errors::NOT_INTEGER));
+    };
+    let replid = String::from_utf8_lossy(args.get(1)).into_owned();
+    ctx.session.psync = Some((replid, offset));
+    ctx.session.sync_requested = true;
+    Ok(())
+}
+
+/// REPLCONF option value ...: a replica's listening port, address and
+/// capabilities before PSYNC; its ACKs once attached (the server reads
+/// those itself); GETACK from a master (the link answers it).
+pub(super) fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(Cow::Borrowed(super::errors::SYNTAX));
+    }
+    let mut at = 1;
+    while at + 1 < args.len() {
+        match upper(args, at).as_slice() {
+            b"LISTENING-PORT" => {
+                let port = int_arg(args, at + 1)?;
+                ctx.session.replica_port = u16::try_from(port).unwrap_or(0);
+            }
+            b"IP-ADDRESS" => {
+                let ip = String::from_utf8_lossy(args.get(at + 1)).into_owned();
+                ctx.session.replica_ip = Some(ip);
+            }
+            // Ferrite always sends what every capability allows.
+            b"CAPA" | b"RDB-ONLY" => {}
+            // Acknowledgements and requests for them get no reply.
+            b"ACK" | b"GETACK" => return Ok(()),
+            _ => {
+                return Err(Cow::Owned(format!(
+                    "ERR Unrecognized REPLCONF option: {}",
+                    String::from_utf8_lossy(args.get(at))
+                )))
+            }
+        }
+        at += 2;
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// REPLICAOF host port | NO ONE (and its old name SLAVEOF).
+pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let repl = &mut ctx.state.repl;
+    if upper(args, 1) == b"NO" && upper(args, 2) == b"ONE" {
+        if repl.master.take().is_some() {
+            tracing::info!("MASTER MODE enabled (user request)");
+            // A new history from here; replicas resync partially with the
+            // old ID, valid up to this offset.
+            repl.shift_id();
+            repl.seldb = None;
+            repl.changed = true;
+        }
+        ctx.reply.ok();
+        return Ok(());
+    }
+    let port = super::int_arg(args, 2)
+        .ok()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or(Cow::Borrowed("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(args.get(1)).into_owned();
+    if let Some(m) = &repl.master {
+        if m.host.eq_ignore_ascii_case(&host) && m.port == port {
+            ctx.reply.simple("OK Already connected to specified master");
+            return Ok(());
+        }
+    }
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request)");
+    // Clients blocked on this server as a master must not wait for the
+    // master's stream to serve them.
+    let state = &mut *ctx.state;
+    state
+        .blocking
+        .unblock_all_for_role_change(&mut state.keyspace);
+    let repl = &mut state.repl;
+    repl.master = Some(Master {
+        host,
+        port,
+        link: Link::Connect,
+        down_since_ms: 0,
+        last_io_ms: unix_ms(),
+        transfer: (0, 0),
+    });
+    repl.changed = true;
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// ROLE: `master`, its offset and its replicas; or `slave`, the master,
+/// the link's state and the offset.
+pub(super) fn role(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
+    let repl = &ctx.state.repl;
+    match &repl.master {
+        None => {
+            ctx.reply.array(3);
+            ctx.reply.bulk(b"master");
+            ctx.reply.int(repl.offset);
+            ctx.reply.array(repl.replicas.len());
+            for r in &repl.replicas {
+                ctx.reply.array(3);
+                ctx.reply.bulk(r.ip.as_bytes());
+                ctx.reply.bulk(r.port.to_string().as_bytes());
+                ctx.reply.bulk(r.ack.to_string().as_bytes());
+            }
+        }
+        Some(m) => {
+            ctx.reply.array(5);
+            ctx.reply.bulk(b"slave");
+            ctx.reply.bulk(m.host.as_bytes());
+            ctx.reply.int(i64::from(m.port));
+            ctx.reply.bulk(m.link.name().as_bytes());
+            let offset = if m.link == Link::Connected {
+                repl.offset
+            } else {
+                -1
+            };
+            ctx.reply.int(offset);
+        }
+    }
     Ok(())
 }
 
@@ -17,4 +206,9 @@ pub(super) fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, K0, "server", "Attaches a replica: the dataset, then every write.", sync),
+    cmd!("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, K0, "server", "Attaches a replica, continuing from an offset when the backlog holds it.", psync),
+    cmd!("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, K0, "server", "A replica's details and acknowledgements.", replconf),
+    cmd!("replicaof", 3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | STALE, K0, "server", "Replicates another server, or stops replicating.", replicaof),
+    cmd!("slaveof", 3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | STALE, K0, "server", "Replicates another server, or stops replicating (old name of REPLICAOF).", replicaof),
+    cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, K0, "server", "This server's role in replication.", role).with_acl(bit("admin") | DANGEROUS),
 ];

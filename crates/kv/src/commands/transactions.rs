@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::flags::WRITE;
+use super::flags::{STALE, WRITE};
 use super::table::*;
 use super::{resolve, run, CmdResult, Ctx, QueuedCommand, SegmentWalk, Session};
 use crate::keyspace::Keyspace;
@@ -104,11 +104,18 @@ fn refused_as_a_whole(ctx: &Ctx<'_>, queue: &[QueuedCommand]) -> Option<String> 
         return None;
     }
     let mut flags = 0;
+    let mut all_stale = true;
     for command in queue {
         let (buf, ranges) = flatten(command);
         if let Ok((_, spec)) = resolve(&Args::new(&buf, &ranges)) {
             flags |= spec.flags;
+            all_stale &= spec.flags & STALE != 0;
         }
+    }
+    // A stale replica refuses EXEC if any queued command needs fresh data.
+    let as_whole = (flags & !STALE) | if all_stale { STALE } else { 0 };
+    if let Some(why) = super::replication::refusal(ctx, as_whole) {
+        return Some(why.to_string());
     }
     if flags & WRITE != 0 {
         if let Some(why) = &ctx.state.log_failure {

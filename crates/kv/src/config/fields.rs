@@ -93,6 +93,16 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "acllog-max-len" => config.acllog_max_len = number(text),
         "aclfile" => config.aclfile = text.to_string(),
         "acl-pubsub-default" => config.acl_pubsub_all = text.eq_ignore_ascii_case("allchannels"),
+        "replicaof" => config.replicaof = text.to_string(),
+        "masterauth" => config.masterauth = (!text.is_empty()).then(|| text.to_string()),
+        "masteruser" => config.masteruser = (!text.is_empty()).then(|| text.to_string()),
+        "replica-read-only" => config.replica_read_only = yes,
+        "replica-serve-stale-data" => config.replica_serve_stale_data = yes,
+        "repl-ping-replica-period" => config.repl_ping_replica_period_s = number(text),
+        "repl-timeout" => config.repl_timeout_s = number(text),
+        "repl-backlog-size" => config.repl_backlog_size_bytes = number(text),
+        "min-replicas-to-write" => config.min_replicas_to_write = number(text),
+        "min-replicas-max-lag" => config.min_replicas_max_lag_s = number(text),
         _ => return false,
     }
     true
@@ -157,6 +167,16 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
             "resetchannels"
         }
         .to_string(),
+        "replicaof" => config.replicaof.clone(),
+        "masterauth" => config.masterauth.clone().unwrap_or_default(),
+        "masteruser" => config.masteruser.clone().unwrap_or_default(),
+        "replica-read-only" => yes_no(config.replica_read_only),
+        "replica-serve-stale-data" => yes_no(config.replica_serve_stale_data),
+        "repl-ping-replica-period" => config.repl_ping_replica_period_s.to_string(),
+        "repl-timeout" => config.repl_timeout_s.to_string(),
+        "repl-backlog-size" => config.repl_backlog_size_bytes.to_string(),
+        "min-replicas-to-write" => config.min_replicas_to_write.to_string(),
+        "min-replicas-max-lag" => config.min_replicas_max_lag_s.to_string(),
         _ => return None,
     })
 }

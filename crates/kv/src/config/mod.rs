@@ -280,6 +280,30 @@ pub struct Config {
     /// Keyspace notification classes (`notify-keyspace-events`), as
     /// `keyspace::events` bits.
     pub notify_keyspace_events: u32,
+    /// The master this server replicates at start-up, `host port`, or
+    /// empty (`replicaof`; REPLICAOF changes the role at run time).
+    pub replicaof: String,
+    /// Password for the master (`masterauth`).
+    pub masterauth: Option<String>,
+    /// User for the master (`masteruser`).
+    pub masteruser: Option<String>,
+    /// A replica refuses writes from its clients (`replica-read-only`).
+    pub replica_read_only: bool,
+    /// A replica whose link is down still serves reads
+    /// (`replica-serve-stale-data`).
+    pub replica_serve_stale_data: bool,
+    /// Seconds between PINGs to replicas (`repl-ping-replica-period`).
+    pub repl_ping_replica_period_s: u64,
+    /// Seconds of silence after which a replication link is dropped
+    /// (`repl-timeout`).
+    pub repl_timeout_s: u64,
+    /// Bytes of stream kept for partial resyncs (`repl-backlog-size`).
+    pub repl_backlog_size_bytes: u64,
+    /// Replicas a write needs, 0 for none (`min-replicas-to-write`).
+    pub min_replicas_to_write: i64,
+    /// Seconds since its last ACK for a replica to count
+    /// (`min-replicas-max-lag`).
+    pub min_replicas_max_lag_s: i64,
     /// Directives accepted without effect, by name, as CONFIG GET shows them.
     pub accepted: BTreeMap<&'static str, String>,
     /// The file the configuration was read from (CONFIG REWRITE writes it).
@@ -340,6 +364,16 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_monitor_threshold_ms: 0,
             notify_keyspace_events: 0,
+            replicaof: String::new(),
+            masterauth: None,
+            masteruser: None,
+            replica_read_only: false,
+            replica_serve_stale_data: false,
+            repl_ping_replica_period_s: 0,
+            repl_timeout_s: 0,
+            repl_backlog_size_bytes: 0,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag_s: 0,
             accepted: BTreeMap::new(),
             users: Vec::new(),
             acllog_max_len: 0,

@@ -157,7 +157,7 @@ const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated"];
 
 // Why directives have no effect in Ferrite, by subject.
 const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
-const REPL: &str = "Ferrite has no replication";
+const REPL: &str = "not implemented by Ferrite's replication (docs/replication.md)";
 const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
 const TLS: &str = "Ferrite speaks plain TCP only";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";
@@ -257,8 +257,8 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("acllog-max-len", None, unsigned(0, I64_MAX), "128", 0, Acts, "Most entries ACL LOG keeps."),
     d!("aclfile", None, Text, "", IMMUTABLE, Acts, "File of ACL users (ACL LOAD, ACL SAVE); loaded at start-up, not with `user` lines."),
     d!("acl-pubsub-default", None, Enum(ACL_PUBSUB_DEFAULT), "resetchannels", 0, Acts, "Channels a new (or reset) user may use: none, or all."),
-    d!("masteruser", None, Text, "", SENSITIVE, No(REPL), "User to authenticate to a master as."),
-    d!("masterauth", None, Text, "", SENSITIVE, No(REPL), "Password for a master."),
+    d!("masteruser", None, Text, "", SENSITIVE, Acts, "User to authenticate to a master as."),
+    d!("masterauth", None, Text, "", SENSITIVE, Acts, "Password for a master."),
     d!("activerehashing", None, Bool, "yes", 0, No(ENCODING), "Rehash main dictionaries incrementally."),
     d!("shutdown-timeout", None, num(0, I32_MAX), "10", 0, No(REPL), "Seconds SHUTDOWN waits for replicas."),
     d!("shutdown-on-sigint", None, Flags(SHUTDOWN_ON_SIGNAL), "default", MULTI_ARG, No(RDB), "SHUTDOWN flags used on SIGINT."),
@@ -341,9 +341,9 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("lazyfree-lazy-user-del", None, Bool, "no", 0, No(LAZYFREE), "DEL acts as UNLINK."),
     d!("lazyfree-lazy-user-flush", None, Bool, "no", 0, No(LAZYFREE), "FLUSHDB and FLUSHALL default to ASYNC."),
     // Replication.
-    d!("replicaof", Some("slaveof"), Sp(Special::Replicaof), "", IMMUTABLE | MULTI_ARG, No(REPL), "Master to replicate from."),
-    d!("replica-serve-stale-data", Some("slave-serve-stale-data"), Bool, "yes", 0, No(REPL), "Serve reads while out of sync."),
-    d!("replica-read-only", Some("slave-read-only"), Bool, "yes", 0, No(REPL), "Refuse writes on a replica."),
+    d!("replicaof", Some("slaveof"), Sp(Special::Replicaof), "", IMMUTABLE | MULTI_ARG, Acts, "Master to replicate from."),
+    d!("replica-serve-stale-data", Some("slave-serve-stale-data"), Bool, "yes", 0, Acts, "Serve reads while out of sync."),
+    d!("replica-read-only", Some("slave-read-only"), Bool, "yes", 0, Acts, "Refuse writes on a replica."),
     d!("replica-lazy-flush", Some("slave-lazy-flush"), Bool, "no", 0, No(REPL), "Flush asynchronously before a full sync."),
     d!("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), Bool, "yes", 0, No(REPL), "Replicas ignore maxmemory."),
     d!("replica-announced", None, Bool, "yes", 0, No(REPL), "Show this replica to Sentinel."),
@@ -356,12 +356,12 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("repl-diskless-sync-max-replicas", None, num(0, I32_MAX), "0", 0, No(REPL), "Replicas that start a diskless sync at once."),
     d!("repl-diskless-load", None, Enum(REPL_DISKLESS_LOAD), "disabled", 0, No(REPL), "Load snapshots from the socket."),
     d!("repl-disable-tcp-nodelay", None, Bool, "no", 0, No(REPL), "Batch replication packets."),
-    d!("repl-ping-replica-period", Some("repl-ping-slave-period"), num(1, I32_MAX), "10", 0, No(REPL), "Seconds between pings to replicas."),
-    d!("repl-timeout", None, num(1, I32_MAX), "60", 0, No(REPL), "Replication timeout in seconds."),
-    d!("repl-backlog-size", None, memory(1, I64_MAX, true), "1048576", 0, No(REPL), "Replication backlog size."),
+    d!("repl-ping-replica-period", Some("repl-ping-slave-period"), num(1, I32_MAX), "10", 0, Acts, "Seconds between pings to replicas."),
+    d!("repl-timeout", None, num(1, I32_MAX), "60", 0, Acts, "Replication timeout in seconds."),
+    d!("repl-backlog-size", None, memory(1, I64_MAX, true), "1048576", 0, Acts, "Replication backlog size."),
     d!("repl-backlog-ttl", None, num(0, I64_MAX), "3600", 0, No(REPL), "Seconds the backlog outlives its replicas."),
-    d!("min-replicas-to-write", Some("min-slaves-to-write"), num(0, I32_MAX), "0", 0, No(REPL), "Replicas needed to accept writes."),
-    d!("min-replicas-max-lag", Some("min-slaves-max-lag"), num(0, I32_MAX), "10", 0, No(REPL), "Lag of a replica counted as good."),
+    d!("min-replicas-to-write", Some("min-slaves-to-write"), num(0, I32_MAX), "0", 0, Acts, "Replicas needed to accept writes."),
+    d!("min-replicas-max-lag", Some("min-slaves-max-lag"), num(0, I32_MAX), "10", 0, Acts, "Lag of a replica counted as good."),
     // Cluster.
     d!("cluster-enabled", None, Bool, "no", IMMUTABLE, No(CLUSTER), "Run as a cluster node."),
     d!("cluster-config-file", None, Text, "nodes.conf", IMMUTABLE, No(CLUSTER), "The node's cluster state file."),

@@ -12,6 +12,7 @@
 //! never a panic or a huge allocation.
 
 mod crc64;
+pub mod file;
 mod lzf;
 mod packed;
 mod stream;
@@ -305,8 +306,14 @@ fn score_from_text(text: &[u8]) -> Option<f64> {
 }
 
 fn read_object(r: &mut Reader<'_>) -> Option<Value> {
-    use object_type as t;
     let kind = r.byte()?;
+    read_value(r, kind)
+}
+
+/// The value of RDB object type `kind` (already read): in a DUMP payload
+/// it follows the type byte, in an RDB file the key.
+fn read_value(r: &mut Reader<'_>, kind: u8) -> Option<Value> {
+    use object_type as t;
     let value = match kind {
         t::STRING => Value::Str(r.string()?.into()),
         t::LIST => list((0..r.count()?).map(|_| r.string()).collect::<Option<_>>()?),

@@ -309,6 +309,45 @@ fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
 }
 
 impl Rewriter {
+    /// Makes `keyspace` the whole durable dataset (a replica's full sync):
+    /// base parts of the next generation written from it and an empty
+    /// incremental log, then a manifest naming only them, whose durable
+    /// rename is the switch; the files the old manifest named are removed
+    /// after. The caller waited for any rewrite and closed the log. A crash
+    /// before the rename leaves the old dataset, after it the new one.
+    pub fn install(
+        &mut self,
+        keyspace: &mut crate::keyspace::Keyspace,
+        threads: usize,
+    ) -> Result<()> {
+        let generation = self.manifest.generation + 1;
+        let snapshots = keyspace.snapshot(threads);
+        let bases = super::worker::write_parts(
+            &self.dir,
+            generation,
+            snapshots,
+            crate::state::unix_ms(),
+            &Arc::new(super::worker::Progress::default()),
+            Pacer::unpaced(),
+        )?;
+        let incr = self.dir.create_incr(generation, self.kind)?;
+        let next = Manifest {
+            generation,
+            bases,
+            incrs: vec![IncrEntry {
+                file: incr,
+                kind: self.kind,
+            }],
+        };
+        self.dir.write_manifest(&next)?;
+        if let Err(e) = self.dir.remove_replaced(&self.manifest, &next) {
+            // Orphans: the next start removes them.
+            tracing::warn!("full sync: old log files left behind: {e}");
+        }
+        self.manifest = next;
+        Ok(())
+    }
+
     /// Whether a rewrite is starting or running.
     pub fn busy(&self) -> bool {
         self.running.is_some() || self.preparing.is_some()

@@ -52,6 +52,9 @@ enum Release {
     /// An XREADGROUP whose key was deleted or now holds another type: its
     /// group is gone, so it fails at once, as in Redis.
     StreamGone,
+    /// REPLICAOF made this server a replica: the client gets an error
+    /// and is disconnected, as Redis does.
+    RoleChange,
 }
 
 /// The registry of blocked and paused clients (part of the server state,
@@ -93,6 +96,17 @@ impl Blocking {
         };
         self.released.push((blocked.index, why));
         true
+    }
+
+    /// REPLICAOF host port: releases every blocked client (not those a
+    /// pause holds back), each to get an error and be disconnected.
+    pub fn unblock_all_for_role_change(&mut self, ks: &mut Keyspace) {
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            if let Some(blocked) = self.remove(ks, id) {
+                self.released.push((blocked.index, Release::RoleChange));
+            }
+        }
     }
 
     /// CLIENT PAUSE: the stronger mode and the later end win, as in Redis.
@@ -349,13 +363,24 @@ impl Server {
     }
 
     /// Sends released clients what their release replies.
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         for (index, why) in std::mem::take(&mut self.state.blocking.released) {
             let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
                 continue;
             };
             match why {
-                Release::Timeout(BlockKind::Wait) => conn.reply.int(0),
+                Release::Timeout(BlockKind::Wait) => {
+                    // WAIT answers how many replicas acknowledged its offset.
+                    let repl = &mut self.state.repl;
+                    let id = conn.session.id;
+                    let acked = repl
+                        .waiters
+                        .iter()
+                        .find(|w| w.id == id)
+                        .map_or(0, |w| repl.acked(w.target));
+                    repl.waiters.retain(|w| w.id != id);
+                    conn.reply.int(acked as i64)
+                }
                 Release::Timeout(_) => conn.reply.null_array(),
                 Release::Error => conn
                     .reply
@@ -363,6 +388,12 @@ impl Server {
                 Release::StreamGone => conn
                     .reply
                     .error("UNBLOCKED the stream key no longer exists"),
+                Release::RoleChange => {
+                    conn.reply.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)");
+                    conn.closing = true;
+                    let id = conn.session.id;
+                    self.state.repl.waiters.retain(|w| w.id != id);
+                }
             }
             self.resume(index);
         }

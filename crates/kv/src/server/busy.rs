@@ -22,7 +22,6 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::accept::{accept_all, Admission, Table};
 use super::conn::{Conn, ReadOutcome};
-use super::replicas::Replicas;
 use super::{CONN_BASE, WAKER};
 use crate::aof::CommandLog;
 use crate::commands::{busy_command, BusyOutcome, BusyView, Reenter};
@@ -47,7 +46,8 @@ pub(super) struct BusyLoop<'s> {
     /// Connections the main loop must read (and run) again.
     pub reread: &'s mut Vec<usize>,
     pub scratch: &'s mut [u8],
-    pub replicas: &'s Replicas,
+    /// The connections of attached replicas (left alone while busy).
+    pub replicas: Vec<usize>,
     /// Only to ask what the log has acknowledged.
     pub log: &'s dyn CommandLog,
     /// Connections whose input waits for the script to end: nothing more
@@ -125,7 +125,7 @@ impl BusyLoop<'_> {
             ReadOutcome::More => self.again(index),
             ReadOutcome::Data => {}
         }
-        if self.replicas.contains(index) {
+        if self.replicas.contains(&index) {
             // A replica's acknowledgements need no answer.
             conn.inbuf.clear();
             return;

@@ -12,10 +12,12 @@ mod accept;
 pub(crate) mod blocking;
 mod busy;
 mod conn;
+mod master_link;
 pub mod notify;
 mod obuf;
 pub mod pubsub;
 mod rdb_file;
+pub mod repl;
 mod replicas;
 pub mod tracking;
 
@@ -115,8 +117,14 @@ pub struct Server {
     /// on an injected device).
     rewriter: Option<crate::rewrite::driver::Rewriter>,
     prop: Propagation,
-    /// Connections that asked for SYNC.
-    replicas: replicas::Replicas,
+    /// The link to the master, on a replica (`master_link.rs`).
+    link: Option<master_link::MasterLink>,
+    /// The link failed while its input was handled: drop it after.
+    link_dropping: bool,
+    /// When the link last tried to connect.
+    last_connect: Option<Instant>,
+    /// When the stream last got a PING for the replicas.
+    last_replica_ping: Instant,
     next_client_id: u64,
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
@@ -190,6 +198,7 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
+        master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
         state.refresh_used_memory();
@@ -207,7 +216,10 @@ impl Server {
             log: opened.log,
             rewriter,
             prop: Propagation::default(),
-            replicas: replicas::Replicas::default(),
+            link: None,
+            link_dropping: false,
+            last_connect: None,
+            last_replica_ping: Instant::now(),
             next_client_id: 1,
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
@@ -348,6 +360,9 @@ impl Server {
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
         if writable {
+            if self.is_link(index) {
+                self.link_writable(index);
+            }
             self.mark_ready(index);
         }
         if readable {
@@ -386,22 +401,24 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
-        if self.replicas.contains(index) {
-            // A replica's acknowledgements need no answer.
-            conn.inbuf.clear();
+        if self.is_link(index) {
+            self.link_input(&mut conn, index);
+        } else if self.is_replica_conn(index) {
+            self.replica_input(&mut conn);
         } else {
             self.run_commands(&mut conn, index);
         }
-        if conn.session.sync_requested && !self.replicas.contains(index) {
-            let rdb = rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
-            self.replicas.attach(index, &mut conn, &rdb);
-            conn.inbuf.clear();
+        if conn.session.sync_requested && !self.is_replica_conn(index) {
+            self.attach_replica(index, &mut conn);
         }
         note_buffers(&mut self.state, &conn);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
         if has_output {
             self.mark_ready(index);
+        }
+        if std::mem::take(&mut self.link_dropping) {
+            self.drop_link();
         }
         self.close_killed();
     }
@@ -434,6 +451,12 @@ impl Server {
             self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
             return;
         }
+        self.reopen_data("DEBUG RELOAD");
+    }
+
+    /// Empties the keyspace and loads the data directory again as at
+    /// start-up (the log is closed).
+    fn reopen_data(&mut self, why: &str) {
         let databases = self.state.keyspace.databases();
         self.state.keyspace = crate::keyspace::Keyspace::new(databases);
         // Function libraries are in the log too: loaded back with the rest.
@@ -448,8 +471,8 @@ impl Server {
                 self.rewriter = rewriter;
             }
             Err(e) => {
-                tracing::error!("DEBUG RELOAD could not load the data back: {e}");
-                self.state.log_failure = Some(format!("reloading for DEBUG RELOAD: {e}"));
+                tracing::error!("{why} could not load the data back: {e}");
+                self.state.log_failure = Some(format!("reloading for {why}: {e}"));
             }
         }
         self.state.keyspace.now_ms = unix_ms();
@@ -498,7 +521,7 @@ impl Server {
                         ready: &mut self.ready,
                         reread: &mut self.reread,
                         scratch: &mut self.scratch,
-                        replicas: &self.replicas,
+                        replicas: self.state.repl.replicas.iter().map(|r| r.index).collect(),
                         log: &*self.log,
                         held: Vec::new(),
                         swept: false,
@@ -561,12 +584,30 @@ impl Server {
                 self.feed_replicas(&one);
             }
         }
+        // PUBLISH goes to the replicas only, never to the log: after the
+        // record's commands, in the same record.
+        let extra = std::mem::take(&mut self.state.repl.replicate_only);
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));
-            let prop = std::mem::take(&mut self.prop);
-            self.feed_replicas(&prop);
+            let mut prop = std::mem::take(&mut self.prop);
+            if extra.is_empty() {
+                self.feed_replicas(&prop);
+            } else {
+                let mut to_replicas = Propagation {
+                    buf: prop.buf.clone(),
+                    commands: prop.commands,
+                    first_db: prop.first_db,
+                    last_db: prop.last_db,
+                };
+                replicas::push_all(&mut to_replicas, &extra);
+                self.feed_replicas(&to_replicas);
+            }
+            prop.clear();
             self.prop = prop;
-            self.prop.clear();
+        } else if !extra.is_empty() {
+            let mut to_replicas = Propagation::default();
+            replicas::push_all(&mut to_replicas, &extra);
+            self.feed_replicas(&to_replicas);
         }
         if let Some(lsn) = ticket {
             // A capture after this covers these records.
@@ -575,29 +616,16 @@ impl Server {
         ticket
     }
 
-    /// Sends what the log just got to the replicas too; drops a replica
-    /// that leaves too much of it unread.
-    fn feed_replicas(&mut self, records: &Propagation) {
-        for index in self.replicas.feed(records, &mut self.conns) {
-            let Some(conn) = self.conns.get_mut(index).and_then(Option::take) else {
-                continue;
-            };
-            if conn.reply.buf.len().saturating_sub(conn.out_sent) > replicas::OUTPUT_MAX_BYTES {
-                tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
-                self.close(conn, index);
-            } else {
-                self.conns[index] = Some(conn);
-                self.mark_ready(index);
-            }
-        }
-    }
-
     fn close(&mut self, mut conn: Conn, index: usize) {
-        self.replicas.detach(index);
+        self.detach_replica(index);
+        if self.is_link(index) {
+            self.link_closed();
+        }
         let _ = self.poll.registry().deregister(&mut conn.stream);
         unwatch_all(&mut self.state.keyspace, &mut conn.session);
         let id = conn.session.id;
         self.state.blocking.forget(&mut self.state.keyspace, id);
+        self.state.repl.waiters.retain(|w| w.id != id);
         self.state.clients.remove(&id);
         self.state.pubsub.forget_client(id);
         self.ids.remove(&id);
@@ -612,7 +640,11 @@ impl Server {
         let state = &mut self.state;
         state.instantaneous.tick(&state.stats, Instant::now());
         notify::prepare(&mut self.state);
-        if self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
+        // A replica leaves expiry to its master, which sends the DELs.
+        if self.state.active_expire_enabled
+            && !self.state.keyspace.expiry_paused
+            && !self.state.repl.is_replica()
+        {
             let started = Instant::now();
             self.state
                 .keyspace
@@ -623,20 +655,11 @@ impl Server {
         // Expired keys: `expired` notifications and invalidations.
         notify::settle(&mut self.state);
         self.log_command();
-        if !self.replicas.is_empty() {
-            let period = self
-                .state
-                .config
-                .get_matching("repl-ping-replica-period")
-                .pop()
-                .map(|(_, v)| v);
-            for index in self
-                .replicas
-                .ping_if_due(period.as_deref(), &mut self.conns)
-            {
-                self.mark_ready(index);
-            }
+        if let Some(backlog) = &mut self.state.repl.backlog {
+            backlog.resize(self.state.config.repl_backlog_size_bytes as usize);
         }
+        self.replicas_cron();
+        self.link_cron(true);
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
         if let Some(rewriter) = &mut self.rewriter {
@@ -686,6 +709,8 @@ impl Server {
     /// Writes this iteration's records, then sends every reply the log has
     /// acknowledged.
     fn before_sleep(&mut self) {
+        self.link_cron(false);
+        self.request_acks();
         self.deliver_outbox();
         // Every command of this iteration is appended to the log by now,
         // so a rewrite's workers may leave out the keys they superseded,

@@ -1,122 +1,251 @@
-//! Replicas attached by SYNC: each got the dataset as an RDB file, then
-//! receives every record the log receives, in the same form (a record of
-//! several commands wrapped in MULTI/EXEC), with SELECT wherever the
-//! database changes, and a PING every
-//! `repl-ping-replica-period` seconds so it can tell the link is alive.
-
-use std::time::{Duration, Instant};
+//! The master side of replication. A replica attaches by SYNC or PSYNC:
+//! PSYNC with an ID and offset the backlog can serve gets `+CONTINUE` and
+//! the stream from there; anything else gets the dataset as an RDB file
+//! (`+FULLRESYNC id offset` first for PSYNC), then the stream. The stream
+//! is one sequence of bytes for every replica: each record the log gets,
+//! in the same form (several commands of one record wrapped in
+//! MULTI/EXEC), SELECT where the database changes, PINGs every
+//! `repl-ping-replica-period` and `REPLCONF GETACK *` when a WAIT waits.
+//! Its length is the replication offset; its last `repl-backlog-size`
+//! bytes stay in the backlog. Replicas answer with `REPLCONF ACK offset`,
+//! which WAIT and `min-replicas-to-write` count.
 
 use super::conn::Conn;
+use super::repl::{Backlog, Replica};
+use super::Server;
 use crate::commands::{encode_command, Propagation};
+use crate::resp::Args;
+use crate::state::unix_ms;
 
-/// Seconds between PINGs when `repl-ping-replica-period` is not set.
-const PING_PERIOD_DEFAULT_S: u64 = 10;
 /// Output a replica may leave unread before it is dropped (Redis's hard
 /// `client-output-buffer-limit` for replicas).
 pub const OUTPUT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
-#[derive(Debug)]
-struct Replica {
-    /// The connection's index in the server's table.
-    index: usize,
-    /// The database the replica's stream last selected.
-    db: Option<usize>,
-}
+impl Server {
+    /// Whether connection `index` is an attached replica.
+    pub(super) fn is_replica_conn(&self, index: usize) -> bool {
+        self.state.repl.replicas.iter().any(|r| r.index == index)
+    }
 
-/// The attached replicas.
-#[derive(Debug)]
-pub struct Replicas {
-    list: Vec<Replica>,
-    last_ping: Instant,
-}
+    /// Answers SYNC or PSYNC on `conn` (at `index`): a partial resync
+    /// when the backlog holds what the replica lacks, else the dataset.
+    pub(super) fn attach_replica(&mut self, index: usize, conn: &mut Conn) {
+        let psync = conn.session.psync.take();
+        let repl = &mut self.state.repl;
+        let out = &mut conn.reply.buf;
+        if let Some((id, from)) = &psync {
+            if let Some(bytes) = repl.continuation(id, *from) {
+                out.extend_from_slice(format!("+CONTINUE {}\r\n", repl.replid).as_bytes());
+                out.extend_from_slice(&bytes);
+                repl.sync_partial_ok += 1;
+                return self.register_replica(index, conn);
+            }
+            if id != "?" {
+                repl.sync_partial_err += 1;
+            }
+        }
+        if repl.backlog.is_none() {
+            // A backlog made from scratch starts a new history, as Redis's.
+            repl.replid = super::repl::random_id();
+            repl.replid2 = super::repl::NO_ID.to_string();
+            repl.second_offset = -1;
+            repl.backlog = Some(Backlog::new(
+                self.state.config.repl_backlog_size_bytes as usize,
+            ));
+        }
+        // The stream after the snapshot starts with a SELECT.
+        repl.seldb = None;
+        repl.sync_full += 1;
+        if psync.is_some() {
+            let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
+            out.extend_from_slice(line.as_bytes());
+        }
+        let rdb = super::rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
+        out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+        out.extend_from_slice(&rdb);
+        self.register_replica(index, conn);
+    }
 
-impl Default for Replicas {
-    fn default() -> Replicas {
-        Replicas {
-            list: Vec::new(),
-            last_ping: Instant::now(),
+    fn register_replica(&mut self, index: usize, conn: &mut Conn) {
+        let id = conn.session.id;
+        let peer = self.state.clients.get(&id).map(|c| c.addr.clone());
+        let ip = conn.session.replica_ip.clone().unwrap_or_else(|| {
+            let addr = peer.unwrap_or_default();
+            addr.rsplit_once(':')
+                .map_or(addr.clone(), |(ip, _)| ip.to_string())
+        });
+        conn.inbuf.clear();
+        self.state.repl.replicas.push(Replica {
+            index,
+            id,
+            ip,
+            port: conn.session.replica_port,
+            ack: 0,
+            ack_ms: unix_ms(),
+        });
+    }
+
+    /// Forgets connection `index` if it was a replica (closed).
+    pub(super) fn detach_replica(&mut self, index: usize) {
+        self.state.repl.replicas.retain(|r| r.index != index);
+    }
+
+    /// Reads a replica's `REPLCONF ACK offset` lines; anything else it
+    /// sends needs no answer.
+    pub(super) fn replica_input(&mut self, conn: &mut Conn) {
+        let mut at = 0;
+        let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
+        let mut acked = None;
+        while at < conn.inbuf.len() {
+            match conn.parser.parse(&conn.inbuf[at..], &limits) {
+                Ok(Some(consumed)) => {
+                    let args = conn.parser.args(&conn.inbuf[at..]);
+                    if let Some(offset) = ack_offset(&args) {
+                        acked = Some(offset);
+                    }
+                    at += consumed;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    at = conn.inbuf.len();
+                }
+            }
+        }
+        conn.inbuf.drain(..at);
+        if let Some(offset) = acked {
+            let id = conn.session.id;
+            if let Some(r) = self.state.repl.replicas.iter_mut().find(|r| r.id == id) {
+                r.ack = r.ack.max(offset);
+                r.ack_ms = unix_ms();
+            }
+            self.release_waiters();
         }
     }
-}
 
-impl Replicas {
-    /// Whether no replica is attached.
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+    /// Releases the WAIT clients enough replicas have acknowledged.
+    pub(super) fn release_waiters(&mut self) {
+        let repl = &self.state.repl;
+        let done: Vec<u64> = repl
+            .waiters
+            .iter()
+            .filter(|w| repl.acked(w.target) >= w.wanted)
+            .map(|w| w.id)
+            .collect();
+        for id in done {
+            self.state
+                .blocking
+                .unblock(&mut self.state.keyspace, id, false);
+        }
+        self.release();
     }
 
-    /// Whether connection `index` is a replica.
-    pub fn contains(&self, index: usize) -> bool {
-        self.list.iter().any(|r| r.index == index)
-    }
-
-    /// Attaches connection `conn` (at `index`): queues the RDB payload as
-    /// SYNC's reply, a bulk length then the file without a final CRLF.
-    pub fn attach(&mut self, index: usize, conn: &mut Conn, rdb: &[u8]) {
-        let out = &mut conn.reply.buf;
-        out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        out.extend_from_slice(rdb);
-        self.list.push(Replica { index, db: None });
-    }
-
-    /// Forgets connection `index` (closed).
-    pub fn detach(&mut self, index: usize) {
-        self.list.retain(|r| r.index != index);
-    }
-
-    /// Appends `records` to every replica's output; returns the indices
-    /// that now have output to send (those past [`OUTPUT_MAX_BYTES`] are
-    /// for the caller to drop).
-    pub fn feed(&mut self, records: &Propagation, conns: &mut [Option<Conn>]) -> Vec<usize> {
+    /// Sends what the log just got to the replicas too (a master's own
+    /// writes; a replica forwards its master's stream instead).
+    pub(super) fn feed_replicas(&mut self, records: &Propagation) {
+        let repl = &mut self.state.repl;
+        if repl.is_replica() || (repl.backlog.is_none() && repl.replicas.is_empty()) {
+            return;
+        }
         let Some(first_db) = records.first_db else {
-            return Vec::new();
+            return;
         };
-        let mut fed = Vec::new();
-        for replica in &mut self.list {
-            let Some(conn) = conns.get_mut(replica.index).and_then(Option::as_mut) else {
+        let mut out = Vec::with_capacity(records.buf.len() + 64);
+        if repl.seldb != Some(first_db) {
+            let db = first_db.to_string();
+            encode_command(&mut out, &[b"SELECT", db.as_bytes()]);
+        }
+        // Several commands from one client command (a transaction) go
+        // as one, as in the log.
+        let wrap = records.commands > 1;
+        if wrap {
+            encode_command(&mut out, &[b"MULTI"]);
+        }
+        out.extend_from_slice(&records.buf);
+        if wrap {
+            encode_command(&mut out, &[b"EXEC"]);
+        }
+        repl.seldb = Some(records.last_db);
+        self.push_stream(&out);
+    }
+
+    /// Appends `command` to the stream outside any database (PING,
+    /// REPLCONF GETACK), when this server is a master with a stream.
+    pub(super) fn feed_command(&mut self, command: &[&[u8]]) {
+        let repl = &self.state.repl;
+        if repl.is_replica() || repl.backlog.is_none() {
+            return;
+        }
+        let mut out = Vec::new();
+        encode_command(&mut out, command);
+        self.push_stream(&out);
+    }
+
+    /// Appends stream bytes: the offset, the backlog, every replica's
+    /// output (dropping one that leaves too much unread).
+    pub(super) fn push_stream(&mut self, bytes: &[u8]) {
+        self.state.repl.advance(bytes);
+        let targets: Vec<usize> = self.state.repl.replicas.iter().map(|r| r.index).collect();
+        for index in targets {
+            let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
                 continue;
             };
-            if replica.db != Some(first_db) {
-                let db = first_db.to_string();
-                encode_command(&mut conn.reply.buf, &[b"SELECT", db.as_bytes()]);
+            conn.reply.buf.extend_from_slice(bytes);
+            if conn.reply.buf.len().saturating_sub(conn.out_sent) > OUTPUT_MAX_BYTES {
+                tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
+                self.close(conn, index);
+            } else {
+                self.conns[index] = Some(conn);
+                self.mark_ready(index);
             }
-            // Several commands from one client command (a transaction) go
-            // as one, as in the log.
-            let wrap = records.commands > 1;
-            if wrap {
-                encode_command(&mut conn.reply.buf, &[b"MULTI"]);
-            }
-            conn.reply.buf.extend_from_slice(&records.buf);
-            if wrap {
-                encode_command(&mut conn.reply.buf, &[b"EXEC"]);
-            }
-            replica.db = Some(records.last_db);
-            fed.push(replica.index);
         }
-        fed
     }
 
-    /// Queues a PING to every replica when the period has passed; returns
-    /// the indices that now have output to send.
-    pub fn ping_if_due(
-        &mut self,
-        period_s: Option<&str>,
-        conns: &mut [Option<Conn>],
-    ) -> Vec<usize> {
-        let period = period_s
-            .and_then(|p| p.parse::<u64>().ok())
-            .unwrap_or(PING_PERIOD_DEFAULT_S);
-        if self.list.is_empty() || self.last_ping.elapsed() < Duration::from_secs(period) {
-            return Vec::new();
-        }
-        self.last_ping = Instant::now();
-        let mut pinged = Vec::new();
-        for replica in &self.list {
-            if let Some(conn) = conns.get_mut(replica.index).and_then(Option::as_mut) {
-                encode_command(&mut conn.reply.buf, &[b"PING"]);
-                pinged.push(replica.index);
+    /// Closes every attached replica (their master changed history).
+    pub(super) fn disconnect_replicas(&mut self) {
+        let targets: Vec<usize> = self.state.repl.replicas.iter().map(|r| r.index).collect();
+        for index in targets {
+            if let Some(conn) = self.conns.get_mut(index).and_then(Option::take) {
+                self.close(conn, index);
             }
         }
-        pinged
     }
+
+    /// Timer work of a master: a PING into the stream every
+    /// `repl-ping-replica-period` seconds while replicas are attached.
+    pub(super) fn replicas_cron(&mut self) {
+        let period = self.state.config.repl_ping_replica_period_s.max(1);
+        if self.state.repl.replicas.is_empty()
+            || self.last_replica_ping.elapsed().as_secs() < period
+        {
+            return;
+        }
+        self.last_replica_ping = std::time::Instant::now();
+        self.feed_command(&[b"PING"]);
+    }
+
+    /// Before sleeping: asks the replicas for an ACK if a WAIT waits.
+    pub(super) fn request_acks(&mut self) {
+        if std::mem::take(&mut self.state.repl.getack) && !self.state.repl.replicas.is_empty() {
+            self.feed_command(&[b"REPLCONF", b"GETACK", b"*"]);
+        }
+    }
+}
+
+/// Appends replication-only commands (with their databases) to `prop`.
+pub(super) fn push_all(prop: &mut Propagation, commands: &[(usize, Vec<Vec<u8>>)]) {
+    for (db, command) in commands {
+        let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+        prop.push(*db, &args);
+    }
+}
+
+/// The offset of `REPLCONF ACK offset [...]`.
+fn ack_offset(args: &Args<'_>) -> Option<i64> {
+    if args.len() < 3
+        || !args.get(0).eq_ignore_ascii_case(b"REPLCONF")
+        || !args.get(1).eq_ignore_ascii_case(b"ACK")
+    {
+        return None;
+    }
+    crate::types::number::parse_i64(args.get(2))
 }

@@ -1,0 +1,385 @@
+//! What the server knows of replication, shared by the event loop and the
+//! commands (REPLICAOF, ROLE, WAIT, INFO): the replication ID and offset,
+//! the backlog, the attached replicas and, on a replica, its master and
+//! the state of the link to it. `docs/replication.md` has the design.
+
+use std::collections::VecDeque;
+use std::fmt::Write;
+
+use crate::state::unix_ms;
+
+/// The ID that says "no ID" (INFO's `master_replid2` when unset).
+pub const NO_ID: &str = "0000000000000000000000000000000000000000";
+
+/// The last `size` bytes of the replication stream, for partial resyncs.
+#[derive(Debug)]
+pub struct Backlog {
+    buf: VecDeque<u8>,
+    size: usize,
+}
+
+impl Backlog {
+    /// An empty backlog keeping at most `size` bytes.
+    pub fn new(size: usize) -> Backlog {
+        Backlog {
+            buf: VecDeque::new(),
+            size: size.max(1),
+        }
+    }
+
+    /// Appends stream bytes, forgetting the oldest past the size.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let keep = bytes.len().min(self.size);
+        self.buf.extend(&bytes[bytes.len() - keep..]);
+        let excess = self.buf.len().saturating_sub(self.size);
+        self.buf.drain(..excess);
+    }
+
+    /// Changes the size (`repl-backlog-size`), keeping the newest bytes.
+    pub fn resize(&mut self, size: usize) {
+        self.size = size.max(1);
+        let excess = self.buf.len().saturating_sub(self.size);
+        self.buf.drain(..excess);
+    }
+
+    /// Bytes held (INFO's `repl_backlog_histlen`).
+    pub fn histlen(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The bytes held from the `skip`-th on.
+    pub fn tail(&self, skip: usize) -> Vec<u8> {
+        self.buf
+            .range(skip.min(self.buf.len())..)
+            .copied()
+            .collect()
+    }
+}
+
+/// The state of a replica's link to its master, as ROLE names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Waiting to connect (next attempt at the next cron).
+    Connect,
+    /// The TCP connection is being set up.
+    Connecting,
+    /// PING, AUTH, REPLCONF and PSYNC are being exchanged.
+    Handshake,
+    /// The dataset is arriving.
+    Transfer,
+    /// Streaming the master's writes.
+    Connected,
+}
+
+impl Link {
+    /// ROLE's word for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::Connect => "connect",
+            Link::Connecting => "connecting",
+            Link::Handshake => "handshake",
+            Link::Transfer => "sync",
+            Link::Connected => "connected",
+        }
+    }
+}
+
+/// A replica attached to this server.
+#[derive(Debug)]
+pub struct Replica {
+    /// Its connection's slot in the server.
+    pub index: usize,
+    /// Its client id.
+    pub id: u64,
+    /// Its address as seen here (or announced).
+    pub ip: String,
+    /// The port it said it listens on (`REPLCONF listening-port`).
+    pub port: u16,
+    /// The offset it last acknowledged (`REPLCONF ACK`).
+    pub ack: i64,
+    /// When it last acknowledged, Unix ms.
+    pub ack_ms: i64,
+}
+
+/// A WAIT client: released once `wanted` replicas acknowledged `target`.
+#[derive(Debug)]
+pub struct Waiter {
+    pub id: u64,
+    pub target: i64,
+    pub wanted: usize,
+}
+
+/// A replica's master and the link's progress.
+#[derive(Debug)]
+pub struct Master {
+    pub host: String,
+    pub port: u16,
+    pub link: Link,
+    /// When the link last went down, Unix ms (0: never up).
+    pub down_since_ms: i64,
+    /// When the master last sent something, Unix ms.
+    pub last_io_ms: i64,
+    /// During a transfer: bytes expected (0 for the EOF-marker form) and read.
+    pub transfer: (u64, u64),
+}
+
+/// Replication, as the commands see it.
+#[derive(Debug)]
+pub struct Repl {
+    /// This server's replication ID (a replica's is its master's).
+    pub replid: String,
+    /// The ID before the last change, valid up to `second_offset`.
+    pub replid2: String,
+    pub second_offset: i64,
+    /// Bytes of the replication stream so far (`master_repl_offset`).
+    pub offset: i64,
+    /// Created when the first replica attaches (or the first sync ends).
+    pub backlog: Option<Backlog>,
+    /// The database the stream last selected.
+    pub seldb: Option<usize>,
+    /// Set on a replica.
+    pub master: Option<Master>,
+    /// The client id of the link to the master, while connected.
+    pub link_client: Option<u64>,
+    /// Attached replicas, in attach order.
+    pub replicas: Vec<Replica>,
+    /// REPLICAOF changed the master: the event loop acts on it.
+    pub changed: bool,
+    /// WAIT clients.
+    pub waiters: Vec<Waiter>,
+    /// A WAIT blocked: ask the replicas for acknowledgements.
+    pub getack: bool,
+    /// Commands for the replicas but not the log (PUBLISH), in order,
+    /// with the database they ran in.
+    pub replicate_only: Vec<(usize, Vec<Vec<u8>>)>,
+    /// INFO stats: full syncs served, partial resyncs accepted and refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+}
+
+/// 40 random hex digits.
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 20];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        // Distinct enough without /dev/urandom: the time and the pid.
+        let seed = (unix_ms() as u64) ^ (u64::from(std::process::id()) << 32);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (seed.rotate_left(i as u32 * 7) >> (i % 8)) as u8;
+        }
+    }
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+impl Default for Repl {
+    fn default() -> Repl {
+        Repl {
+            replid: random_id(),
+            replid2: NO_ID.to_string(),
+            second_offset: -1,
+            offset: 0,
+            backlog: None,
+            seldb: None,
+            master: None,
+            link_client: None,
+            replicas: Vec::new(),
+            changed: false,
+            waiters: Vec::new(),
+            getack: false,
+            replicate_only: Vec::new(),
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+        }
+    }
+}
+
+impl Repl {
+    /// Whether this server replicates a master.
+    pub fn is_replica(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// Whether a replica's link is up.
+    pub fn link_up(&self) -> bool {
+        self.master
+            .as_ref()
+            .is_some_and(|m| m.link == Link::Connected)
+    }
+
+    /// The first offset the backlog holds (INFO's
+    /// `repl_backlog_first_byte_offset`).
+    pub fn backlog_first_offset(&self) -> i64 {
+        let histlen = self.backlog.as_ref().map_or(0, Backlog::histlen) as i64;
+        self.offset - histlen + 1
+    }
+
+    /// Replicas that acknowledged `offset` or later.
+    pub fn acked(&self, offset: i64) -> usize {
+        self.replicas.iter().filter(|r| r.ack >= offset).count()
+    }
+
+    /// Replicas that acknowledged within `max_lag_s` seconds.
+    pub fn good_replicas(&self, max_lag_s: i64, now_ms: i64) -> usize {
+        self.replicas
+            .iter()
+            .filter(|r| now_ms - r.ack_ms <= max_lag_s * 1000)
+            .count()
+    }
+
+    /// A new history: the current ID becomes the secondary one (valid up
+    /// to the next offset), and a fresh ID continues (promotion).
+    pub fn shift_id(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, random_id());
+        self.second_offset = self.offset + 1;
+    }
+
+    /// Appends stream bytes to the offset and the backlog.
+    pub fn advance(&mut self, bytes: &[u8]) {
+        self.offset += bytes.len() as i64;
+        if let Some(backlog) = &mut self.backlog {
+            backlog.push(bytes);
+        }
+    }
+
+    /// The bytes a replica asking for `replid` from `from` (the first byte
+    /// it lacks) would continue with, when the backlog holds them.
+    pub fn continuation(&self, replid: &str, from: i64) -> Option<Vec<u8>> {
+        let backlog = self.backlog.as_ref()?;
+        let known = replid == self.replid
+            || (replid == self.replid2 && replid != NO_ID && from <= self.second_offset);
+        if !known || from < self.backlog_first_offset() || from > self.offset + 1 {
+            return None;
+        }
+        Some(backlog.tail((from - self.backlog_first_offset()) as usize))
+    }
+}
+
+/// `# Replication` of INFO.
+pub fn info(state: &crate::state::State, out: &mut String) {
+    let repl = &state.repl;
+    let c = &state.config;
+    let now = unix_ms();
+    match &repl.master {
+        None => out.push_str("role:master\r\n"),
+        Some(m) => info_link(state, m, now, out),
+    }
+    let _ = write!(out, "connected_slaves:{}\r\n", repl.replicas.len());
+    if c.min_replicas_to_write > 0 && c.min_replicas_max_lag_s > 0 {
+        let good = repl.good_replicas(c.min_replicas_max_lag_s, now);
+        let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
+    }
+    for (i, r) in repl.replicas.iter().enumerate() {
+        let _ = write!(
+            out,
+            "slave{i}:ip={},port={},state=online,offset={},lag={}\r\n",
+            r.ip,
+            r.port,
+            r.ack,
+            (now - r.ack_ms).max(0) / 1000
+        );
+    }
+    let _ = write!(
+        out,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        repl.replid,
+        repl.replid2,
+        repl.offset,
+        repl.second_offset,
+        u8::from(repl.backlog.is_some()),
+        c.repl_backlog_size_bytes,
+        if repl.backlog.is_some() { repl.backlog_first_offset() } else { 0 },
+        repl.backlog.as_ref().map_or(0, Backlog::histlen),
+    );
+}
+
+/// INFO's fields about a replica's master and link.
+fn info_link(state: &crate::state::State, m: &Master, now: i64, out: &mut String) {
+    let (repl, c) = (&state.repl, &state.config);
+    let io = if m.link == Link::Connected || m.link == Link::Transfer {
+        (now - m.last_io_ms) / 1000
+    } else {
+        -1
+    };
+    let _ = write!(
+        out,
+        "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{io}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+        m.host,
+        m.port,
+        if m.link == Link::Connected { "up" } else { "down" },
+        u8::from(m.link == Link::Transfer),
+        repl.offset,
+        repl.offset,
+    );
+    if m.link == Link::Transfer {
+        let (total, read) = m.transfer;
+        let perc = if total > 0 {
+            read as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
+            total as i64 - read as i64,
+            (now - m.last_io_ms) / 1000
+        );
+    }
+    if m.link != Link::Connected {
+        let since = if m.down_since_ms > 0 {
+            (now - m.down_since_ms) / 1000
+        } else {
+            -1
+        };
+        let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
+    }
+    let _ = write!(
+        out,
+        "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+        c.accepted_int("replica-priority").unwrap_or(100),
+        u8::from(c.replica_read_only),
+        u8::from(c.get("replica-announced").as_deref() != Some("no")),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backlog_keeps_the_newest_bytes() {
+        let mut b = Backlog::new(4);
+        b.push(b"abc");
+        b.push(b"def");
+        assert_eq!(b.tail(0), b"cdef");
+        b.push(b"0123456");
+        assert_eq!(b.tail(1), b"456");
+        b.resize(2);
+        assert_eq!(b.tail(0), b"56");
+    }
+
+    #[test]
+    fn continuation_needs_a_known_id_and_an_offset_in_the_backlog() {
+        let mut r = Repl {
+            backlog: Some(Backlog::new(4)),
+            ..Repl::default()
+        };
+        r.advance(b"abcdef");
+        let id = r.replid.clone();
+        assert_eq!(r.backlog_first_offset(), 3);
+        assert_eq!(r.continuation(&id, 7).unwrap(), b"");
+        assert_eq!(r.continuation(&id, 4).unwrap(), b"def");
+        assert!(r.continuation(&id, 2).is_none());
+        assert!(r.continuation(&id, 8).is_none());
+        assert!(r.continuation(NO_ID, 4).is_none());
+        r.shift_id();
+        assert_eq!(r.continuation(&id, 5).unwrap(), b"ef");
+        r.advance(b"g");
+        assert!(r.continuation(&id, 8).is_none());
+    }
+}
