@@ -704,3 +704,51 @@ fn pubsub_default_and_relative_aclfile() {
         "{slow}"
     );
 }
+
+#[test]
+fn categories_follow_redis_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let text = |c: &mut Raw, cat: &str| {
+        String::from_utf8_lossy(&c.roundtrip_any(&resp(&["ACL", "CAT", cat]))).into_owned()
+    };
+    let read = text(&mut c, "read");
+    assert!(
+        read.contains("\r\nget\r\n") && !read.contains("eval_ro"),
+        "{read}"
+    );
+    let pubsub = text(&mut c, "pubsub");
+    assert!(
+        pubsub.contains("\r\npubsub|numpat\r\n") && !pubsub.contains("pubsub|help"),
+        "{pubsub}"
+    );
+    let keyspace = text(&mut c, "KEYSPACE");
+    assert!(keyspace.contains("\r\nobject|encoding\r\n") && !keyspace.contains("\r\nset\r\n"));
+    // Each category alone is described as itself.
+    for cat in [
+        "read",
+        "write",
+        "keyspace",
+        "pubsub",
+        "dangerous",
+        "connection",
+    ] {
+        c.check(
+            &resp(&["ACL", "SETUSER", "r", "reset", &format!("+@{cat}")]),
+            b"+OK\r\n",
+        );
+        let getuser = c.roundtrip_any(&resp(&["ACL", "GETUSER", "r"]));
+        let want = format!("-@all +@{cat}");
+        let shown = format!("${}\r\n{want}\r\n", want.len());
+        assert!(String::from_utf8_lossy(&getuser).contains(&shown), "{cat}");
+        c.check(
+            &resp(&["ACL", "SETUSER", "r", "reset", "+@all", &format!("-@{cat}")]),
+            b"+OK\r\n",
+        );
+        let getuser = c.roundtrip_any(&resp(&["ACL", "GETUSER", "r"]));
+        let want = format!("+@all -@{cat}");
+        let shown = format!("${}\r\n{want}\r\n", want.len());
+        assert!(String::from_utf8_lossy(&getuser).contains(&shown), "{cat}");
+    }
+}
