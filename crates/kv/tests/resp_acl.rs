@@ -726,14 +726,30 @@ fn categories_follow_redis_table() {
     let keyspace = text(&mut c, "KEYSPACE");
     assert!(keyspace.contains("\r\nobject|encoding\r\n") && !keyspace.contains("\r\nset\r\n"));
     // Each category alone is described as itself.
-    for cat in [
+    // Every category with commands (`stream` has none without streams).
+    let all = [
+        "keyspace",
         "read",
         "write",
-        "keyspace",
+        "set",
+        "sortedset",
+        "list",
+        "hash",
+        "string",
+        "bitmap",
+        "hyperloglog",
+        "geo",
         "pubsub",
+        "admin",
+        "fast",
+        "slow",
+        "blocking",
         "dangerous",
         "connection",
-    ] {
+        "transaction",
+        "scripting",
+    ];
+    for cat in all {
         c.check(
             &resp(&["ACL", "SETUSER", "r", "reset", &format!("+@{cat}")]),
             b"+OK\r\n",
