@@ -609,3 +609,162 @@ fn config_file_users_and_rewrite() {
     // Each user once.
     assert_eq!(after.matches("user alice").count(), 1, "{after}");
 }
+
+#[test]
+fn first_args_patterns_and_sort_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut admin = server.raw();
+    admin.check(&resp(&["RPUSH", "l", "1"]), b":1\r\n");
+    admin.check(
+        &resp(&[
+            "ACL",
+            "SETUSER",
+            "f",
+            "on",
+            "nopass",
+            "-@all",
+            "+select|0",
+            "+psubscribe",
+            "+sort",
+            "~l",
+            "&news.*",
+        ]),
+        b"+OK\r\n",
+    );
+    let mut c = server.raw();
+    c.check(&resp(&["AUTH", "f", "x"]), b"+OK\r\n");
+    c.check(&resp(&["SELECT", "0"]), b"+OK\r\n");
+    c.check(
+        &resp(&["SELECT", "1"]),
+        b"-NOPERM this user has no permissions to run the 'select' command\r\n",
+    );
+    // A PSUBSCRIBE pattern must equal an allowed pattern.
+    c.check(
+        &resp(&["PSUBSCRIBE", "news.a*"]),
+        b"-NOPERM this user has no permissions to access one of the channels used as arguments\r\n",
+    );
+    // SORT's BY and GET patterns need read access to every key.
+    c.check(
+        &resp(&["SORT", "l", "BY", "w*"]),
+        b"-ERR BY option of SORT denied due to insufficient ACL permissions.\r\n",
+    );
+    c.check(
+        &resp(&["SORT", "l", "GET", "#"]),
+        b"-ERR GET option of SORT denied due to insufficient ACL permissions.\r\n",
+    );
+    c.check(&resp(&["SORT", "l", "BY", "nosort"]), b"*1\r\n$1\r\n1\r\n");
+    admin.check(&resp(&["ACL", "SETUSER", "f", "%R~*"]), b"+OK\r\n");
+    c.check(&resp(&["SORT", "l", "BY", "w*"]), b"*1\r\n$1\r\n1\r\n");
+    c.check(
+        &resp(&["PSUBSCRIBE", "news.*"]),
+        b"*3\r\n$10\r\npsubscribe\r\n$6\r\nnews.*\r\n:1\r\n",
+    );
+}
+
+#[test]
+fn pubsub_default_and_relative_aclfile() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("u.acl"), "user alice on nopass +@all ~*\n").unwrap();
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.set("aclfile", &["u.acl".to_string()]).unwrap();
+        c.set("acl-pubsub-default", &["allchannels".to_string()])
+            .unwrap();
+    });
+    let mut c = server.raw();
+    // The file is found in `dir`; its users get every channel.
+    let alice = c.roundtrip_any(&resp(&["ACL", "GETUSER", "alice"]));
+    assert!(String::from_utf8_lossy(&alice).contains("$8\r\nchannels\r\n$2\r\n&*\r\n"));
+    c.check(&resp(&["ACL", "SETUSER", "x", "&a"]), b"-ERR Error in ACL SETUSER modifier '&a': Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels\r\n");
+    c.check(
+        &resp(&["CONFIG", "SET", "acl-pubsub-default", "resetchannels"]),
+        b"+OK\r\n",
+    );
+    c.check(&resp(&["ACL", "SETUSER", "x", "&a"]), b"+OK\r\n");
+    assert_eq!(list_line(&mut c, "x"), "off resetchannels &a -@all");
+    c.check(&resp(&["ACL", "SAVE"]), b"+OK\r\n");
+    let saved = std::fs::read_to_string(dir.path().join("u.acl")).unwrap();
+    assert!(
+        saved.contains("user x off resetchannels &a -@all\n"),
+        "{saved}"
+    );
+    // CONFIG SET of a password is hidden from SLOWLOG.
+    c.check(
+        &resp(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]),
+        b"+OK\r\n",
+    );
+    c.check(
+        &resp(&["CONFIG", "SET", "masterauth", "secret"]),
+        b"+OK\r\n",
+    );
+    let slow = c.roundtrip_any(&resp(&["SLOWLOG", "GET", "1"]));
+    let slow = String::from_utf8_lossy(&slow);
+    assert!(
+        slow.contains("$10\r\n(redacted)\r\n") && !slow.contains("secret"),
+        "{slow}"
+    );
+}
+
+#[test]
+fn categories_follow_redis_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let text = |c: &mut Raw, cat: &str| {
+        String::from_utf8_lossy(&c.roundtrip_any(&resp(&["ACL", "CAT", cat]))).into_owned()
+    };
+    let read = text(&mut c, "read");
+    assert!(
+        read.contains("\r\nget\r\n") && !read.contains("eval_ro"),
+        "{read}"
+    );
+    let pubsub = text(&mut c, "pubsub");
+    assert!(
+        pubsub.contains("\r\npubsub|numpat\r\n") && !pubsub.contains("pubsub|help"),
+        "{pubsub}"
+    );
+    let keyspace = text(&mut c, "KEYSPACE");
+    assert!(keyspace.contains("\r\nobject|encoding\r\n") && !keyspace.contains("\r\nset\r\n"));
+    // Each category alone is described as itself.
+    // Every category with commands (`stream` has none without streams).
+    let all = [
+        "keyspace",
+        "read",
+        "write",
+        "set",
+        "sortedset",
+        "list",
+        "hash",
+        "string",
+        "bitmap",
+        "hyperloglog",
+        "geo",
+        "pubsub",
+        "admin",
+        "fast",
+        "slow",
+        "blocking",
+        "dangerous",
+        "connection",
+        "transaction",
+        "scripting",
+    ];
+    for cat in all {
+        c.check(
+            &resp(&["ACL", "SETUSER", "r", "reset", &format!("+@{cat}")]),
+            b"+OK\r\n",
+        );
+        let getuser = c.roundtrip_any(&resp(&["ACL", "GETUSER", "r"]));
+        let want = format!("-@all +@{cat}");
+        let shown = format!("${}\r\n{want}\r\n", want.len());
+        assert!(String::from_utf8_lossy(&getuser).contains(&shown), "{cat}");
+        c.check(
+            &resp(&["ACL", "SETUSER", "r", "reset", "+@all", &format!("-@{cat}")]),
+            b"+OK\r\n",
+        );
+        let getuser = c.roundtrip_any(&resp(&["ACL", "GETUSER", "r"]));
+        let want = format!("+@all -@{cat}");
+        let shown = format!("${}\r\n{want}\r\n", want.len());
+        assert!(String::from_utf8_lossy(&getuser).contains(&shown), "{cat}");
+    }
+}

@@ -72,7 +72,15 @@ pub fn of(spec: &CommandSpec) -> u64 {
     let mut bits = spec.acl;
     let implied = [
         (flags::WRITE, "write"),
-        (flags::READONLY, "read"),
+        // Read-only scripts (EVAL_RO) are not `@read`, as in Redis.
+        (
+            flags::READONLY,
+            if spec.group == "scripting" {
+                "scripting"
+            } else {
+                "read"
+            },
+        ),
         (flags::ADMIN, "admin"),
         (flags::ADMIN, "dangerous"),
         (flags::PUBSUB, "pubsub"),
@@ -97,7 +105,8 @@ pub fn of(spec: &CommandSpec) -> u64 {
         "hyperloglog" => Some("hyperloglog"),
         "geo" => Some("geo"),
         "stream" => Some("stream"),
-        "pubsub" => Some("pubsub"),
+        // Pub/Sub commands are `@pubsub` through their flag only (PUBSUB
+        // HELP is not), as in Redis's table.
         "transactions" => Some("transaction"),
         "connection" => Some("connection"),
         "scripting" => Some("scripting"),

@@ -326,7 +326,8 @@ pub(super) fn authenticate(
         log_in(ctx, name);
         return Ok(());
     }
-    let context = if ctx.session.multi.is_some() {
+    // AUTH queued in a transaction runs inside EXEC.
+    let context = if ctx.session.multi.is_some() || ctx.session.in_exec {
         Context::Multi
     } else {
         Context::Toplevel
