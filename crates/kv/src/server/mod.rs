@@ -628,8 +628,11 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     fn timer(&mut self) {
         self.state.keyspace.now_ms = unix_ms();
-        notify::prepare(&mut self.state);
-        if self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
+        let cron = !self.state.cron_paused;
+        if cron {
+            notify::prepare(&mut self.state);
+        }
+        if cron && self.state.active_expire_enabled && !self.state.keyspace.expiry_paused {
             self.state
                 .keyspace
                 .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
