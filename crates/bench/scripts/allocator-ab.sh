@@ -20,11 +20,16 @@ serve() { # binary -> pid
   echo $!
 }
 wait_port() {
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
     sleep 0.1
   done
   return 1
+}
+stop() { # pid: the server is not this shell's child (started in $(...)),
+  # so `wait` cannot be used: poll until it is gone and its port is free.
+  kill "$1" 2>/dev/null || true
+  while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
 }
 load() { # binary op pipeline requests
   taskset -c 1 "$1" kv-load --port "$port" --op "$2" --clients 50 \
@@ -38,12 +43,12 @@ for round in $(seq "$rounds"); do
     pid=$(serve "$bin"); wait_port
     s1=$(load "$bin" set 1 100000); g1=$(load "$bin" get 1 100000)
     s16=$(load "$bin" set 16 500000); g16=$(load "$bin" get 16 500000)
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    stop "$pid"
     pid=$(serve "$bin"); wait_port
     taskset -c 1 "$bin" kv-load --port "$port" --op fill --clients 50 \
       --requests 1000000 --value-bytes 100 >/dev/null
     rss=$(awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$pid/status")
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    stop "$pid"
     echo "$round,$name,$s1,$g1,$s16,$g16,$rss"
   done
 done

@@ -162,6 +162,15 @@ pub struct State {
     pub latency: crate::commands::diagnostics::LatencyMonitor,
     /// Whether the timer expires keys (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// DEBUG PAUSE-CRON: the timer skips Redis's cron work (active
+    /// expiry, the tracking table's limit, memory figures); the log's
+    /// syncs still run.
+    pub cron_paused: bool,
+    /// Whether the eviction before the running client command failed to
+    /// bring memory under `maxmemory` (Redis's `pre_command_oom_state`):
+    /// then that command, a transaction's EXEC, or a script's writes are
+    /// refused if they may grow memory.
+    pub out_of_memory: bool,
     /// DEBUG RELOAD or LOADAOF ran: the event loop closes the log and
     /// loads the dataset back from it before the next command.
     pub reload_requested: bool,
@@ -263,6 +272,8 @@ impl State {
             slowlog: Default::default(),
             latency: Default::default(),
             active_expire_enabled: true,
+            cron_paused: false,
+            out_of_memory: false,
             reload_requested: false,
             save_requested: false,
             new_listeners: None,

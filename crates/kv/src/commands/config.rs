@@ -109,8 +109,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     // A lower maxmemory evicts at once, as Redis's eviction timer starts
     // right after CONFIG SET (the `evicted` events go out without waiting
-    // for another command).
-    if !ctx.session.is_replay && ctx.state.over_maxmemory() {
+    // for another command); inside a transaction or script that timer
+    // would only run after it, so the keys stay until the next command.
+    if !ctx.session.is_replay && !ctx.session.in_exec && ctx.state.over_maxmemory() {
         super::memory::perform_evictions(ctx);
     }
     ctx.reply.ok();

@@ -1,5 +1,5 @@
 //! DEBUG, refused unless `enable-debug-command` allows it (as Redis 7.0
-//! refuses it): SLEEP, SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL, RELOAD,
+//! refuses it): SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT, PROTOCOL, RELOAD,
 //! LOADAOF, POPULATE, DIGEST, DIGEST-VALUE, CHANGE-REPL-ID,
 //! QUICKLIST-PACKED-THRESHOLD and STRINGMATCH-LEN.
 
@@ -157,6 +157,12 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (b"SET-DISABLE-DENY-SCRIPTS", 3) => {
             let on = crate::types::number::parse_i64(args.get(2)).unwrap_or(0) != 0;
             super::scripting::set_deny_disabled(on);
+            ctx.reply.ok();
+            Ok(())
+        }
+        (b"PAUSE-CRON", 3) => {
+            let on = crate::types::number::parse_i64(args.get(2)).unwrap_or(0) != 0;
+            ctx.state.cron_paused = on;
             ctx.reply.ok();
             Ok(())
         }
@@ -343,6 +349,9 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
             "PROTOCOL <type>",
             "    Replies with a sample of a RESP type: string, integer, double, bignum, null,",
             "    array, set, map, attrib, push, verbatim, true, false.",
+            "PAUSE-CRON <0|1>",
+            "    Stops or resumes the timer's housekeeping (active expiry, the tracking",
+            "    table's limit, memory figures); the log's syncs go on.",
             "POPULATE <count> [<prefix>] [<size>]",
             "    Creates <count> keys <prefix>:N (default key:N) holding value:N, padded or",
             "    cut to <size> bytes; existing keys are left alone.",

@@ -105,20 +105,29 @@ pub(crate) fn entry_bytes(key: &[u8]) -> usize {
     ENTRY_BYTES_ESTIMATE as usize + boxed
 }
 
-/// Keys one command may evict before giving up (Redis bounds its loop by
-/// time instead; the effect is the same: a command never stalls long).
+/// Keys one command may evict before the rest waits for the next command
+/// (Redis bounds its loop by time instead; the effect is the same: a
+/// command never stalls long).
 const EVICTIONS_PER_COMMAND_MAX: usize = 4096;
 
-/// Evicts keys under `maxmemory-policy` until `used_memory` is under
-/// `maxmemory`; returns whether it is. With a counting probe each
-/// eviction is measured on the counter itself, as Redis measures its own;
-/// without one (resident set size, refreshed by the timer) the key's
-/// estimated bytes are subtracted, so the next command does not evict for
-/// the same excess before the timer measures again. Evicted keys are
-/// logged as `DEL`, so replay ends with the same data.
+/// Evicts keys under `maxmemory-policy` until the memory freed covers
+/// what `used_memory` exceeded `maxmemory` by when it started; returns
+/// false when it could not (Redis's `EVICT_FAIL`: nothing to evict), and
+/// then commands that may grow memory are refused. As in Redis, the
+/// memory freed is measured around each key's removal alone (on the
+/// probe's counter; without one, the key's estimated bytes): the log
+/// record, notification and invalidation each eviction sends are not
+/// held against it, or evicting keys with long names could feed itself
+/// until the keyspace is empty. Evicted keys are logged as `DEL`, so
+/// replay ends with the same data.
 pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
     use crate::config::MaxmemoryPolicy as P;
     use crate::keyspace::evict::{Pool, Rank};
+    let limit = ctx.state.config.maxmemory_bytes;
+    let used = ctx.state.used_memory();
+    if limit == 0 || used <= limit {
+        return true;
+    }
     let config = &ctx.state.config;
     let (pool, rank) = match config.maxmemory_policy {
         P::NoEviction => return false,
@@ -131,9 +140,11 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         P::VolatileTtl => (Pool::Volatile, Rank::Ttl),
     };
     let samples = config.maxmemory_samples as usize;
-    let counted = crate::memory::probe().is_some();
+    let counter = crate::memory::probe().map(|p| p.allocated);
+    let to_free = used - limit;
+    let mut freed = 0u64;
     for _ in 0..EVICTIONS_PER_COMMAND_MAX {
-        if !ctx.state.over_maxmemory() {
+        if freed >= to_free {
             return true;
         }
         let state = &mut *ctx.state;
@@ -144,16 +155,28 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         let Some((db, key)) = victim else {
             return false;
         };
-        let freed = match state.keyspace.evict(db, &key) {
-            Some(value) => entry_bytes(&key) + value_bytes(&value, SAMPLES_DEFAULT),
-            None => 0,
+        let before = counter.map_or(0, |read| read());
+        let (mut estimate, mut after) = (0u64, before);
+        let evicted = state.keyspace.evict(db, &key, |value| {
+            estimate = (entry_bytes(&key) + value_bytes(&value, SAMPLES_DEFAULT)) as u64;
+            drop(value);
+            after = counter.map_or(0, |read| read());
+        });
+        if !evicted {
+            continue;
+        }
+        freed += match counter {
+            Some(_) => before.saturating_sub(after),
+            None => {
+                state.used_memory_bytes = state.used_memory_bytes.saturating_sub(estimate);
+                estimate
+            }
         };
         state.stats.evicted_keys += 1;
-        if !counted {
-            state.used_memory_bytes = state.used_memory_bytes.saturating_sub(freed as u64);
-        }
     }
-    !ctx.state.over_maxmemory()
+    // Out of time rather than out of keys: Redis goes on at its next
+    // command and does not refuse this one.
+    true
 }
 
 fn usage(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {

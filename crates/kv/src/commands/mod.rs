@@ -364,8 +364,9 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis, eviction runs before each command a client sends, never
     // between the commands of a transaction: the DELs it logs go before
     // the command's own record, which is where they happened.
+    ctx.state.out_of_memory = false;
     if !ctx.session.is_replay && !ctx.session.is_master && ctx.state.over_maxmemory() {
-        memory::perform_evictions(ctx);
+        ctx.state.out_of_memory = !memory::perform_evictions(ctx);
         // The evicted keys' invalidations precede this command's reply:
         // Redis evicts before the command, not within it.
         ctx.state.pubsub.evicting = true;
@@ -400,7 +401,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             );
             return;
         }
-        if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.over_maxmemory() {
+        if spec.has(flags::DENYOOM) && !ctx.session.is_replay && ctx.state.out_of_memory {
             ctx.session.multi_error = true;
             reject(ctx, Some(name), OOM);
             return;
@@ -637,7 +638,7 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> CmdResult {
             )));
         }
     }
-    if spec.flags & flags::DENYOOM != 0 && !scripting::oom_allowed() && ctx.state.over_maxmemory() {
+    if spec.flags & flags::DENYOOM != 0 && !scripting::oom_allowed() && ctx.state.out_of_memory {
         return Err(Cow::Borrowed(OOM));
     }
     Ok(())

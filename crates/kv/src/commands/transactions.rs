@@ -122,7 +122,7 @@ fn refused_as_a_whole(ctx: &Ctx<'_>, queue: &[QueuedCommand]) -> Option<String> 
             return Some(format!("MISCONF Errors writing to the AOF file: {why}"));
         }
     }
-    if flags & super::flags::DENYOOM != 0 && ctx.state.over_maxmemory() {
+    if flags & super::flags::DENYOOM != 0 && ctx.state.out_of_memory {
         return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
     }
     None

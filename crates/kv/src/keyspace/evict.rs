@@ -5,6 +5,7 @@
 
 use super::{access, Keyspace, SEGMENTS_PER_DB};
 use crate::types::Bytes;
+use crate::types::Value;
 
 /// Which keys a policy may evict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,10 +110,15 @@ impl Keyspace {
     }
 
     /// Removes `key` as eviction does: logged as `DEL` (through the same
-    /// list as expired keys, without counting it as expired); returns its
-    /// value.
-    pub fn evict(&mut self, db: usize, key: &[u8]) -> Option<crate::types::Value> {
-        let value = self.remove(db, key)?;
+    /// list as expired keys, without counting it as expired). The value
+    /// goes to `dispose` before the key is recorded for the log, the
+    /// notifications and tracking, so that the caller can measure what
+    /// the removal alone freed, as Redis measures it. Returns whether the
+    /// key was there.
+    pub fn evict(&mut self, db: usize, key: &[u8], dispose: impl FnOnce(Value)) -> bool {
+        let Some(value) = self.remove_untouched(db, key) else {
+            return false;
+        };
         // Eviction is there to free memory: empty tables go too, where no
         // rewrite snapshot shares the segment.
         let seg = super::segment_of(key);
@@ -122,9 +128,11 @@ impl Keyspace {
                 segment.expires.shrink_to_fit();
             }
         }
+        dispose(value);
+        self.touch(db, key);
         self.expired.push((db, key.into()));
         self.queue_event(super::events::EVICTED, "evicted", db, key);
-        Some(value)
+        true
     }
 }
 
@@ -170,7 +178,7 @@ mod tests {
             n % bound
         });
         assert_eq!(victim.map(|(_, k)| k.to_vec()), Some(b"soon".to_vec()));
-        assert!(ks.evict(0, b"soon").is_some());
+        assert!(ks.evict(0, b"soon", drop));
         assert_eq!(ks.expired.len(), 1, "logged as DEL");
         assert_eq!(ks.expired_total, 0, "not counted as expired");
     }

@@ -487,6 +487,14 @@ impl Keyspace {
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Value> {
+        let value = self.remove_untouched(db, key)?;
+        self.touch(db, key);
+        Some(value)
+    }
+
+    /// Removes `key` without recording the change for WATCH and tracking
+    /// (the caller does, with [`Keyspace::touch`]).
+    fn remove_untouched(&mut self, db: usize, key: &[u8]) -> Option<Value> {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         if !self.dbs[db].segments[seg].map.contains_key(key) {
@@ -496,7 +504,6 @@ impl Keyspace {
         let value = segment.map.remove(key)?;
         segment.expires.remove(key);
         self.dbs[db].len -= 1;
-        self.touch(db, key);
         Some(value)
     }
 

@@ -639,9 +639,13 @@ impl Server {
         self.state.keyspace.now_ms = unix_ms();
         let state = &mut self.state;
         state.instantaneous.tick(&state.stats, Instant::now());
-        notify::prepare(&mut self.state);
+        let cron = !self.state.cron_paused;
+        if cron {
+            notify::prepare(&mut self.state);
+        }
         // A replica leaves expiry to its master, which sends the DELs.
-        if self.state.active_expire_enabled
+        if cron
+            && self.state.active_expire_enabled
             && !self.state.keyspace.expiry_paused
             && !self.state.repl.is_replica()
         {
