@@ -276,6 +276,7 @@ impl Server {
             }
             self.blocking_tick();
             self.state.note_peak_memory();
+            self.count_replica_output();
             if let Some(new) = self.state.new_listeners.take() {
                 self.replace_listeners(new);
             }
@@ -663,6 +664,23 @@ impl Server {
         self.state.refresh_used_memory();
         self.log.info(&mut self.state.log);
         self.release_idle_query_buffers();
+    }
+
+    /// Sums the replicas' reply buffers for the eviction check
+    /// (`State::replica_output_bytes`); nothing to do without replicas.
+    fn count_replica_output(&mut self) {
+        self.state.replica_output_bytes = if self.replicas.is_empty() {
+            0
+        } else {
+            let replicas = &self.replicas;
+            self.conns
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| replicas.contains(*index))
+                .filter_map(|(_, conn)| conn.as_ref())
+                .map(|conn| conn.reply.buf.capacity() as u64)
+                .sum()
+        };
     }
 
     /// Frees the empty query buffers of connections idle for
