@@ -166,6 +166,9 @@ pub struct Figures {
     pub allocator: AllocatorStats,
     /// Query and reply buffers of the clients (`mem_clients_normal`).
     pub clients_normal: u64,
+    /// Reply buffers of the replicas (`mem_clients_slaves`), which are
+    /// also `mem_not_counted_for_evict`.
+    pub clients_slaves: u64,
     /// Tables of the non-empty databases.
     pub dbs: Vec<DbOverhead>,
     /// `used_memory_overhead`.
@@ -216,8 +219,9 @@ impl Figures {
             rss,
             allocator,
             clients_normal,
+            clients_slaves: state.replica_output_bytes,
             dbs,
-            overhead: startup + clients_normal + tables,
+            overhead: startup + clients_normal + state.replica_output_bytes + tables,
             keys,
         }
     }

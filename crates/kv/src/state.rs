@@ -171,6 +171,11 @@ pub struct State {
     /// then that command, a transaction's EXEC, or a script's writes are
     /// refused if they may grow memory.
     pub out_of_memory: bool,
+    /// Bytes of the replicas' reply buffers, left out of the eviction
+    /// check as Redis leaves them out (`mem_not_counted_for_evict`), so
+    /// that feeding replicas cannot evict keys; the event loop refreshes
+    /// it each turn.
+    pub replica_output_bytes: u64,
     /// DEBUG RELOAD or LOADAOF ran: the event loop closes the log and
     /// loads the dataset back from it before the next command.
     pub reload_requested: bool,
@@ -274,6 +279,7 @@ impl State {
             active_expire_enabled: true,
             cron_paused: false,
             out_of_memory: false,
+            replica_output_bytes: 0,
             reload_requested: false,
             save_requested: false,
             new_listeners: None,
@@ -297,7 +303,7 @@ impl State {
     /// every command a client sends.
     pub fn over_maxmemory(&self) -> bool {
         let limit = self.config.maxmemory_bytes;
-        limit > 0 && self.used_memory() > limit
+        limit > 0 && self.used_memory().saturating_sub(self.replica_output_bytes) > limit
     }
 
     /// Raises the peak to the probe's counter, once per turn of the event

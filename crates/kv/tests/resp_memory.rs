@@ -302,3 +302,29 @@ fn info_memory_and_memory_stats() {
     drop(raw);
     server.stop();
 }
+
+#[test]
+fn eviction_invalidates_before_the_reply_of_the_command_that_evicted() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut con = connect(&server);
+    let mut c = server.raw();
+    let _ = c.roundtrip_any(&resp(&["HELLO", "3"]));
+    c.check(&resp(&["CLIENT", "TRACKING", "on"]), b"+OK\r\n");
+    c.check(&resp(&["SETEX", "volatile-key", "10000", "x"]), b"+OK\r\n");
+    c.check(&resp(&["GET", "volatile-key"]), b"$1\r\nx\r\n");
+    let limit = used(&mut con) + 100 * 1024;
+    config_set(&mut con, "maxmemory-policy", "volatile-random");
+    config_set(&mut con, "maxmemory", &limit.to_string());
+    // 200 KB in one value: the next command evicts the volatile key, and
+    // its invalidation comes before that command's reply.
+    c.check(&resp(&["SETBIT", "big-key", "1600000", "0"]), b":0\r\n");
+    c.check(
+        &resp(&["GETBIT", "big-key", "0"]),
+        b">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n:0\r\n",
+    );
+    config_set(&mut con, "maxmemory", "0");
+    drop((c, con));
+    server.stop();
+}

@@ -124,7 +124,10 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
     use crate::config::MaxmemoryPolicy as P;
     use crate::keyspace::evict::{Pool, Rank};
     let limit = ctx.state.config.maxmemory_bytes;
-    let used = ctx.state.used_memory();
+    let used = ctx
+        .state
+        .used_memory()
+        .saturating_sub(ctx.state.replica_output_bytes);
     if limit == 0 || used <= limit {
         return true;
     }
@@ -210,7 +213,7 @@ fn stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         ("total.allocated", f.used),
         ("startup.allocated", f.startup),
         ("replication.backlog", 0),
-        ("clients.slaves", 0),
+        ("clients.slaves", f.clients_slaves),
         ("clients.normal", f.clients_normal),
         ("cluster.links", 0),
         ("aof.buffer", 0),

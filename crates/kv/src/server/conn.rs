@@ -3,7 +3,6 @@
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
-use ferrite_io::buf::give_back;
 use mio::net::TcpStream;
 use mio::Token;
 
@@ -18,6 +17,9 @@ const READS_PER_EVENT_MAX: usize = 16;
 /// Capacity a connection's input or reply buffer always keeps
 /// ([`give_back`]; Redis resizes its query buffers for the same reason).
 pub const BUF_KEEP_BYTES: usize = 64 * 1024;
+/// A reply buffer keeps at least this much after a round (Redis's
+/// smallest client reply buffer, `PROTO_REPLY_MIN_BYTES`).
+pub const REPLY_KEEP_MIN_BYTES: usize = 1024;
 /// Room a query buffer has before a read, as Redis's (`PROTO_IOBUF_LEN`):
 /// CLIENT LIST's `qbuf-free` shows it, and Redis's suite checks it.
 pub const QUERY_BUF_READ_BYTES: usize = 16 * 1024;
@@ -65,6 +67,8 @@ pub struct Conn {
     /// Since when the unsent replies are at or over the soft output limit
     /// (`obuf.rs`).
     pub soft_over_since: Option<Instant>,
+    /// Bytes of the last reply round written in full ([`Conn::write_pending`]).
+    pub last_round: usize,
 }
 
 impl Conn {
@@ -83,6 +87,7 @@ impl Conn {
             want_write: false,
             queued: false,
             soft_over_since: None,
+            last_round: 0,
         }
     }
 
@@ -136,7 +141,17 @@ impl Conn {
         }
         let sent_len = self.reply.buf.len();
         self.reply.buf.clear();
-        give_back(&mut self.reply.buf, sent_len, BUF_KEEP_BYTES);
+        // Rounds of one size keep their buffer. A burst larger than the
+        // round before it (invalidations after an eviction, one large
+        // reply) gives back what it grew beyond twice the smaller round,
+        // as Redis frees its reply blocks once written: the memory counts
+        // in `used_memory`, and keeping it would make eviction evict
+        // again for the bytes its own invalidations took.
+        let keep = 2 * sent_len.min(self.last_round);
+        if self.reply.buf.capacity() > keep.max(REPLY_KEEP_MIN_BYTES) {
+            self.reply.buf.shrink_to(keep.max(REPLY_KEEP_MIN_BYTES));
+        }
+        self.last_round = sent_len;
         self.out_sent = 0;
         Ok(true)
     }

@@ -298,6 +298,7 @@ impl Server {
             }
             self.blocking_tick();
             self.state.note_peak_memory();
+            self.count_replica_output();
             if let Some(new) = self.state.new_listeners.take() {
                 self.replace_listeners(new);
             }

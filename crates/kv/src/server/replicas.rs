@@ -22,6 +22,20 @@ use crate::state::unix_ms;
 pub const OUTPUT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 impl Server {
+    /// Sums the replicas' reply buffers for the eviction check
+    /// (`State::replica_output_bytes`); nothing to do without replicas.
+    pub(super) fn count_replica_output(&mut self) {
+        let conns = &self.conns;
+        self.state.replica_output_bytes = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter_map(|r| conns.get(r.index).and_then(Option::as_ref))
+            .map(|conn| conn.reply.buf.capacity() as u64)
+            .sum();
+    }
+
     /// Whether connection `index` is an attached replica.
     pub(super) fn is_replica_conn(&self, index: usize) -> bool {
         self.state.repl.replicas.iter().any(|r| r.index == index)
