@@ -23,14 +23,13 @@ pub const FUNCTION_CHUNK: &str = "@user_function";
 
 /// Builds the sandbox: reads of names that do not exist and every write of
 /// a global fail, as in Redis 7.0, where the globals table is read-only.
-/// `loadstring`, which Redis removes but lists, reads as nil. Redis's Lua
+/// `loadstring` compiles source (never bytecode) into the sandbox. Redis's Lua
 /// has read-only tables; here the protected tables (the globals, `redis`)
 /// show one read-only table as their metatable (`ro_meta`), which
 /// `setmetatable` refuses to replace, so each trick fails with Redis's
 /// "Attempt to modify a readonly table".
 const SANDBOX: &str = r#"
 local base = ...
-local removed = { loadstring = true }
 local function readonly()
   error("Attempt to modify a readonly table", 2)
 end
@@ -51,13 +50,23 @@ local env = {}
 raw_setmetatable(env, {
   __index = function(_, name)
     local value = rawget(base, name)
-    if value ~= nil or removed[name] then return value end
+    if value ~= nil then return value end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
   __newindex = readonly,
   __metatable = ro_meta,
 })
 rawset(base, "_G", env)
+local raw_loadstring = loadstring
+rawset(base, "loadstring", function(code, name)
+  -- Source only, compiled into the sandbox: never precompiled bytecode.
+  if type(code) == "string" and code:byte(1) == 27 then
+    return nil, "binary code is not allowed"
+  end
+  local f, err = raw_loadstring(code, name)
+  if f then setfenv(f, env) end
+  return f, err
+end)
 return env, ro_meta, redis
 "#;
 
