@@ -37,6 +37,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes = number(text),
         "databases" => config.databases = number(text),
         "hz" => config.hz = number(text),
+        "busy-reply-threshold" => config.busy_reply_threshold_ms = number(text),
         "enable-debug-command" => config.enable_debug_command = ProtectedAction::parse(text),
         "enable-protected-configs" => {
             config.enable_protected_configs = ProtectedAction::parse(text)
@@ -97,6 +98,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes.to_string(),
         "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
+        "busy-reply-threshold" => config.busy_reply_threshold_ms.to_string(),
         "enable-debug-command" => config.enable_debug_command.name().to_string(),
         "enable-protected-configs" => config.enable_protected_configs.name().to_string(),
         "latency-tracking" => yes_no(config.latency_tracking),

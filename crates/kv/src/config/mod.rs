@@ -218,6 +218,9 @@ pub struct Config {
     pub databases: usize,
     /// Timer frequency in Hz as configured (`hz`); see [`Config::hz_effective`].
     pub hz: u32,
+    /// Milliseconds a script runs before other clients are served, with
+    /// BUSY replies (`busy-reply-threshold`, alias `lua-time-limit`).
+    pub busy_reply_threshold_ms: u64,
     /// Who may run DEBUG (`enable-debug-command`).
     pub enable_debug_command: ProtectedAction,
     /// Who may CONFIG SET protected directives (`enable-protected-configs`).
@@ -292,6 +295,7 @@ impl Default for Config {
             client_query_buffer_limit_bytes: 0,
             databases: 0,
             hz: 0,
+            busy_reply_threshold_ms: 0,
             enable_debug_command: ProtectedAction::No,
             enable_protected_configs: ProtectedAction::No,
             latency_tracking: false,

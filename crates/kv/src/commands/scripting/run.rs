@@ -258,11 +258,7 @@ const ARG_TYPES: &str = "ERR Lua redis lib command arguments must be strings or 
 
 /// A fresh status for a script starting now.
 pub fn status(ctx: &Ctx<'_>, eval: bool, name: &str, args: &Args<'_>) -> RunStatus {
-    let threshold = ctx
-        .state
-        .config
-        .accepted_int("busy-reply-threshold")
-        .map_or(5000, |n| n.max(0) as u64);
+    let threshold = ctx.state.config.busy_reply_threshold_ms;
     RunStatus {
         started: Instant::now(),
         threshold_ms: threshold,
