@@ -217,3 +217,38 @@ fn read_only_scripts_are_not_held_by_client_pause_write() {
     rr.check(&resp(&["EVAL_RO", "return 2", "0"]), b":2\r\n");
     c.check(&resp(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
 }
+
+#[test]
+fn the_globals_and_the_redis_table_are_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    for script in [
+        "setmetatable(_G, {})",
+        "local g = getmetatable(_G) g.__index = {}",
+        "redis = function() return 1 end",
+        "_G = {}",
+        "redis.call = function() return 1 end",
+    ] {
+        let got = c.roundtrip_any(&resp(&["EVAL", script, "0"]));
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            text.contains("Attempt to modify a readonly table"),
+            "{script}: {text}"
+        );
+    }
+    let got = c.roundtrip_any(&resp(&[
+        "EVAL",
+        "return loadstring(string.dump(function() return 1 end))()",
+        "0",
+    ]));
+    assert!(
+        String::from_utf8_lossy(&got).contains("attempt to call"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    c.check(
+        &resp(&["EVAL", "return redis.call('ping')", "0"]),
+        b"+PONG\r\n",
+    );
+}

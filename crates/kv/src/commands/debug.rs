@@ -111,7 +111,10 @@ fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let db = ctx.session.db;
     let now = ctx.state.keyspace.now_ms;
     let clock = ctx.state.keyspace.access_clock(db, key).unwrap_or(0);
-    let Some(value) = ctx.state.keyspace.peek(db, key) else {
+    // As Redis's, DEBUG OBJECT looks at the table itself: an expired key
+    // not yet deleted is still shown.
+    let segment = &ctx.state.keyspace.db(db).segments()[crate::keyspace::segment_of(key)];
+    let Some(value) = segment.map.get(key) else {
         return Err(Cow::Borrowed(errors::NO_SUCH_KEY));
     };
     let encoding = super::object::encoding(value, &ctx.state.config);

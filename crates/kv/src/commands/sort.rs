@@ -359,9 +359,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) -> CmdResult
         Some(v @ (Value::List(_) | Value::Set(_) | Value::ZSet(_))) => v.clone(),
         Some(_) => return Err(Cow::Borrowed(errors::WRONGTYPE)),
     };
-    // A set has no order of its own: a stored result must not depend on
-    // the server's iteration order, so it is sorted as strings.
-    if o.dont_sort && matches!(value, Value::Set(_)) && o.store.is_some() {
+    // A set has no order of its own: a stored result (or one a script
+    // reads) must not depend on the server's iteration order, so it is
+    // sorted as strings.
+    let stable = o.store.is_some() || super::scripting::running();
+    if o.dont_sort && matches!(value, Value::Set(_)) && stable {
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;

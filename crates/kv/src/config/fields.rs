@@ -37,6 +37,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes = number(text),
         "databases" => config.databases = number(text),
         "hz" => config.hz = number(text),
+        "busy-reply-threshold" => config.busy_reply_threshold_ms = number(text),
         "enable-debug-command" => config.enable_debug_command = ProtectedAction::parse(text),
         "enable-protected-configs" => {
             config.enable_protected_configs = ProtectedAction::parse(text)
@@ -67,7 +68,6 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
         "event-loop-unstack" => config.event_loop_unstack = yes,
         "oom-score-adj" => config.oom_score_adj = crate::oom::OomMode::parse(text),
-        "busy-reply-threshold" => config.busy_reply_threshold_ms = number(text),
         "oom-score-adj-values" => {
             let mut values = text.split(' ').filter_map(|v| v.parse().ok());
             config.oom_score_adj_values = std::array::from_fn(|_| values.next().unwrap_or(0));
@@ -120,6 +120,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes.to_string(),
         "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
+        "busy-reply-threshold" => config.busy_reply_threshold_ms.to_string(),
         "enable-debug-command" => config.enable_debug_command.name().to_string(),
         "enable-protected-configs" => config.enable_protected_configs.name().to_string(),
         "latency-tracking" => yes_no(config.latency_tracking),
@@ -147,7 +148,6 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "event-loop-unstack" => yes_no(config.event_loop_unstack),
         "client-output-buffer-limit" => config.client_output_buffer_limits.show(),
         "oom-score-adj" => config.oom_score_adj.name().to_string(),
-        "busy-reply-threshold" => config.busy_reply_threshold_ms.to_string(),
         "oom-score-adj-values" => config.oom_score_adj_values.map(|v| v.to_string()).join(" "),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),

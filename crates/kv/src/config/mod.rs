@@ -219,6 +219,9 @@ pub struct Config {
     pub databases: usize,
     /// Timer frequency in Hz as configured (`hz`); see [`Config::hz_effective`].
     pub hz: u32,
+    /// Milliseconds a script runs before other clients are served, with
+    /// BUSY replies (`busy-reply-threshold`, alias `lua-time-limit`).
+    pub busy_reply_threshold_ms: u64,
     /// Who may run DEBUG (`enable-debug-command`).
     pub enable_debug_command: ProtectedAction,
     /// Who may CONFIG SET protected directives (`enable-protected-configs`).
@@ -240,9 +243,6 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
-    /// Milliseconds a script runs before other clients are served with
-    /// BUSY replies (`busy-reply-threshold`, `lua-time-limit`).
-    pub busy_reply_threshold_ms: u64,
     /// How the OOM score is set (`oom-score-adj`).
     pub oom_score_adj: crate::oom::OomMode,
     /// Scores of a master, a replica and a child (`oom-score-adj-values`).
@@ -337,6 +337,7 @@ impl Default for Config {
             client_query_buffer_limit_bytes: 0,
             databases: 0,
             hz: 0,
+            busy_reply_threshold_ms: 0,
             enable_debug_command: ProtectedAction::No,
             enable_protected_configs: ProtectedAction::No,
             latency_tracking: false,
@@ -350,7 +351,6 @@ impl Default for Config {
             event_loop_unstack: false,
             client_output_buffer_limits: Default::default(),
             oom_score_adj: Default::default(),
-            busy_reply_threshold_ms: 0,
             oom_score_adj_values: [0; 3],
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,

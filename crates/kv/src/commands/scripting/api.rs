@@ -24,7 +24,16 @@ impl std::error::Error for CallFailure {}
 /// which answers `(ok, value)`.
 fn dispatch<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<(bool, Value<'lua>)> {
     let running: Function = lua.named_registry_value(DISPATCH)?;
-    running.call::<_, (bool, Value)>(args)
+    // In one table: pushing thousands of arguments again would overflow
+    // the C stack a Lua 5.1 callback may use (`unpack` of 8000 values).
+    // `n` keeps the count, nils included.
+    let n = args.len();
+    let packed = lua.create_table_with_capacity(n, 1)?;
+    for (i, value) in args.into_iter().enumerate() {
+        packed.raw_set(i + 1, value)?;
+    }
+    packed.raw_set("n", n)?;
+    running.call::<_, (bool, Value)>(packed)
 }
 
 /// Builds the `redis` table.

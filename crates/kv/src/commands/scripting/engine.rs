@@ -23,25 +23,58 @@ pub const FUNCTION_CHUNK: &str = "@user_function";
 
 /// Builds the sandbox: reads of names that do not exist and every write of
 /// a global fail, as in Redis 7.0, where the globals table is read-only.
-/// `loadstring`, which Redis removes but lists, reads as nil.
+/// `loadstring` compiles source (never bytecode) into the sandbox. Redis's Lua
+/// has read-only tables; here the protected tables (the globals, `redis`)
+/// show one read-only table as their metatable (`ro_meta`), which
+/// `setmetatable` refuses to replace, so each trick fails with Redis's
+/// "Attempt to modify a readonly table".
 const SANDBOX: &str = r#"
 local base = ...
-local removed = { loadstring = true }
+local function readonly()
+  error("Attempt to modify a readonly table", 2)
+end
+local ro_meta = {}
+setmetatable(ro_meta, { __newindex = readonly, __metatable = false })
+local raw_setmetatable = setmetatable
+rawset(base, "setmetatable", function(t, mt)
+  if getmetatable(t) == ro_meta then
+    error("Attempt to modify a readonly table", 2)
+  end
+  return raw_setmetatable(t, mt)
+end)
+local redis = rawget(base, "redis")
+rawset(base, "redis", raw_setmetatable({}, {
+  __index = redis, __newindex = readonly, __metatable = ro_meta,
+}))
 local env = {}
-setmetatable(env, {
+raw_setmetatable(env, {
   __index = function(_, name)
     local value = rawget(base, name)
-    if value ~= nil or removed[name] then return value end
+    if value ~= nil then return value end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
-  __newindex = function()
-    error("Attempt to modify a readonly table", 2)
-  end,
-  __metatable = false,
+  __newindex = readonly,
+  __metatable = ro_meta,
 })
 rawset(base, "_G", env)
-return env
+local raw_loadstring = loadstring
+rawset(base, "loadstring", function(code, name)
+  -- Source only, compiled into the sandbox: never precompiled bytecode.
+  if type(code) == "string" and code:byte(1) == 27 then
+    return nil, "binary code is not allowed"
+  end
+  local f, err = raw_loadstring(code, name)
+  if f then setfenv(f, env) end
+  return f, err
+end)
+return env, ro_meta, redis
 "#;
+
+/// Registry name of the metatable protected tables show.
+pub const RO_META: &str = "ferrite.ro_meta";
+/// Registry name of the `redis` table itself (scripts see a read-only
+/// view of it).
+pub const REDIS_API: &str = "ferrite.redis_api";
 
 thread_local! {
     static LUA: RefCell<Option<Lua>> = const { RefCell::new(None) };
@@ -100,7 +133,10 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     }
     base.raw_set("redis", super::api::redis_table(lua)?)?;
     super::libs::register(lua, &base)?;
-    let env: Table = lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
+    let (env, ro_meta, redis): (Table, Table, Table) =
+        lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
+    lua.set_named_registry_value(RO_META, ro_meta)?;
+    lua.set_named_registry_value(REDIS_API, redis)?;
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
     lua.set_named_registry_value(SCRIPTS, lua.create_table()?)?;

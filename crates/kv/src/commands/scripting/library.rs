@@ -132,26 +132,26 @@ const NAME_RULE: &str = "Library names can only contain letters, numbers, or und
 /// set (only `redis`, restricted) or the run-time set, as
 /// `switch(true|false)` chooses.
 const SANDBOX: &str = r#"
-local run_base, load_redis = ...
+local run_base, load_redis, ro_meta = ...
 local load_base = { redis = load_redis }
 local current = run_base
+local removed = { loadstring = true }
 local function missing(_, name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end
-setmetatable(load_redis, { __index = missing, __newindex = function()
+local function readonly()
   error("Attempt to modify a readonly table", 2)
-end, __metatable = false })
+end
+setmetatable(load_redis, { __index = missing, __newindex = readonly, __metatable = ro_meta })
 local env = {}
 setmetatable(env, {
   __index = function(_, name)
     local value = current[name]
-    if value ~= nil then return value end
+    if value ~= nil or removed[name] then return value end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
-  __newindex = function()
-    error("Attempt to modify a readonly table", 2)
-  end,
-  __metatable = false,
+  __newindex = readonly,
+  __metatable = ro_meta,
 })
 local function switch(loading)
   if loading then current = load_base else current = run_base end
@@ -190,10 +190,11 @@ fn new_state() -> mlua::Result<Lua> {
     let lua = engine::new_state()?;
     let base: Table = lua.named_registry_value(engine::BASE)?;
     let load_redis = load_redis_table(&lua)?;
+    let ro_meta: Table = lua.named_registry_value(engine::RO_META)?;
     let (env, switch): (Table, Function) = lua
         .load(SANDBOX)
         .set_name("=function_sandbox")
-        .call((base, load_redis))?;
+        .call((base, load_redis, ro_meta))?;
     lua.set_named_registry_value(ENV, env)?;
     lua.set_named_registry_value(SWITCH, switch)?;
     lua.set_named_registry_value(COMPILED, lua.create_table()?)?;
@@ -202,9 +203,7 @@ fn new_state() -> mlua::Result<Lua> {
 
 /// The `redis` table a library's code sees while it loads.
 fn load_redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
-    let full: Table = lua
-        .named_registry_value::<Table>(engine::BASE)?
-        .raw_get("redis")?;
+    let full: Table = lua.named_registry_value(engine::REDIS_API)?;
     let t = lua.create_table()?;
     for pair in full.pairs::<String, Value>() {
         let (name, value) = pair?;

@@ -13,7 +13,7 @@ use super::busy::{BusyView, RunStatus};
 use super::{api, convert, engine};
 use crate::commands::flags::{MAY_REPLICATE, NOSCRIPT, WRITE};
 use crate::commands::{resolve, run, Ctx};
-use crate::resp::reply::Protocol;
+use crate::resp::reply::{format_double, Protocol};
 use crate::resp::{Args, ReplyBuf};
 
 /// Registry name of the function the hook calls: serves other clients
@@ -75,7 +75,7 @@ pub fn run_script(
         status,
     });
     let result = lua.scope(|scope| {
-        let dispatch = scope.create_function(|lua, call_args: MultiValue| {
+        let dispatch = scope.create_function(|lua, call_args: mlua::Table| {
             let mut running = cell
                 .try_borrow_mut()
                 .map_err(|_| mlua::Error::runtime("redis.call re-entered"))?;
@@ -178,24 +178,25 @@ impl Running<'_, '_> {
 fn dispatch<'lua>(
     lua: &'lua Lua,
     running: &mut Running<'_, '_>,
-    call_args: MultiValue<'lua>,
+    call_args: mlua::Table<'lua>,
 ) -> mlua::Result<(bool, Value<'lua>)> {
     let failed = |text: &str| -> mlua::Result<(bool, Value<'lua>)> {
         let t = lua.create_table()?;
         t.raw_set("err", text)?;
         Ok((false, Value::Table(t)))
     };
-    if call_args.is_empty() {
+    let count: usize = call_args.raw_get("n")?;
+    if count == 0 {
         return failed("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(call_args.len());
-    for value in call_args {
+    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(count);
+    for i in 1..=count {
+        let value: Value = call_args.raw_get(i)?;
         match value {
             Value::String(s) => owned.push(s.as_bytes().to_vec()),
-            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(value)? {
-                Some(s) => owned.push(s.as_bytes().to_vec()),
-                None => return failed(ARG_TYPES),
-            },
+            // Numbers as C's `%.17g`, as Redis converts them.
+            Value::Integer(n) => owned.push(format_double(n as f64).into_bytes()),
+            Value::Number(n) => owned.push(format_double(n).into_bytes()),
             _ => return failed(ARG_TYPES),
         }
     }
