@@ -61,6 +61,10 @@ fn info_field(c: &mut Raw, field: &str) -> String {
 
 /// Makes `replica` replicate `master` and waits for the link to be up.
 fn attach(replica: &mut Raw, master: &TestServer) {
+    // No wait for more replicas before the full sync.
+    master
+        .raw()
+        .check(b"CONFIG SET repl-diskless-sync-delay 0\r\n", b"+OK\r\n");
     let port = master.addr.port().to_string();
     assert_eq!(call(replica, &["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
     eventually("the link", || {
@@ -300,4 +304,25 @@ fn a_promoted_replica_continues_its_sibling_partially() {
     cb.check(b"INCR k\r\n", b":3\r\n");
     converge(&mut cb, &mut cc);
     cc.check(b"GET k\r\n", b"$1\r\n3\r\n");
+}
+
+#[test]
+fn a_full_sync_waits_the_diskless_delay_for_more_replicas() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = TestServer::start(d1.path());
+    let replica = TestServer::start(d2.path());
+    let mut m = master.raw();
+    let mut r = replica.raw();
+    m.check(b"CONFIG SET repl-diskless-sync-delay 1\r\n", b"+OK\r\n");
+    let port = master.addr.port().to_string();
+    let started = Instant::now();
+    assert_eq!(call(&mut r, &["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
+    // The replica waits for the answer to its PSYNC meanwhile.
+    eventually("the handshake", || {
+        call(&mut r, &["ROLE"]).contains("$9\r\nhandshake\r\n")
+    });
+    eventually("the link", || {
+        info_field(&mut r, "master_link_status") == "up"
+    });
+    assert!(started.elapsed() >= Duration::from_secs(1));
 }

@@ -247,6 +247,10 @@ fn redis_replicates_ferrite() {
     let master = TestServer::start(dir.path());
     let mut m = Client::to(master.addr);
     write_dataset(&mut m);
+    assert_eq!(
+        m.call(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        "+OK\r\n"
+    );
     let port = master.addr.port().to_string();
     let Some(replica) = redis(&["--replicaof", "127.0.0.1", &port]) else {
         return;

@@ -190,6 +190,9 @@ pub struct Session {
     /// replica to be, says it listens.
     pub replica_port: u16,
     pub replica_ip: Option<String>,
+    /// `REPLCONF capa eof`: the replica reads the EOF-marker form, so its
+    /// full sync may wait for more replicas (`repl-diskless-sync-delay`).
+    pub capa_eof: bool,
     /// The connection to this server's master: its stream applies with
     /// no replies and no refusals for read-only or stale replicas.
     pub is_master: bool,

@@ -104,8 +104,13 @@ pub(super) fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 let ip = String::from_utf8_lossy(args.get(at + 1)).into_owned();
                 ctx.session.replica_ip = Some(ip);
             }
-            // Ferrite always sends what every capability allows.
-            b"CAPA" | b"RDB-ONLY" => {}
+            b"CAPA" => {
+                if args.get(at + 1).eq_ignore_ascii_case(b"eof") {
+                    ctx.session.capa_eof = true;
+                }
+            }
+            // Ferrite's payload never has more than the RDB file.
+            b"RDB-ONLY" => {}
             // Acknowledgements and requests for them get no reply.
             b"ACK" | b"GETACK" => return Ok(()),
             _ => {

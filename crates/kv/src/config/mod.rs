@@ -299,6 +299,13 @@ pub struct Config {
     pub repl_timeout_s: u64,
     /// Bytes of stream kept for partial resyncs (`repl-backlog-size`).
     pub repl_backlog_size_bytes: u64,
+    /// Full syncs of replicas that read the EOF form wait for more
+    /// replicas (`repl-diskless-sync`), this many seconds
+    /// (`repl-diskless-sync-delay`) or until this many wait
+    /// (`repl-diskless-sync-max-replicas`, 0 for no limit).
+    pub repl_diskless_sync: bool,
+    pub repl_diskless_sync_delay_s: u64,
+    pub repl_diskless_sync_max_replicas: usize,
     /// Replicas a write needs, 0 for none (`min-replicas-to-write`).
     pub min_replicas_to_write: i64,
     /// Seconds since its last ACK for a replica to count
@@ -372,6 +379,9 @@ impl Default for Config {
             repl_ping_replica_period_s: 0,
             repl_timeout_s: 0,
             repl_backlog_size_bytes: 0,
+            repl_diskless_sync: false,
+            repl_diskless_sync_delay_s: 0,
+            repl_diskless_sync_max_replicas: 0,
             min_replicas_to_write: 0,
             min_replicas_max_lag_s: 0,
             accepted: BTreeMap::new(),

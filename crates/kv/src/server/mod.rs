@@ -404,12 +404,15 @@ impl Server {
         }
         if self.is_link(index) {
             self.link_input(&mut conn, index);
-        } else if self.is_replica_conn(index) {
+        } else if self.is_replica_conn(index) || self.is_pending_replica(index) {
             self.replica_input(&mut conn);
         } else {
             self.run_commands(&mut conn, index);
         }
-        if conn.session.sync_requested && !self.is_replica_conn(index) {
+        if conn.session.sync_requested
+            && !self.is_replica_conn(index)
+            && !self.is_pending_replica(index)
+        {
             self.attach_replica(index, &mut conn);
         }
         note_buffers(&mut self.state, &conn);

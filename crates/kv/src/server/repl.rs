@@ -141,6 +141,10 @@ pub struct Repl {
     pub master: Option<Master>,
     /// The client id of the link to the master, while connected.
     pub link_client: Option<u64>,
+    /// Replicas waiting for their full sync (`repl-diskless-sync-delay`):
+    /// connection slot and whether they asked by PSYNC; since when.
+    pub pending: Vec<(usize, bool)>,
+    pub pending_since: Option<std::time::Instant>,
     /// Attached replicas, in attach order.
     pub replicas: Vec<Replica>,
     /// REPLICAOF changed the master: the event loop acts on it.
@@ -187,6 +191,8 @@ impl Default for Repl {
             seldb: None,
             master: None,
             link_client: None,
+            pending: Vec::new(),
+            pending_since: None,
             replicas: Vec::new(),
             changed: false,
             waiters: Vec::new(),

@@ -58,6 +58,23 @@ impl Server {
                 repl.sync_partial_err += 1;
             }
         }
+        let c = &self.state.config;
+        if conn.session.capa_eof && c.repl_diskless_sync && c.repl_diskless_sync_delay_s > 0 {
+            // As Redis's diskless sync: wait for more replicas to share it.
+            repl.pending.push((index, psync.is_some()));
+            repl.pending_since
+                .get_or_insert_with(std::time::Instant::now);
+            conn.inbuf.clear();
+            return;
+        }
+        self.full_sync(index, conn, psync.is_some());
+    }
+
+    /// Sends `conn` the dataset (after `+FULLRESYNC` for PSYNC) and
+    /// attaches it.
+    fn full_sync(&mut self, index: usize, conn: &mut Conn, psync: bool) {
+        let repl = &mut self.state.repl;
+        let out = &mut conn.reply.buf;
         if repl.backlog.is_none() {
             // A backlog made from scratch starts a new history, as Redis's.
             repl.replid = super::repl::random_id();
@@ -70,7 +87,7 @@ impl Server {
         // The stream after the snapshot starts with a SELECT.
         repl.seldb = None;
         repl.sync_full += 1;
-        if psync.is_some() {
+        if psync {
             let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
             out.extend_from_slice(line.as_bytes());
         }
@@ -101,7 +118,38 @@ impl Server {
 
     /// Forgets connection `index` if it was a replica (closed).
     pub(super) fn detach_replica(&mut self, index: usize) {
-        self.state.repl.replicas.retain(|r| r.index != index);
+        let repl = &mut self.state.repl;
+        repl.replicas.retain(|r| r.index != index);
+        repl.pending.retain(|(i, _)| *i != index);
+    }
+
+    /// Whether connection `index` waits for its full sync.
+    pub(super) fn is_pending_replica(&self, index: usize) -> bool {
+        self.state.repl.pending.iter().any(|(i, _)| *i == index)
+    }
+
+    /// Starts the waiting full syncs once `repl-diskless-sync-delay`
+    /// passed or `repl-diskless-sync-max-replicas` wait.
+    fn start_pending_syncs(&mut self) {
+        let c = &self.state.config;
+        let repl = &self.state.repl;
+        let Some(since) = repl.pending_since else {
+            return;
+        };
+        let max = c.repl_diskless_sync_max_replicas;
+        let full = max > 0 && repl.pending.len() >= max;
+        if !full && since.elapsed().as_secs() < c.repl_diskless_sync_delay_s {
+            return;
+        }
+        self.state.repl.pending_since = None;
+        for (index, psync) in std::mem::take(&mut self.state.repl.pending) {
+            let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
+                continue;
+            };
+            self.full_sync(index, &mut conn, psync);
+            self.conns[index] = Some(conn);
+            self.mark_ready(index);
+        }
     }
 
     /// Reads a replica's `REPLCONF ACK offset` lines; anything else it
@@ -227,6 +275,7 @@ impl Server {
     /// Timer work of a master: a PING into the stream every
     /// `repl-ping-replica-period` seconds while replicas are attached.
     pub(super) fn replicas_cron(&mut self) {
+        self.start_pending_syncs();
         let period = self.state.config.repl_ping_replica_period_s.max(1);
         if self.state.repl.replicas.is_empty()
             || self.last_replica_ping.elapsed().as_secs() < period
