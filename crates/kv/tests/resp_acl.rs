@@ -768,3 +768,26 @@ fn categories_follow_redis_table() {
         assert!(String::from_utf8_lossy(&getuser).contains(&shown), "{cat}");
     }
 }
+
+#[test]
+fn scripts_ask_acl_check_cmd_without_logging() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"EVAL \"return redis.acl_check_cmd('set','x','1')\" 0\r\n",
+        b":1\r\n",
+    );
+    c.check(
+        b"EVAL \"return redis.acl_check_cmd('nosuch')\" 0\r\n",
+        b"-ERR Invalid command passed to redis.acl_check_cmd() script: d2491587bab5149c93be0dce4426f7a06ba9e1a1, on @user_script:1.\r\n",
+    );
+    c.check(
+        b"ACL SETUSER lim on >pw +@all -set ~*\r\nAUTH lim pw\r\n",
+        b"+OK\r\n+OK\r\n",
+    );
+    c.check(
+        b"EVAL \"return redis.acl_check_cmd('set','x','1')\" 0\r\nEVAL \"return redis.acl_check_cmd('get','x')\" 0\r\nACL LOG\r\n",
+        b"$-1\r\n:1\r\n*0\r\n",
+    );
+}

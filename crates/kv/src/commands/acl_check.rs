@@ -222,6 +222,22 @@ pub(super) fn at_exec(
     Some(text)
 }
 
+/// Whether the session's user may run the command, without recording a
+/// refusal: `redis.acl_check_cmd`.
+pub(crate) fn permitted(
+    ctx: &Ctx<'_>,
+    container: Option<&'static CommandSpec>,
+    spec: &'static CommandSpec,
+    args: &Args<'_>,
+) -> bool {
+    let name = ctx.session.user.as_deref().unwrap_or(users::DEFAULT_USER);
+    ctx.state
+        .acl
+        .users
+        .get(name)
+        .is_some_and(|user| check_for(user, container, spec, args).is_ok())
+}
+
 /// The check for a script's `redis.call`: `Err` is the error the call
 /// raises.
 pub(crate) fn in_script(

@@ -275,22 +275,26 @@ fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// DEBUG RELOAD [NOSAVE] and DEBUG LOADAOF: Ferrite's
-/// persistence is its log, which holds every command already, so both
-/// close the log and load the dataset back from the data directory (the
-/// event loop does it right after this command, `server/mod.rs`).
-/// Without a log (`appendonly no`) there is nothing to load from.
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE] and DEBUG LOADAOF: Ferrite's
+/// persistence is its log, which holds every command already (NOSAVE
+/// changes nothing), so both close the log and load the dataset back from
+/// the data directory (the event loop does it right after this command,
+/// `server/mod.rs`). Without a log (`appendonly no`) there is nothing to
+/// load from.
+///
+/// With NOFLUSH the saved dataset is loaded over the one in memory, which
+/// is the same dataset: with MERGE every key and library loads over
+/// itself and nothing changes; without MERGE any key or library already
+/// there makes the load fail, as Redis's does, and an empty dataset loads
+/// nothing. Neither needs the log replayed (which would apply its
+/// commands twice).
 fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (mut merge, mut noflush) = (false, false);
     for at in 2..args.len() {
         match upper(args, at).as_slice() {
             b"NOSAVE" => {}
-            // Loading the log over data it already holds would apply
-            // every command twice, so these are refused rather than faked.
-            b"MERGE" | b"NOFLUSH" => {
-                return Err(Cow::Borrowed(
-                    "ERR Ferrite reloads by replaying its log, which cannot merge into existing data: MERGE and NOFLUSH are not supported",
-                ))
-            }
+            b"MERGE" => merge = true,
+            b"NOFLUSH" => noflush = true,
             _ => {
                 return Err(Cow::Borrowed(
                     "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
@@ -302,6 +306,15 @@ fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         return Err(Cow::Borrowed(
             "ERR Ferrite persists only through its log, and appendonly is no: nothing to reload from",
         ));
+    }
+    if noflush {
+        let keyspace = &ctx.state.keyspace;
+        let has_keys = (0..keyspace.databases()).any(|db| !keyspace.db(db).is_empty());
+        if !merge && (has_keys || !ctx.state.functions.is_empty()) {
+            return Err(Cow::Borrowed("ERR Error trying to load the RDB dump"));
+        }
+        ctx.reply.ok();
+        return Ok(());
     }
     ctx.state.reload_requested = true;
     ctx.reply.ok();
@@ -360,8 +373,10 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
             "    cut to <size> bytes; existing keys are left alone.",
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Accepted for compatibility; lists have one representation.",
-            "RELOAD [NOSAVE]",
+            "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
             "    As LOADAOF: the log already holds every write, so there is nothing to save.",
+            "    NOFLUSH loads over the data in memory (the same data): it fails if any key",
+            "    or library exists, unless MERGE.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Turns the timer's active expiry off or on.",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",

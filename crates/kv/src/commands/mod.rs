@@ -54,6 +54,7 @@ use crate::state::State;
 use crate::types::Bytes;
 
 pub(crate) use acl_check::in_script as acl_script_check;
+pub(crate) use acl_check::permitted as acl_permitted;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
 pub use functions::functions_record;

@@ -23,7 +23,25 @@ impl std::error::Error for CallFailure {}
 /// Runs the script's command through the running EVAL's dispatcher,
 /// which answers `(ok, value)`.
 fn dispatch<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<(bool, Value<'lua>)> {
-    let running: Function = lua.named_registry_value(DISPATCH)?;
+    dispatch_marked(lua, args, false)
+}
+
+/// [`dispatch`]; with `acl_check`, the dispatcher only answers whether
+/// the user may run the command (`redis.acl_check_cmd`).
+fn dispatch_marked<'lua>(
+    lua: &'lua Lua,
+    args: MultiValue<'lua>,
+    acl_check: bool,
+) -> mlua::Result<(bool, Value<'lua>)> {
+    let running: Function = match lua.named_registry_value(DISPATCH) {
+        Ok(f) => f,
+        Err(_) if acl_check => {
+            return Err(mlua::Error::external(CallFailure(
+                "ERR redis.acl_check_cmd can only be called inside a script invocation".into(),
+            )))
+        }
+        Err(e) => return Err(e),
+    };
     // In one table: pushing thousands of arguments again would overflow
     // the C stack a Lua 5.1 callback may use (`unpack` of 8000 values).
     // `n` keeps the count, nils included.
@@ -33,16 +51,16 @@ fn dispatch<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<(bool,
         packed.raw_set(i + 1, value)?;
     }
     packed.raw_set("n", n)?;
+    if acl_check {
+        packed.raw_set("acl_check", true)?;
+    }
     running.call::<_, (bool, Value)>(packed)
 }
 
-/// Builds the `redis` table.
-pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
-    let redis = lua.create_table()?;
-    // Both are C functions, so the script's frame stays on the stack
-    // (even for `return redis.call(...)`) for the error handler to name
-    // the line.
-    let call = lua.create_function(|lua, args: MultiValue| match dispatch(lua, args)? {
+/// A dispatcher's answer as `redis.call` gives it: the value, or its
+/// `{err=...}` raised as the error.
+fn raise(answer: (bool, Value<'_>)) -> mlua::Result<Value<'_>> {
+    match answer {
         (true, value) => Ok(value),
         (false, value) => {
             let text = match &value {
@@ -51,10 +69,22 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
             };
             Err(mlua::Error::external(CallFailure(text)))
         }
-    })?;
+    }
+}
+
+/// Builds the `redis` table.
+pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
+    let redis = lua.create_table()?;
+    // Both are C functions, so the script's frame stays on the stack
+    // (even for `return redis.call(...)`) for the error handler to name
+    // the line.
+    let call = lua.create_function(|lua, args: MultiValue| raise(dispatch(lua, args)?))?;
     redis.raw_set("call", call)?;
     let pcall = lua.create_function(|lua, args: MultiValue| Ok(dispatch(lua, args)?.1))?;
     redis.raw_set("pcall", pcall)?;
+    let acl_check =
+        lua.create_function(|lua, args: MultiValue| raise(dispatch_marked(lua, args, true)?))?;
+    redis.raw_set("acl_check_cmd", acl_check)?;
     redis.raw_set(
         "sha1hex",
         lua.create_function(|lua, args: MultiValue| {

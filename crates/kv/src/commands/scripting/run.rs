@@ -202,10 +202,17 @@ fn dispatch<'lua>(
     }
     let (buf, ranges) = crate::commands::flatten(&owned);
     let args = Args::new(&buf, &ranges);
+    // `redis.acl_check_cmd` asks the same dispatcher, marking its table.
+    let acl_only: bool = call_args.raw_get("acl_check").unwrap_or(false);
     let (container, spec) = match resolve(&args) {
         Ok(found) => found,
+        Err(_) if acl_only => return failed(ACL_CHECK_UNKNOWN),
         Err(_) => return failed("ERR Unknown Redis command called from script"),
     };
+    if acl_only {
+        let allowed = crate::commands::acl_permitted(running.ctx, container, spec, &args);
+        return Ok((true, Value::Boolean(allowed)));
+    }
     if !spec.arity_ok(args.len()) {
         return failed("ERR Wrong number of args calling Redis command from script");
     }
@@ -257,6 +264,9 @@ fn dispatch<'lua>(
     let is_error = matches!(scratch.buf.first(), Some(b'-'));
     Ok((!is_error, value))
 }
+
+/// `redis.acl_check_cmd` of a command that does not exist.
+pub(super) const ACL_CHECK_UNKNOWN: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
 
 const ARG_TYPES: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
