@@ -27,6 +27,7 @@ mod introspect;
 mod keys;
 mod lists;
 mod memory;
+mod migrate;
 mod object;
 mod persistence;
 mod replication;

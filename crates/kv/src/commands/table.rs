@@ -15,7 +15,7 @@ use super::hashes;
 use super::{
     acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump, functions, geo,
 };
-use super::{hll, introspect, keys, lists, memory, object, persistence, pubsub};
+use super::{hll, introspect, keys, lists, memory, migrate, object, persistence, pubsub};
 use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -411,6 +411,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     scripting::COMMANDS,
     functions::COMMANDS,
     dump::COMMANDS,
+    migrate::COMMANDS,
     hashes::COMMANDS,
     lists::COMMANDS,
     blocking::COMMANDS,
