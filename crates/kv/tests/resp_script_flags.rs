@@ -252,3 +252,32 @@ fn the_globals_and_the_redis_table_are_read_only() {
         b"+PONG\r\n",
     );
 }
+
+#[test]
+fn writable_scripts_need_good_replicas_as_writes_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(
+        b"SET x v\r\nCONFIG SET min-replicas-to-write 1\r\n",
+        b"+OK\r\n+OK\r\n",
+    );
+    c.check(
+        &resp(&["EVAL", "#!lua\nreturn redis.call('get','x')", "1", "x"]),
+        b"-NOREPLICAS Not enough good replicas to write.\r\n",
+    );
+    c.check(
+        &resp(&[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get','x')",
+            "1",
+            "x",
+        ]),
+        b"$1\r\nv\r\n",
+    );
+    c.check(b"CONFIG SET min-replicas-to-write 0\r\n", b"+OK\r\n");
+    c.check(
+        &resp(&["EVAL", "#!lua\nreturn redis.call('get','x')", "1", "x"]),
+        b"$1\r\nv\r\n",
+    );
+}

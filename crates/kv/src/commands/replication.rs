@@ -17,6 +17,19 @@ use crate::state::unix_ms;
 
 /// Why a command with `flags` may not run now for this client: too few
 /// good replicas for a write (`min-replicas-to-write`), a write on a
+/// Whether `min-replicas-to-write` refuses writes on this master now.
+pub(crate) fn too_few_good_replicas(ctx: &Ctx<'_>) -> bool {
+    let (repl, c) = (&ctx.state.repl, &ctx.state.config);
+    !repl.is_replica()
+        && c.min_replicas_to_write > 0
+        && c.min_replicas_max_lag_s > 0
+        && (repl.good_replicas(c.min_replicas_max_lag_s, unix_ms()) as i64)
+            < c.min_replicas_to_write
+}
+
+/// The refusal of a write for lack of good replicas.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 /// read-only replica, or a command that needs fresh data on a replica
 /// whose link is down (`replica-serve-stale-data no`). The master's own
 /// stream is never refused.
@@ -27,14 +40,8 @@ pub(super) fn refusal(ctx: &Ctx<'_>, flags: u32) -> Option<&'static str> {
     }
     let (repl, c) = (&ctx.state.repl, &ctx.state.config);
     let write = flags & WRITE != 0;
-    if write
-        && !repl.is_replica()
-        && c.min_replicas_to_write > 0
-        && c.min_replicas_max_lag_s > 0
-        && (repl.good_replicas(c.min_replicas_max_lag_s, unix_ms()) as i64)
-            < c.min_replicas_to_write
-    {
-        return Some("NOREPLICAS Not enough good replicas to write.");
+    if write && too_few_good_replicas(ctx) {
+        return Some(NOREPLICAS);
     }
     if write && repl.is_replica() && c.replica_read_only {
         return Some("READONLY You can't write against a read only replica.");

@@ -84,6 +84,10 @@ pub fn check_start(ctx: &Ctx<'_>, flags: u32, ro_command: bool) -> Result<(), St
     if flags & COMPAT != 0 || flags & NO_WRITES != 0 {
         return Ok(());
     }
+    let (repl, config) = (&ctx.state.repl, &ctx.state.config);
+    if repl.is_replica() && config.replica_read_only && !ctx.session.is_master {
+        return Err("READONLY Can not run script with write flag on readonly replica".into());
+    }
     if let Some(why) = &ctx.state.log_failure {
         return Err(format!(
             "MISCONF Errors writing to the AOF file: {why}. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."
@@ -91,6 +95,9 @@ pub fn check_start(ctx: &Ctx<'_>, flags: u32, ro_command: bool) -> Result<(), St
     }
     if ro_command {
         return Err("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    if crate::commands::replication::too_few_good_replicas(ctx) {
+        return Err(crate::commands::replication::NOREPLICAS.into());
     }
     if flags & ALLOW_OOM == 0 && ctx.state.over_maxmemory() {
         return Err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into());
