@@ -166,9 +166,15 @@ fn memory(state: &State, out: &mut String) {
         a.resident,
         human_bytes(system),
     );
+    // The EVAL interpreter (functions run in their own state, not counted).
+    let (scripts, lua) = crate::commands::script_cache_figures();
     let _ = write!(
         out,
-        "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\nnumber_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\n",
+        "used_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\n",
+        human_bytes(lua as u64),
+        state.functions.function_count(),
+        state.functions.len(),
+        human_bytes(lua as u64),
         human_bytes(maxmemory),
         state.config.maxmemory_policy.name(),
     );

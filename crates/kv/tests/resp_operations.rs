@@ -142,3 +142,18 @@ fn oom_score_adj_sets_the_process_score_and_puts_it_back() {
     c.check(b"CONFIG SET oom-score-adj no\r\n", b"+OK\r\n");
     assert_eq!(read(), original, "restored");
 }
+
+#[test]
+fn info_memory_counts_cached_scripts_and_libraries() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    c.check(b"SCRIPT FLUSH\r\n", b"+OK\r\n");
+    assert_eq!(field(&mut c, "number_of_cached_scripts"), "0");
+    let _ = c.roundtrip_any(b"SCRIPT LOAD \"return 1\"\r\nSCRIPT LOAD \"return 2\"\r\n");
+    assert_eq!(field(&mut c, "number_of_cached_scripts"), "2");
+    assert_ne!(field(&mut c, "used_memory_lua"), "0");
+    c.check(b"SCRIPT FLUSH ASYNC\r\n", b"+OK\r\n");
+    assert_eq!(field(&mut c, "number_of_cached_scripts"), "0");
+    assert_eq!(field(&mut c, "number_of_libraries"), "0");
+}

@@ -59,7 +59,9 @@ pub(crate) use acl_check::permitted as acl_permitted;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
 pub use connection::REDIS_VERSION;
 pub use functions::functions_record;
-pub use scripting::{busy_command, BusyOutcome, BusyView, Libraries, Reenter};
+pub use scripting::{
+    busy_command, script_cache_figures, BusyOutcome, BusyView, Libraries, Reenter,
+};
 pub use table::{all as all_commands, count as command_count, lookup, Channels, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 

@@ -24,6 +24,7 @@ pub(super) mod run;
 pub use busy::{
     busy_command, stats_reply as busy_stats_reply, BusyOutcome, BusyView, Reenter, NOTBUSY,
 };
+pub use engine::cache_figures as script_cache_figures;
 pub use library::Libraries;
 
 use std::borrow::Cow;

@@ -145,6 +145,17 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     Ok(())
 }
 
+/// The scripts in this thread's cache and its interpreter's memory in
+/// bytes, for INFO memory (an interpreter is made if there is none).
+pub fn cache_figures() -> (usize, usize) {
+    with_lua(|lua| {
+        let scripts: Table = lua.named_registry_value(SCRIPTS)?;
+        let count = scripts.pairs::<Value, Value>().count();
+        Ok((count, lua.used_memory()))
+    })
+    .unwrap_or((0, 0))
+}
+
 /// The lowercase hex SHA1 of `body`, the name scripts are cached under.
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
