@@ -234,9 +234,9 @@ fn migrate_keys(args: &Args<'_>, out: &mut Vec<usize>) {
 /// The commands this file implements.
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    cmd!("migrate", -6, W, (3, 3, 1), "generic", "Moves keys to another server.", migrate)
+    cmd!("migrate", -6, WRITE, (3, 3, 1), "generic", "Moves keys to another server.", migrate)
         .with_key_finder_and_range(migrate_keys, (3, 3, 1))
         .with_key_searches(&[one_at(3), (BeginSearch::Keyword("KEYS", -2), FindKeys::Range(-1, 1, 0))])
-        .with_acl(acl::DANGEROUS)
+        .with_acl(acl::DANGEROUS | acl::bit("keyspace"))
         .with_tips(&["nondeterministic_output"]),
 ];

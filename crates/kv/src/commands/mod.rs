@@ -12,6 +12,7 @@ mod acl_cmd;
 mod bits;
 mod blocking;
 mod client;
+mod cluster;
 mod config;
 mod connection;
 mod debug;

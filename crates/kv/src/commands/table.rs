@@ -13,7 +13,8 @@ use std::sync::OnceLock;
 pub(super) use super::flags::*;
 use super::hashes;
 use super::{
-    acl_cmd, bits, blocking, client, config, connection, debug, diagnostics, dump, functions, geo,
+    acl_cmd, bits, blocking, client, cluster, config, connection, debug, diagnostics, dump,
+    functions, geo,
 };
 use super::{hll, introspect, keys, lists, memory, migrate, object, persistence, pubsub};
 use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
@@ -423,6 +424,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,
     connection::COMMANDS,
     client::COMMANDS,
+    cluster::COMMANDS,
     server::COMMANDS,
     replication::COMMANDS,
     pubsub::COMMANDS,
