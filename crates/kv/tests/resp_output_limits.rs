@@ -25,11 +25,8 @@ fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
     out
 }
 
-#[test]
-fn a_reply_over_the_normal_hard_limit_closes_the_client_unanswered() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path());
-    let mut c = server.raw();
+/// A 150 KB list `big`, and a 100 KB hard limit for normal clients.
+fn big_list_under_a_normal_limit(c: &mut Raw) {
     let item = "x".repeat(1000);
     let mut pipeline = Vec::new();
     for _ in 0..150 {
@@ -43,6 +40,14 @@ fn a_reply_over_the_normal_hard_limit_closes_the_client_unanswered() {
         b"CONFIG SET client-output-buffer-limit \"normal 100000 0 0\"\r\n",
         b"+OK\r\n",
     );
+}
+
+#[test]
+fn a_reply_over_the_normal_hard_limit_closes_the_client_unanswered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    big_list_under_a_normal_limit(&mut c);
     let mut victim = TcpStream::connect(server.addr).unwrap();
     // The LRANGE reply (150 KB) crosses the limit: no reply at all, and
     // the commands after it in the same pipeline do not run.
@@ -60,19 +65,7 @@ fn a_transaction_runs_whole_even_when_its_reply_closes_the_client() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let item = "x".repeat(1000);
-    let mut pipeline = Vec::new();
-    for _ in 0..150 {
-        pipeline.extend_from_slice(&resp(&["RPUSH", "big", &item]));
-    }
-    let replies: Vec<u8> = (1..=150)
-        .flat_map(|n| format!(":{n}\r\n").into_bytes())
-        .collect();
-    c.check(&pipeline, &replies);
-    c.check(
-        b"CONFIG SET client-output-buffer-limit \"normal 100000 0 0\"\r\n",
-        b"+OK\r\n",
-    );
+    big_list_under_a_normal_limit(&mut c);
     let mut victim = TcpStream::connect(server.addr).unwrap();
     victim
         .write_all(b"MULTI\r\nSET k1 v1\r\nLRANGE big 0 -1\r\nSET k2 v2\r\nEXEC\r\n")
