@@ -22,11 +22,20 @@ const CLIENTS: usize = 3;
 const SCRIPT: &[u8] =
     b"redis.call('SET', KEYS[1], ARGV[1]) redis.call('SET', KEYS[2], ARGV[1]) return 1";
 
+/// One script run: its two keys, the value it writes, and whether it was
+/// acknowledged (or, after a restart, found applied).
+#[derive(Debug)]
+struct ScriptRun {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    value: Vec<u8>,
+    acked: bool,
+}
+
 /// What the test knows, across rounds.
 #[derive(Debug, Default)]
 struct Ledger {
-    /// Script pairs: (key a, key b, value, acknowledged).
-    scripts: Vec<(Vec<u8>, Vec<u8>, Vec<u8>, bool)>,
+    scripts: Vec<ScriptRun>,
     /// Per stream: IDs XADD acknowledged.
     added: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>,
     /// Per stream: XADDs sent whose reply was lost (their ID unknown).
@@ -64,16 +73,16 @@ fn worker(port: u16, tag: String, ledger: Shared, stop: Arc<AtomicBool>) {
         let value = format!("v-{tag}-{i}").into_bytes();
         let at = {
             let mut l = ledger.lock().unwrap();
-            l.scripts.push((
-                a.clone().into_bytes(),
-                b.clone().into_bytes(),
-                value.clone(),
-                false,
-            ));
+            l.scripts.push(ScriptRun {
+                a: a.clone().into_bytes(),
+                b: b.clone().into_bytes(),
+                value: value.clone(),
+                acked: false,
+            });
             l.scripts.len() - 1
         };
         match c.call(&[b"EVAL", SCRIPT, b"2", a.as_bytes(), b.as_bytes(), &value]) {
-            Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].3 = true,
+            Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].acked = true,
             _ => return,
         }
         *ledger
@@ -139,7 +148,8 @@ fn ids(reply: Reply) -> BTreeSet<Vec<u8>> {
 fn verify(port: u16, ledger: &Shared, round: usize) {
     let mut c = Client::connect(port).expect("connect after restart");
     let mut l = ledger.lock().unwrap();
-    for (a, b, value, acked) in l.scripts.iter_mut() {
+    for run in l.scripts.iter_mut() {
+        let ScriptRun { a, b, value, acked } = run;
         let got_a = bulk(&c.call(&[b"GET", a]).unwrap());
         let got_b = bulk(&c.call(&[b"GET", b]).unwrap());
         assert_eq!(got_a, got_b, "round {round}: a script was half applied");
@@ -221,7 +231,7 @@ fn kill_9_keeps_acknowledged_scripts_stream_entries_and_acks() {
     let (mut child, port) = start_server(dir.path(), &flags);
     verify(port, &ledger, rounds);
     let l = ledger.lock().unwrap();
-    let acked_scripts = l.scripts.iter().filter(|s| s.3).count();
+    let acked_scripts = l.scripts.iter().filter(|s| s.acked).count();
     let acked_acks: usize = l.acked.values().map(BTreeSet::len).sum();
     assert!(
         acked_scripts > rounds && acked_acks > rounds,
