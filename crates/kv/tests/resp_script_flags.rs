@@ -275,6 +275,18 @@ fn writable_scripts_need_good_replicas_as_writes_do() {
         ]),
         b"$1\r\nv\r\n",
     );
+    // Without a shebang the script runs, and its write is refused.
+    let got = c.roundtrip_any(&resp(&[
+        "EVAL",
+        "return redis.call('set','x','1')",
+        "1",
+        "x",
+    ]));
+    assert!(
+        got.starts_with(b"-NOREPLICAS Not enough good replicas to write."),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     c.check(b"CONFIG SET min-replicas-to-write 0\r\n", b"+OK\r\n");
     c.check(
         &resp(&["EVAL", "#!lua\nreturn redis.call('get','x')", "1", "x"]),

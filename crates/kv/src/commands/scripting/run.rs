@@ -223,6 +223,10 @@ fn dispatch<'lua>(
     if let Err(text) = crate::commands::acl_script_check(running.ctx, container, spec, &args) {
         return failed(&text);
     }
+    // A write needs good replicas, and a writable master, as outside.
+    if let Some(text) = crate::commands::replication::refusal(running.ctx, spec.flags) {
+        return failed(text);
+    }
     if running.limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
         return failed("ERR Write commands are not allowed from read-only scripts.");
     }
