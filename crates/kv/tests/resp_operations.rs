@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::{Raw, TestServer};
@@ -156,4 +157,31 @@ fn info_memory_counts_cached_scripts_and_libraries() {
     c.check(b"SCRIPT FLUSH ASYNC\r\n", b"+OK\r\n");
     assert_eq!(field(&mut c, "number_of_cached_scripts"), "0");
     assert_eq!(field(&mut c, "number_of_libraries"), "0");
+}
+
+#[test]
+fn a_blocked_command_released_with_an_error_counts_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let mut blocked = server.raw();
+    let id = blocked.roundtrip_any(b"CLIENT ID\r\n");
+    let id = String::from_utf8_lossy(&id[1..]).trim().to_string();
+    c.check(b"CONFIG RESETSTAT\r\n", b"+OK\r\n");
+    blocked.stream.write_all(b"BLPOP nosuch 0\r\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(&mut c, "blocked_clients") != "1" {
+        assert!(Instant::now() < deadline, "never blocked");
+    }
+    c.check(
+        format!("CLIENT UNBLOCK {id} ERROR\r\n").as_bytes(),
+        b":1\r\n",
+    );
+    blocked.check(b"", b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+    assert_eq!(field(&mut c, "errorstat_UNBLOCKED"), "count=1");
+    let blpop = field(&mut c, "cmdstat_blpop");
+    assert!(
+        blpop.starts_with("calls=1,") && blpop.ends_with("rejected_calls=0,failed_calls=1"),
+        "{blpop}"
+    );
 }

@@ -382,14 +382,32 @@ impl Server {
                     conn.reply.int(acked as i64)
                 }
                 Release::Timeout(_) => conn.reply.null_array(),
-                Release::Error => conn
-                    .reply
-                    .error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
-                Release::StreamGone => conn
-                    .reply
-                    .error("UNBLOCKED the stream key no longer exists"),
+                Release::Error => {
+                    let text = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                    conn.reply.error(text);
+                    count_failure(
+                        &mut self.state.stats,
+                        conn.session.last_cmd.as_deref(),
+                        text,
+                    );
+                }
+                Release::StreamGone => {
+                    let text = "UNBLOCKED the stream key no longer exists";
+                    conn.reply.error(text);
+                    count_failure(
+                        &mut self.state.stats,
+                        conn.session.last_cmd.as_deref(),
+                        text,
+                    );
+                }
                 Release::RoleChange => {
-                    conn.reply.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)");
+                    let text = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+                    conn.reply.error(text);
+                    count_failure(
+                        &mut self.state.stats,
+                        conn.session.last_cmd.as_deref(),
+                        text,
+                    );
                     conn.closing = true;
                     let id = conn.session.id;
                     self.state.repl.waiters.retain(|w| w.id != id);
@@ -493,5 +511,15 @@ mod tests {
         assert_eq!(b.pause_mode(150), Some(PauseMode::All));
         assert_eq!(b.pause_mode(201), None);
         assert_eq!(b.pause_mode(0), None);
+    }
+}
+
+/// A blocked command released with an error: the error reply counts in
+/// errorstats and the command's call as failed (its call was counted when
+/// it blocked), as Redis counts them.
+fn count_failure(stats: &mut crate::state::Stats, command: Option<&str>, text: &str) {
+    stats.commands.error(text);
+    if let Some(spec) = command.and_then(|name| crate::commands::lookup(name.as_bytes())) {
+        stats.commands.of((spec.name, "")).failed_calls += 1;
     }
 }
