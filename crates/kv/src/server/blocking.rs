@@ -433,6 +433,16 @@ impl Server {
     }
 }
 
+/// A blocked command released with an error: the error reply counts in
+/// errorstats and the command's call as failed (its call was counted when
+/// it blocked), as Redis counts them.
+fn count_failure(stats: &mut crate::state::Stats, command: Option<&str>, text: &str) {
+    stats.commands.error(text);
+    if let Some(spec) = command.and_then(|name| crate::commands::lookup(name.as_bytes())) {
+        stats.commands.of((spec.name, "")).failed_calls += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,15 +521,5 @@ mod tests {
         assert_eq!(b.pause_mode(150), Some(PauseMode::All));
         assert_eq!(b.pause_mode(201), None);
         assert_eq!(b.pause_mode(0), None);
-    }
-}
-
-/// A blocked command released with an error: the error reply counts in
-/// errorstats and the command's call as failed (its call was counted when
-/// it blocked), as Redis counts them.
-fn count_failure(stats: &mut crate::state::Stats, command: Option<&str>, text: &str) {
-    stats.commands.error(text);
-    if let Some(spec) = command.and_then(|name| crate::commands::lookup(name.as_bytes())) {
-        stats.commands.of((spec.name, "")).failed_calls += 1;
     }
 }
