@@ -102,7 +102,7 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     redis.raw_set("log", lua.create_function(log)?)?;
     redis.raw_set("set_repl", lua.create_function(set_repl)?)?;
     redis.raw_set("setresp", lua.create_function(setresp)?)?;
-    // The debugger's entry points: without a SCRIPT DEBUG session (which
+    // The debugger's entry points: without SCRIPT DEBUG running (which
     // Ferrite does not offer) `breakpoint` answers false and `debug` does
     // nothing, as in Redis outside a session.
     redis.raw_set(
