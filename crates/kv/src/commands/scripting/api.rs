@@ -104,7 +104,7 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     redis.raw_set("setresp", lua.create_function(setresp)?)?;
     // The debugger's entry points: without SCRIPT DEBUG running (which
     // Ferrite does not offer) `breakpoint` answers false and `debug` does
-    // nothing, as in Redis outside a session.
+    // nothing, as in Redis when no debugger runs.
     redis.raw_set(
         "breakpoint",
         lua.create_function(|_, _: MultiValue| Ok(false))?,
