@@ -185,3 +185,36 @@ fn a_blocked_command_released_with_an_error_counts_as_failed() {
         "{blpop}"
     );
 }
+
+#[test]
+fn a_served_blocking_command_enters_the_slow_log_as_sent_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = server.raw();
+    let mut blocked = server.raw();
+    c.check(b"CONFIG SET slowlog-log-slower-than 0\r\n", b"+OK\r\n");
+    // The log emptied before the client blocks (not entered twice), then
+    // after (entered when served, not when it blocked).
+    for reset_after_blocking in [false, true] {
+        if !reset_after_blocking {
+            c.check(b"SLOWLOG RESET\r\n", b"+OK\r\n");
+        }
+        blocked.stream.write_all(b"BLPOP l 0\r\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while field(&mut c, "blocked_clients") != "1" {
+            assert!(Instant::now() < deadline, "never blocked");
+        }
+        if reset_after_blocking {
+            c.check(b"SLOWLOG RESET\r\n", b"+OK\r\n");
+        }
+        c.check(b"LPUSH l foo\r\n", b":1\r\n");
+        blocked.check(b"", b"*2\r\n$1\r\nl\r\n$3\r\nfoo\r\n");
+        let log = String::from_utf8_lossy(&c.roundtrip_any(b"SLOWLOG GET 100\r\n")).to_lowercase();
+        assert_eq!(log.matches("$5\r\nblpop\r\n").count(), 1, "{log}");
+        assert!(
+            log.contains("$5\r\nblpop\r\n$1\r\nl\r\n$1\r\n0\r\n"),
+            "{log}"
+        );
+        assert!(!log.contains("$4\r\nlpop\r\n"), "{log}");
+    }
+}

@@ -510,7 +510,12 @@ pub fn serve(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if spec.has(WRITE) && ctx.state.keyspace.superseding() {
         super::before_write_during_rewrite(ctx, spec, args);
     }
-    if let Err(e) = (spec.handler)(ctx, args) {
+    let started = std::time::Instant::now();
+    let result = (spec.handler)(ctx, args);
+    // Served, the command enters the slow log and the latency monitor as
+    // sent (BLPOP, not the LPOP it logged), as Redis enters it on unblock.
+    super::diagnostics::record(ctx, spec, args, started.elapsed().as_micros() as u64);
+    if let Err(e) = result {
         // The call was counted when it blocked; its failure counts now,
         // as Redis counts an error a blocked client is served.
         let name = super::stats_name(container, spec);

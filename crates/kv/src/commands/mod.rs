@@ -474,7 +474,9 @@ pub(crate) fn run(
     if let Err(e) = result {
         ctx.reply.error(&e);
     }
-    if !ctx.session.is_replay {
+    // A command that blocked enters the slow log when it is served
+    // (`blocking::serve`), as in Redis.
+    if !ctx.session.is_replay && ctx.session.block.is_none() {
         let duration_us = started.elapsed().as_micros() as u64;
         diagnostics::record(ctx, spec, args, duration_us);
     }
