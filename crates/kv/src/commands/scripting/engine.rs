@@ -80,27 +80,45 @@ thread_local! {
     static LUA: RefCell<Option<Lua>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's interpreter, creating it on first use.
-pub fn with_lua<R>(f: impl FnOnce(&Lua) -> mlua::Result<R>) -> mlua::Result<R> {
-    LUA.with(|cell| {
-        let mut slot = cell.try_borrow_mut().map_err(mlua::Error::external)?;
-        if slot.is_none() {
-            *slot = Some(new_state()?);
+/// A per-thread interpreter, made on first use: EVAL's here, the
+/// functions' in `library.rs`.
+pub type Slot = std::thread::LocalKey<RefCell<Option<Lua>>>;
+
+/// Runs `f` with the interpreter in `slot`, made by `make` on first use.
+pub fn with_slot<R>(
+    slot: &'static Slot,
+    make: fn() -> mlua::Result<Lua>,
+    f: impl FnOnce(&Lua) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    slot.with(|cell| {
+        let mut held = cell.try_borrow_mut().map_err(mlua::Error::external)?;
+        if held.is_none() {
+            *held = Some(make()?);
         }
-        match slot.as_ref() {
+        match held.as_ref() {
             Some(lua) => f(lua),
             None => Err(mlua::Error::runtime("no Lua state")),
         }
     })
 }
 
-/// Drops every cached script and starts a fresh interpreter (SCRIPT FLUSH).
-pub fn reset() {
-    LUA.with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            *slot = None;
+/// Drops the interpreter in `slot`; the next use makes a fresh one.
+pub fn clear_slot(slot: &'static Slot) {
+    slot.with(|cell| {
+        if let Ok(mut held) = cell.try_borrow_mut() {
+            *held = None;
         }
     });
+}
+
+/// Runs `f` with this thread's interpreter, creating it on first use.
+pub fn with_lua<R>(f: impl FnOnce(&Lua) -> mlua::Result<R>) -> mlua::Result<R> {
+    with_slot(&LUA, new_state, f)
+}
+
+/// Drops every cached script and starts a fresh interpreter (SCRIPT FLUSH).
+pub fn reset() {
+    clear_slot(&LUA);
 }
 
 /// A fresh interpreter with the libraries Redis offers scripts.

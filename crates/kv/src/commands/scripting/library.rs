@@ -165,25 +165,12 @@ thread_local! {
 
 /// Runs `f` with this thread's function interpreter.
 pub fn with_lua<R>(f: impl FnOnce(&Lua) -> mlua::Result<R>) -> mlua::Result<R> {
-    LUA.with(|cell| {
-        let mut slot = cell.try_borrow_mut().map_err(mlua::Error::external)?;
-        if slot.is_none() {
-            *slot = Some(new_state()?);
-        }
-        match slot.as_ref() {
-            Some(lua) => f(lua),
-            None => Err(mlua::Error::runtime("no Lua state")),
-        }
-    })
+    engine::with_slot(&LUA, new_state, f)
 }
 
 /// Drops every compiled library (FUNCTION FLUSH).
 pub fn reset() {
-    LUA.with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            *slot = None;
-        }
-    });
+    engine::clear_slot(&LUA);
 }
 
 fn new_state() -> mlua::Result<Lua> {
