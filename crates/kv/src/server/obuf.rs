@@ -52,7 +52,17 @@ impl super::Server {
     /// drops its unsent replies and marks it for closing, and returns true.
     pub(super) fn enforce_output_limit(&mut self, conn: &mut Conn) -> bool {
         let pending = conn.reply.buf.len().saturating_sub(conn.out_sent);
-        if conn.closing || pending == 0 && conn.soft_over_since.is_none() {
+        let limits = &self.state.config.client_output_buffer_limits;
+        // This runs after every command: below the smallest limit of the
+        // classes a client can be in, with no soft clock running, nothing
+        // can be over, and the class need not be looked up.
+        let floor = [ClientClass::Normal, ClientClass::Pubsub]
+            .into_iter()
+            .flat_map(|c| [limits.of(c).hard_bytes, limits.of(c).soft_bytes])
+            .filter(|&bytes| bytes > 0)
+            .min();
+        let below = floor.is_none_or(|floor| (pending as u64) < floor);
+        if conn.closing || below && conn.soft_over_since.is_none() {
             return false;
         }
         let id = conn.session.id;
