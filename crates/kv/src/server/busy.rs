@@ -46,8 +46,6 @@ pub(super) struct BusyLoop<'s> {
     /// Connections the main loop must read (and run) again.
     pub reread: &'s mut Vec<usize>,
     pub scratch: &'s mut [u8],
-    /// The connections of attached replicas (left alone while busy).
-    pub replicas: Vec<usize>,
     /// Only to ask what the log has acknowledged.
     pub log: &'s dyn CommandLog,
     /// Connections whose input waits for the script to end: nothing more
@@ -125,7 +123,7 @@ impl BusyLoop<'_> {
             ReadOutcome::More => self.again(index),
             ReadOutcome::Data => {}
         }
-        if self.replicas.contains(&index) {
+        if conn.session.sync_requested {
             // A replica's acknowledgements need no answer.
             conn.inbuf.clear();
             return;

@@ -525,7 +525,6 @@ impl Server {
                         ready: &mut self.ready,
                         reread: &mut self.reread,
                         scratch: &mut self.scratch,
-                        replicas: self.state.repl.replicas.iter().map(|r| r.index).collect(),
                         log: &*self.log,
                         held: Vec::new(),
                         swept: false,
