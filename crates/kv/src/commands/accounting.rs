@@ -12,8 +12,12 @@ use super::{config, CmdError, CommandSpec, Ctx};
 
 /// Why DEBUG or MODULE may not run for this client, if they may not
 /// (`enable-debug-command`, `enable-module-command`: no, yes or local).
-pub(super) fn protected_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<String> {
-    let (command, directive) = match spec.name {
+pub(super) fn protected_refusal(
+    ctx: &Ctx<'_>,
+    container: Option<&CommandSpec>,
+    spec: &CommandSpec,
+) -> Option<String> {
+    let (command, directive) = match container.unwrap_or(spec).name {
         "debug" => ("DEBUG", "enable-debug-command"),
         "module" => ("MODULE", "enable-module-command"),
         _ => return None,
@@ -21,11 +25,7 @@ pub(super) fn protected_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<Str
     let allowed = if command == "DEBUG" {
         ctx.state.config.enable_debug_command
     } else {
-        match ctx.state.config.get(directive).as_deref() {
-            Some("yes") => crate::config::ProtectedAction::Yes,
-            Some("local") => crate::config::ProtectedAction::Local,
-            _ => crate::config::ProtectedAction::No,
-        }
+        ctx.state.config.enable_module_command
     };
     if ctx.session.is_replay || allowed.allows(config::client_is_local(ctx)) {
         return None;

@@ -158,6 +158,23 @@ fn config(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         b"SET" => config_set(ctx, args),
         b"RESETSTAT" => config_resetstat(ctx, args),
         b"REWRITE" => config_rewrite(ctx, args),
+        b"HELP" => {
+            super::introspect::help_reply(
+                ctx.reply,
+                "CONFIG",
+                &[
+                    "GET <pattern>",
+                    "    Return parameters matching the glob-like <pattern> and their values.",
+                    "SET <directive> <value>",
+                    "    Set the configuration <directive> to <value>.",
+                    "RESETSTAT",
+                    "    Reset statistics reported by the INFO command.",
+                    "REWRITE",
+                    "    Rewrite the configuration file.",
+                ],
+            );
+            Ok(())
+        }
         _ => Err(Cow::Owned(format!(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(args.get(1))
@@ -186,6 +203,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 /// CONFIG's subcommands.
 #[rustfmt::skip]
 static CONFIG: &[CommandSpec] = &[
+    cmd!("help", 2, LOADING | STALE, K0, "server", "Describes CONFIG's subcommands.", config),
     cmd!("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Returns the effective values of configuration parameters.", config),
     cmd!("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Sets configuration parameters in-flight.", config).with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),

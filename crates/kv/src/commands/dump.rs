@@ -146,4 +146,6 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("dump", 2, R, K1, "generic", "Serialises a key's value as Redis does.", dump).with_tips(&["nondeterministic_output"]).with_acl(acl::KEYSPACE),
     cmd!("restore", -4, W, K1, "generic", "Creates a key from a DUMP payload.", restore).with_acl(acl::KEYSPACE)
         .with_acl(acl::DANGEROUS),
+    cmd!("restore-asking", -4, W | ASKING, K1, "server", "RESTORE as sent by MIGRATE to a cluster node importing the key's slot.", restore).with_acl(acl::KEYSPACE)
+        .with_acl(acl::DANGEROUS),
 ];

@@ -44,6 +44,9 @@ pub const MAY_REPLICATE: u32 = 1 << 18;
 /// Not allowed while a replica loads asynchronously
 /// (`no_async_loading`).
 pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+/// Served for a slot being imported after ASKING (`asking`); cluster mode
+/// only, so outside it the flag is reported and nothing more.
+pub const ASKING: u32 = 1 << 20;
 /// Ferrite: touches whole databases rather than named keys (FLUSHDB,
 /// FLUSHALL, SWAPDB); the rewrite captures every segment it names.
 pub const WHOLE_DB: u32 = 1 << 24;
@@ -70,6 +73,7 @@ pub const NAMES: &[(u32, &str)] = &[
     (STALE, "stale"),
     (SKIP_MONITOR, "skip_monitor"),
     (SKIP_SLOWLOG, "skip_slowlog"),
+    (ASKING, "asking"),
     (FAST, "fast"),
     (NOAUTH, "no_auth"),
     // `may_replicate` is a flag Redis 7.0 keeps out of COMMAND INFO.

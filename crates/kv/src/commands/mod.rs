@@ -27,8 +27,10 @@ mod hll;
 mod introspect;
 mod keys;
 mod lists;
+mod lolwut;
 mod memory;
 mod migrate;
+mod module;
 mod object;
 mod persistence;
 mod replication;
@@ -353,7 +355,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         reject(ctx, Some(name), &text);
         return;
     }
-    if let Some(text) = protected_refusal(ctx, spec) {
+    if let Some(text) = protected_refusal(ctx, container, spec) {
         reject(ctx, Some(name), &text);
         return;
     }

@@ -16,7 +16,9 @@ use super::{
     acl_cmd, bits, blocking, client, cluster, config, connection, debug, diagnostics, dump,
     functions, geo,
 };
-use super::{hll, introspect, keys, lists, memory, migrate, object, persistence, pubsub};
+use super::{
+    hll, introspect, keys, lists, lolwut, memory, migrate, module, object, persistence, pubsub,
+};
 use super::{replication, scripting, server, sets, sort, streams, strings, transactions, zsets};
 use super::{CmdResult, Ctx};
 use crate::resp::Args;
@@ -425,6 +427,8 @@ const FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     client::COMMANDS,
     cluster::COMMANDS,
+    lolwut::COMMANDS,
+    module::COMMANDS,
     server::COMMANDS,
     replication::COMMANDS,
     pubsub::COMMANDS,

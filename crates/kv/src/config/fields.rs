@@ -39,6 +39,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "hz" => config.hz = number(text),
         "busy-reply-threshold" => config.busy_reply_threshold_ms = number(text),
         "enable-debug-command" => config.enable_debug_command = ProtectedAction::parse(text),
+        "enable-module-command" => config.enable_module_command = ProtectedAction::parse(text),
         "enable-protected-configs" => {
             config.enable_protected_configs = ProtectedAction::parse(text)
         }
@@ -125,6 +126,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "hz" => config.hz.to_string(),
         "busy-reply-threshold" => config.busy_reply_threshold_ms.to_string(),
         "enable-debug-command" => config.enable_debug_command.name().to_string(),
+        "enable-module-command" => config.enable_module_command.name().to_string(),
         "enable-protected-configs" => config.enable_protected_configs.name().to_string(),
         "latency-tracking" => yes_no(config.latency_tracking),
         "latency-tracking-info-percentiles" => config

@@ -224,6 +224,8 @@ pub struct Config {
     pub busy_reply_threshold_ms: u64,
     /// Who may run DEBUG (`enable-debug-command`).
     pub enable_debug_command: ProtectedAction,
+    /// Who may run MODULE (`enable-module-command`).
+    pub enable_module_command: ProtectedAction,
     /// Who may CONFIG SET protected directives (`enable-protected-configs`).
     pub enable_protected_configs: ProtectedAction,
     /// Per-command latency histograms (`latency-tracking`).
@@ -346,6 +348,7 @@ impl Default for Config {
             hz: 0,
             busy_reply_threshold_ms: 0,
             enable_debug_command: ProtectedAction::No,
+            enable_module_command: ProtectedAction::No,
             enable_protected_configs: ProtectedAction::No,
             latency_tracking: false,
             latency_percentiles: Vec::new(),

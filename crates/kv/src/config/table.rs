@@ -240,7 +240,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("dynamic-hz", None, Bool, "yes", 0, No(NOT_YET), "Raise hz with the number of clients."),
     d!("enable-debug-command", None, Enum(PROTECTED_ACTION), "no", IMMUTABLE, Acts, "Allow DEBUG: no, yes, or local (loopback clients only)."),
     d!("enable-protected-configs", None, Enum(PROTECTED_ACTION), "no", IMMUTABLE, Acts, "Allow CONFIG SET of protected directives (dir, dbfilename)."),
-    d!("enable-module-command", None, Enum(PROTECTED_ACTION), "no", IMMUTABLE, No("Ferrite has no modules"), "Allow MODULE."),
+    d!("enable-module-command", None, Enum(PROTECTED_ACTION), "no", IMMUTABLE, Acts, "Allow MODULE: no, yes, or local (loopback clients only); Ferrite loads no modules."),
     d!("latency-tracking", None, Bool, "yes", 0, Acts, "Keep per-command latency histograms for INFO latencystats."),
     d!("latency-tracking-info-percentiles", None, Sp(Special::LatencyTrackingInfoPercentiles), "50 99 99.9", MULTI_ARG, Acts, "Percentiles INFO latencystats reports."),
     d!("maxmemory", None, memory(0, U64_MAX, false), "0", 0, Acts, "Memory limit: above it, commands that may grow memory are refused (0: none)."),
