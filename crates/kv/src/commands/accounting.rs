@@ -67,18 +67,20 @@ pub(super) fn record_call(
     elapsed: std::time::Duration,
     error: Option<&CmdError>,
 ) {
+    let counted = std::mem::take(&mut ctx.session.error_counted);
+    let failed = std::mem::take(&mut ctx.session.failed_in_reply) || error.is_some();
     if ctx.session.is_replay {
         return;
     }
     let tracking = ctx.state.config.latency_tracking;
     let table = &mut ctx.state.stats.commands;
-    if let Some(e) = error {
+    if let Some(e) = error.filter(|_| !counted) {
         table.error(e);
     }
     let stats = table.of(name);
     stats.calls += 1;
     stats.usec += elapsed.as_micros() as u64;
-    stats.failed_calls += u64::from(error.is_some());
+    stats.failed_calls += u64::from(failed);
     if tracking {
         stats.latency.record(elapsed);
     }

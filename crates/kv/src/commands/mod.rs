@@ -68,7 +68,8 @@ pub use scripting::{
 pub use table::{all as all_commands, count as command_count, lookup, Channels, CommandSpec, Keys};
 pub use transactions::{flatten, unwatch_all};
 
-use accounting::{protected_refusal, record_call, reject, stats_name};
+pub(crate) use accounting::stats_name;
+use accounting::{protected_refusal, record_call, reject};
 
 /// A command's error reply, without the leading `-`.
 pub type CmdError = Cow<'static, str>;
@@ -226,6 +227,13 @@ pub struct Session {
     /// Arguments of the running command that SLOWLOG (and MONITOR) show
     /// as `(redacted)`: passwords and other secrets ([`Ctx::redact`]).
     pub redacted: Vec<usize>,
+    /// The error the running command returns was counted in errorstats
+    /// already (a script passing on a command's error); read and cleared
+    /// when the call is counted.
+    pub error_counted: bool,
+    /// The running command replied an error inside a reply it returned as
+    /// a success (a script's error table): it counts as failed.
+    pub failed_in_reply: bool,
 }
 
 /// Everything a command can touch.

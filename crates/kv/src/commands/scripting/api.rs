@@ -8,9 +8,10 @@ use mlua::{Function, Lua, MultiValue, Table, Value};
 pub const DISPATCH: &str = "ferrite.dispatch";
 
 /// The error `redis.call` raises for a failed command: its reply text,
-/// which the script's error handler reports as it is.
+/// which the script's error handler reports as it is, and whether
+/// errorstats counted it already (the command replied it).
 #[derive(Debug)]
-pub struct CallFailure(pub String);
+pub struct CallFailure(pub String, pub bool);
 
 impl std::fmt::Display for CallFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -19,6 +20,12 @@ impl std::fmt::Display for CallFailure {
 }
 
 impl std::error::Error for CallFailure {}
+
+impl CallFailure {
+    fn uncounted(text: String) -> CallFailure {
+        CallFailure(text, false)
+    }
+}
 
 /// Runs the script's command through the running EVAL's dispatcher,
 /// which answers `(ok, value)`.
@@ -36,7 +43,7 @@ fn dispatch_marked<'lua>(
     let running: Function = match lua.named_registry_value(DISPATCH) {
         Ok(f) => f,
         Err(_) if acl_check => {
-            return Err(mlua::Error::external(CallFailure(
+            return Err(mlua::Error::external(CallFailure::uncounted(
                 "ERR redis.acl_check_cmd can only be called inside a script invocation".into(),
             )))
         }
@@ -63,11 +70,14 @@ fn raise(answer: (bool, Value<'_>)) -> mlua::Result<Value<'_>> {
     match answer {
         (true, value) => Ok(value),
         (false, value) => {
-            let text = match &value {
-                Value::Table(t) => t.raw_get::<_, String>("err").unwrap_or_default(),
-                _ => String::new(),
+            let (text, counted) = match &value {
+                Value::Table(t) => (
+                    t.raw_get::<_, String>("err").unwrap_or_default(),
+                    super::convert::counted(t),
+                ),
+                _ => (String::new(), false),
             };
-            Err(mlua::Error::external(CallFailure(text)))
+            Err(mlua::Error::external(CallFailure(text, counted)))
         }
     }
 }
@@ -143,11 +153,25 @@ fn reply_maker<'lua>(lua: &'lua Lua, field: &'static str) -> mlua::Result<Functi
         let t = lua.create_table()?;
         // A misuse is answered with an error table, not raised.
         match (args.next(), args.next()) {
+            (Some(Value::String(text)), None) if field == "err" => {
+                t.raw_set(field, lua.create_string(error_text(text.as_bytes()))?)?
+            }
             (Some(value @ Value::String(_)), None) => t.raw_set(field, value)?,
             _ => t.raw_set("err", "ERR wrong number or type of arguments")?,
         }
         Ok(t)
     })
+}
+
+/// An error reply's text as Redis 7.0 words what a script hands to
+/// `redis.error_reply`: a leading `-` is dropped, and text without a space
+/// (no error code) gets the code `ERR` in front.
+fn error_text(given: &[u8]) -> Vec<u8> {
+    let text = given.strip_prefix(b"-").unwrap_or(given);
+    if text.contains(&b' ') {
+        return text.to_vec();
+    }
+    [b"ERR ".as_slice(), text].concat()
 }
 
 /// `redis.log(level, message...)`: to the server's log (tracing).

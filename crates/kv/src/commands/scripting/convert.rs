@@ -28,7 +28,13 @@ pub fn resp_to_lua<'lua>(lua: &'lua Lua, buf: &[u8], at: &mut usize) -> mlua::Re
     };
     match tag {
         b'+' => wrap("ok", Value::String(lua.create_string(rest)?)),
-        b'-' => wrap("err", Value::String(lua.create_string(rest)?)),
+        b'-' => {
+            // The command that replied the error has counted it already.
+            let t = lua.create_table()?;
+            t.raw_set("err", lua.create_string(rest)?)?;
+            t.raw_set(COUNTED, true)?;
+            Ok(Value::Table(t))
+        }
         b':' => Ok(Value::Number(number(rest)? as f64)),
         b'$' | b'=' => {
             let Some(data) = blob(buf, at, rest)? else {
@@ -141,17 +147,35 @@ fn bad() -> mlua::Error {
 /// replies, any other table to an array of its items up to the first nil;
 /// booleans as the script's protocol (`redis.setresp`) says: RESP2 `true`
 /// is 1 and `false` null, RESP3 gives booleans; nil is null.
-pub fn lua_to_reply(value: &Value<'_>, reply: &mut ReplyBuf, depth: usize, lua_resp3: bool) {
+///
+/// Every error written is added to `errors` with whether it was counted
+/// already (an error a command replied, passed on): the caller counts the
+/// others in errorstats, as Redis counts each error reply once.
+pub fn lua_to_reply(
+    value: &Value<'_>,
+    reply: &mut ReplyBuf,
+    depth: usize,
+    lua_resp3: bool,
+    errors: &mut Vec<(String, bool)>,
+) {
     match value {
         Value::String(s) => reply.bulk(s.as_bytes()),
         Value::Integer(n) => reply.int(*n),
         Value::Number(n) => reply.int(truncate(*n)),
         Value::Boolean(b) if lua_resp3 => boolean(reply, *b),
         Value::Boolean(true) => reply.int(1),
-        Value::Table(_) if depth >= MAX_DEPTH => reply.error("ERR reached lua stack limit"),
-        Value::Table(t) => table_to_reply(t, reply, depth, lua_resp3),
+        Value::Table(_) if depth >= MAX_DEPTH => {
+            let text = "ERR reached lua stack limit";
+            reply.error(text);
+            errors.push((text.to_string(), false));
+        }
+        Value::Table(t) => table_to_reply(t, reply, depth, lua_resp3, errors),
         // A `redis.call` failure caught with Lua's `pcall`.
-        Value::Error(e) => reply.error(&super::engine::rust_error_text(e)),
+        Value::Error(e) => {
+            let text = super::engine::rust_error_text(e);
+            reply.error(&text);
+            errors.push((text, false));
+        }
         _ => reply.null(),
     }
 }
@@ -166,6 +190,15 @@ fn boolean(reply: &mut ReplyBuf, b: bool) {
     reply.buf.extend_from_slice(text);
 }
 
+/// The field marking an error table whose error was counted in errorstats
+/// when a command replied it (Redis 7.0 gives scripts the same field).
+pub const COUNTED: &str = "ignore_error_stats_update";
+
+/// Whether error table `t` was counted already.
+pub fn counted(t: &Table<'_>) -> bool {
+    matches!(t.raw_get::<_, Value>(COUNTED), Ok(Value::Boolean(true)))
+}
+
 /// The string field `name` of `t`, if it is one.
 fn string_field<'lua>(t: &Table<'lua>, name: &str) -> Option<mlua::String<'lua>> {
     match t.raw_get::<_, Value>(name) {
@@ -174,9 +207,17 @@ fn string_field<'lua>(t: &Table<'lua>, name: &str) -> Option<mlua::String<'lua>>
     }
 }
 
-fn table_to_reply(t: &Table<'_>, reply: &mut ReplyBuf, depth: usize, lua_resp3: bool) {
+fn table_to_reply(
+    t: &Table<'_>,
+    reply: &mut ReplyBuf,
+    depth: usize,
+    lua_resp3: bool,
+    errors: &mut Vec<(String, bool)>,
+) {
     if let Some(s) = string_field(t, "err") {
-        reply.error(&String::from_utf8_lossy(s.as_bytes()));
+        let text = String::from_utf8_lossy(s.as_bytes()).into_owned();
+        reply.error(&text);
+        errors.push((text, counted(t)));
         return;
     }
     if let Some(s) = string_field(t, "ok") {
@@ -214,8 +255,8 @@ fn table_to_reply(t: &Table<'_>, reply: &mut ReplyBuf, depth: usize, lua_resp3: 
         let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
         reply.map(pairs.len());
         for (k, v) in &pairs {
-            lua_to_reply(k, reply, depth + 1, lua_resp3);
-            lua_to_reply(v, reply, depth + 1, lua_resp3);
+            lua_to_reply(k, reply, depth + 1, lua_resp3, errors);
+            lua_to_reply(v, reply, depth + 1, lua_resp3, errors);
         }
         return;
     }
@@ -226,7 +267,7 @@ fn table_to_reply(t: &Table<'_>, reply: &mut ReplyBuf, depth: usize, lua_resp3: 
             .collect();
         reply.set(members.len());
         for m in &members {
-            lua_to_reply(m, reply, depth + 1, lua_resp3);
+            lua_to_reply(m, reply, depth + 1, lua_resp3, errors);
         }
         return;
     }
@@ -239,7 +280,7 @@ fn table_to_reply(t: &Table<'_>, reply: &mut ReplyBuf, depth: usize, lua_resp3: 
     }
     reply.array(items.len());
     for item in &items {
-        lua_to_reply(item, reply, depth + 1, lua_resp3);
+        lua_to_reply(item, reply, depth + 1, lua_resp3, errors);
     }
 }
 

@@ -257,9 +257,14 @@ pub fn call<'lua>(
     function: Function<'lua>,
     sha: &str,
     args: MultiValue<'lua>,
-) -> Result<Value<'lua>, String> {
-    let handler: Function = lua.named_registry_value(HANDLER).map_err(internal)?;
-    let xpcall: Function = lua.globals().raw_get("xpcall").map_err(internal)?;
+) -> Result<Value<'lua>, Failure> {
+    let handler: Function = lua
+        .named_registry_value(HANDLER)
+        .map_err(|e| Failure::new(internal(e)))?;
+    let xpcall: Function = lua
+        .globals()
+        .raw_get("xpcall")
+        .map_err(|e| Failure::new(internal(e)))?;
     // Lua 5.1's xpcall passes no arguments: a closure carries them.
     let function = if args.is_empty() {
         function
@@ -268,16 +273,41 @@ pub fn call<'lua>(
             .load("local f, a, b = ... return function() return f(a, b) end")
             .set_name("=apply")
             .call((function, args))
-            .map_err(internal)?;
+            .map_err(|e| Failure::new(internal(e)))?;
         apply
     };
     let mut out = xpcall
         .call::<_, MultiValue>((function, handler))
-        .map_err(internal)?
+        .map_err(|e| Failure::new(internal(e)))?
         .into_iter();
     match out.next() {
         Some(Value::Boolean(true)) => Ok(out.next().unwrap_or(Value::Nil)),
-        _ => Err(failure_text(out.next().unwrap_or(Value::Nil), sha)),
+        _ => {
+            let err = out.next().unwrap_or(Value::Nil);
+            let counted = matches!(&err, Value::Table(t) if super::convert::counted(t));
+            Err(Failure {
+                text: failure_text(err, sha),
+                counted,
+            })
+        }
+    }
+}
+
+/// A script that failed: Redis's wording of the error, and whether
+/// errorstats counted it already (an error a command replied, raised by
+/// `redis.call`), so that it is counted once.
+#[derive(Debug)]
+pub struct Failure {
+    pub text: String,
+    pub counted: bool,
+}
+
+impl Failure {
+    fn new(text: String) -> Failure {
+        Failure {
+            text,
+            counted: false,
+        }
     }
 }
 
@@ -319,9 +349,14 @@ fn error_handler<'lua>(lua: &'lua Lua, err: Value<'lua>) -> mlua::Result<Table<'
     let out = lua.create_table()?;
     match &err {
         Value::Table(t) if t.contains_key("err")? => {
-            out.raw_set("err", t.raw_get::<_, Value>("err")?)?
+            out.raw_set("err", t.raw_get::<_, Value>("err")?)?;
+            let counted = super::convert::COUNTED;
+            out.raw_set(counted, t.raw_get::<_, Value>(counted)?)?;
         }
-        Value::Error(e) => out.raw_set("err", rust_error_text(e))?,
+        Value::Error(e) => {
+            out.raw_set("err", rust_error_text(e))?;
+            out.raw_set(super::convert::COUNTED, error_counted(e))?;
+        }
         other => out.raw_set("err", format!("ERR {}", value_text(other)))?,
     }
     for level in 0..64 {
@@ -351,6 +386,18 @@ pub fn rust_error_text(e: &mlua::Error) -> String {
         }
         mlua::Error::RuntimeError(text) => format!("ERR {text}"),
         other => format!("ERR {other}"),
+    }
+}
+
+/// Whether a Rust-side error is a `redis.call` failure whose error the
+/// command counted already.
+fn error_counted(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => error_counted(cause),
+        mlua::Error::ExternalError(inner) => inner
+            .downcast_ref::<super::api::CallFailure>()
+            .is_some_and(|failure| failure.1),
+        _ => false,
     }
 }
 

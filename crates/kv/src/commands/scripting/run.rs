@@ -92,8 +92,9 @@ pub fn run_script(
         lua.unset_named_registry_value(INTERRUPT)?;
         Ok(outcome.map(|value| {
             let mut out = ReplyBuf::new(proto);
-            convert::lua_to_reply(&value, &mut out, 0, api::resp3());
-            out.buf
+            let mut errors = Vec::new();
+            convert::lua_to_reply(&value, &mut out, 0, api::resp3(), &mut errors);
+            (out.buf, errors)
         }))
     });
     let Running { ctx, status, .. } = cell.into_inner();
@@ -110,11 +111,22 @@ pub fn run_script(
         ctx.session.close_after_reply = true;
     }
     match result {
-        Ok(Ok(bytes)) => {
+        Ok(Ok((bytes, errors))) => {
+            // Errors in the reply count in errorstats (once: not those a
+            // command replied and counted), and make the call a failed one.
+            for (text, counted) in &errors {
+                if !counted {
+                    ctx.state.stats.commands.error(text);
+                }
+            }
+            ctx.session.failed_in_reply = !errors.is_empty();
             ctx.reply.buf.extend_from_slice(&bytes);
             Ok(())
         }
-        Ok(Err(text)) => Err(text),
+        Ok(Err(failure)) => {
+            ctx.session.error_counted = failure.counted;
+            Err(failure.text)
+        }
         Err(e) => Err(format!("ERR {e}")),
     }
 }
@@ -204,31 +216,60 @@ fn dispatch<'lua>(
     let args = Args::new(&buf, &ranges);
     // `redis.acl_check_cmd` asks the same dispatcher, marking its table.
     let acl_only: bool = call_args.raw_get("acl_check").unwrap_or(false);
+    // A command refused here is counted as Redis counts it: one error
+    // reply and, for a known command, a rejected call; the table says so,
+    // so that the script's failure does not count it again.
+    let refused = |running: &mut Running<'_, '_>,
+                   name: Option<crate::cmdstats::CommandName>,
+                   text: &str|
+     -> mlua::Result<(bool, Value<'lua>)> {
+        if !running.ctx.session.is_replay {
+            let table = &mut running.ctx.state.stats.commands;
+            table.error(text);
+            if let Some(name) = name {
+                table.of(name).rejected_calls += 1;
+            }
+        }
+        let t = lua.create_table()?;
+        t.raw_set("err", text)?;
+        t.raw_set(convert::COUNTED, true)?;
+        Ok((false, Value::Table(t)))
+    };
     let (container, spec) = match resolve(&args) {
         Ok(found) => found,
         Err(_) if acl_only => return failed(ACL_CHECK_UNKNOWN),
-        Err(_) => return failed("ERR Unknown Redis command called from script"),
+        Err(_) => {
+            return refused(
+                running,
+                None,
+                "ERR Unknown Redis command called from script",
+            )
+        }
     };
+    let name = crate::commands::stats_name(container, spec);
     if acl_only {
         let allowed = crate::commands::acl_permitted(running.ctx, container, spec, &args);
         return Ok((true, Value::Boolean(allowed)));
     }
     if !spec.arity_ok(args.len()) {
-        return failed("ERR Wrong number of args calling Redis command from script");
+        let text = "ERR Wrong number of args calling Redis command from script";
+        return refused(running, Some(name), text);
     }
     let noscript = spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT));
     if noscript && !super::deny_disabled() {
-        return failed("ERR This Redis command is not allowed from script");
+        let text = "ERR This Redis command is not allowed from script";
+        return refused(running, Some(name), text);
     }
     if let Err(text) = crate::commands::acl_script_check(running.ctx, container, spec, &args) {
-        return failed(&text);
+        return refused(running, Some(name), &text);
     }
     // A write needs good replicas, and a writable master, as outside.
     if let Some(text) = crate::commands::replication::refusal(running.ctx, spec.flags) {
-        return failed(text);
+        return refused(running, Some(name), text);
     }
     if running.limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
-        return failed("ERR Write commands are not allowed from read-only scripts.");
+        let text = "ERR Write commands are not allowed from read-only scripts.";
+        return refused(running, Some(name), text);
     }
     let Running { ctx, scratch, .. } = running;
     scratch.buf.clear();
