@@ -326,3 +326,77 @@ fn a_full_sync_waits_the_diskless_delay_for_more_replicas() {
     });
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
+
+#[test]
+fn failover_refuses_what_redis_refuses() {
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = TestServer::start(dirs[0].path());
+    let b = TestServer::start(dirs[1].path());
+    let (mut ca, mut cb) = (a.raw(), b.raw());
+    ca.check(
+        b"FAILOVER\r\n",
+        b"-ERR FAILOVER requires connected replicas.\r\n",
+    );
+    ca.check(b"FAILOVER ABORT\r\n", b"-ERR No failover in progress.\r\n");
+    ca.check(b"FAILOVER TIMEOUT 0\r\n", b"-ERR FAILOVER timeout must be greater than 0\r\n");
+    ca.check(b"FAILOVER TO h\r\n", b"-ERR syntax error\r\n");
+    ca.check(b"FAILOVER TO h x\r\n", b"-ERR value is not an integer or out of range\r\n");
+    ca.check(b"FAILOVER FORCE FORCE\r\n", b"-ERR syntax error\r\n");
+    // A master cannot be asked to take over.
+    ca.check(
+        b"PSYNC x 1 FAILOVER\r\n",
+        b"-ERR PSYNC FAILOVER can't be sent to a master.\r\n",
+    );
+    attach(&mut cb, &a);
+    ca.check(
+        b"FAILOVER FORCE TIMEOUT 100\r\n",
+        b"-ERR FAILOVER with force option requires both a timeout and target HOST and IP.\r\n",
+    );
+    ca.check(
+        b"FAILOVER TO 10.9.9.9 1\r\n",
+        b"-ERR FAILOVER target HOST and PORT is not a replica.\r\n",
+    );
+    cb.check(
+        b"FAILOVER\r\n",
+        b"-ERR FAILOVER is not valid when server is a replica.\r\n",
+    );
+    // The ID must be the replica's own (its master's).
+    cb.check(
+        b"PSYNC 0000000000000000000000000000000000000000 1 FAILOVER\r\n",
+        b"-ERR PSYNC FAILOVER replid must match my replid.\r\n",
+    );
+    assert!(call(&mut cb, &["ROLE"]).contains("slave"));
+}
+
+#[test]
+fn failover_hands_the_master_role_to_the_replica_without_a_full_sync() {
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = TestServer::start(dirs[0].path());
+    let b = TestServer::start(dirs[1].path());
+    let (mut ca, mut cb) = (a.raw(), b.raw());
+    attach(&mut cb, &a);
+    ca.check(b"SET k 1\r\nINCR k\r\n", b"+OK\r\n:2\r\n");
+    let port = b.addr.port().to_string();
+    assert_eq!(
+        call(&mut ca, &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "10000"]),
+        "+OK\r\n"
+    );
+    eventually("the failover to end", || {
+        info_field(&mut ca, "master_failover_state") == "no-failover"
+    });
+    eventually("the old master's link", || {
+        info_field(&mut ca, "master_link_status") == "up"
+    });
+    assert!(call(&mut ca, &["ROLE"]).starts_with("*5\r\n$5\r\nslave"));
+    assert!(call(&mut cb, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster"));
+    // The old master followed by a partial resync, with every write.
+    assert_eq!(info_field(&mut cb, "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut cb, "sync_full"), "0");
+    cb.check(b"INCR k\r\n", b":3\r\n");
+    converge(&mut cb, &mut ca);
+    ca.check(b"GET k\r\n", b"$1\r\n3\r\n");
+    ca.check(
+        b"SET k 0\r\n",
+        b"-READONLY You can't write against a read only replica.\r\n",
+    );
+}

@@ -13,6 +13,7 @@ mod bits;
 mod blocking;
 mod client;
 mod cluster;
+mod failover;
 mod config;
 mod connection;
 mod debug;

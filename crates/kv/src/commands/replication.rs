@@ -54,10 +54,35 @@ pub(super) fn refusal(ctx: &Ctx<'_>, flags: u32) -> Option<&'static str> {
     None
 }
 
-/// Refuses SYNC and PSYNC on a replica whose link is down, as Redis does.
+/// Refuses SYNC and PSYNC during a FAILOVER, and on a replica whose link
+/// is down, as Redis does.
 fn sync_refusal(ctx: &Ctx<'_>) -> Option<&'static str> {
+    if ctx.state.repl.failover.is_some() {
+        return Some("NOMASTERLINK Can't SYNC while failing over");
+    }
     (ctx.state.repl.is_replica() && !ctx.state.repl.link_up())
         .then_some("NOMASTERLINK Can't SYNC while not connected with my master")
+}
+
+/// `PSYNC id offset FAILOVER` on a replica whose master hands over: it
+/// becomes a master, if `id` is its history's ID (the master's).
+fn take_over(ctx: &mut Ctx<'_>, replid: &[u8]) -> Result<(), super::CmdError> {
+    let replid = String::from_utf8_lossy(replid);
+    tracing::warn!("Failover request received for replid {replid}.");
+    let repl = &mut ctx.state.repl;
+    if !repl.is_replica() {
+        return Err(Cow::Borrowed("ERR PSYNC FAILOVER can't be sent to a master."));
+    }
+    if replid != repl.replid {
+        return Err(Cow::Borrowed("ERR PSYNC FAILOVER replid must match my replid."));
+    }
+    repl.promote();
+    let addr = ctx.state.clients.get(&ctx.session.id).map(|c| c.addr.clone());
+    tracing::info!(
+        "MASTER MODE enabled (failover request from 'addr={}')",
+        addr.unwrap_or_default()
+    );
+    Ok(())
 }
 
 pub(super) fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
@@ -70,8 +95,13 @@ pub(super) fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// PSYNC replid offset: the server answers +CONTINUE or +FULLRESYNC.
+/// PSYNC replid offset [FAILOVER]: the server answers +CONTINUE or
+/// +FULLRESYNC. With FAILOVER (sent by a master handing over to this
+/// replica), this server first becomes a master, if the ID is its own.
 pub(super) fn psync(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    if args.len() > 3 && args.get(3).eq_ignore_ascii_case(b"failover") {
+        take_over(ctx, args.get(1))?;
+    }
     if let Some(e) = sync_refusal(ctx) {
         return Err(Cow::Borrowed(e));
     }
@@ -136,14 +166,12 @@ pub(super) fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// REPLICAOF host port | NO ONE (and its old name SLAVEOF).
 pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let repl = &mut ctx.state.repl;
+    if repl.failover.is_some() {
+        return Err(Cow::Borrowed("ERR REPLICAOF not allowed while failing over."));
+    }
     if upper(args, 1) == b"NO" && upper(args, 2) == b"ONE" {
-        if repl.master.take().is_some() {
+        if repl.promote() {
             tracing::info!("MASTER MODE enabled (user request)");
-            // A new history from here; replicas resync partially with the
-            // old ID, valid up to this offset.
-            repl.shift_id();
-            repl.seldb = None;
-            repl.changed = true;
         }
         ctx.reply.ok();
         return Ok(());

@@ -14,7 +14,7 @@ pub(super) use super::flags::*;
 use super::hashes;
 use super::{
     acl_cmd, bits, blocking, client, cluster, config, connection, debug, diagnostics, dump,
-    functions, geo,
+    failover, functions, geo,
 };
 use super::{
     hll, introspect, keys, lists, lolwut, memory, migrate, module, object, persistence, pubsub,
@@ -427,6 +427,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     client::COMMANDS,
     cluster::COMMANDS,
+    failover::COMMANDS,
     lolwut::COMMANDS,
     module::COMMANDS,
     server::COMMANDS,

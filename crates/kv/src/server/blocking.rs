@@ -68,6 +68,8 @@ pub struct Blocking {
     /// order they were held back, with their connection slots.
     postponed: Vec<(u64, usize)>,
     pause: Option<Pause>,
+    /// A FAILOVER pauses writes until it ends or is aborted.
+    pub failover_pause: bool,
     /// Clients released since the loop last looked, with their slots.
     released: Vec<(usize, Release)>,
 }
@@ -125,16 +127,22 @@ impl Blocking {
         self.pause = None;
     }
 
-    /// The pause in force at `now_ms`, forgetting one that ended.
+    /// The pause in force at `now_ms`, forgetting a CLIENT PAUSE that
+    /// ended; a FAILOVER pauses writes until it ends, whatever CLIENT
+    /// UNPAUSE does.
     pub fn pause_mode(&mut self, now_ms: i64) -> Option<PauseMode> {
-        match self.pause {
+        let client = match self.pause {
             Some(p) if p.until_ms >= now_ms => Some(p.mode),
             Some(_) => {
                 self.pause = None;
                 None
             }
             None => None,
+        };
+        if self.failover_pause {
+            return Some(client.map_or(PauseMode::Write, |m| m.max(PauseMode::Write)));
         }
+        client
     }
 
     fn block(&mut self, ks: &mut Keyspace, id: u64, blocked: Blocked) {

@@ -97,7 +97,8 @@ impl Server {
             self.drop_link();
             if !self.state.repl.is_replica() {
                 // Promoted: the replicas must learn the new ID.
-                self.disconnect_replicas();
+                let stale = std::mem::take(&mut self.state.repl.stale_replicas);
+                self.disconnect_replicas_among(&stale);
                 self.state.repl.backlog.get_or_insert_with(|| {
                     Backlog::new(self.state.config.repl_backlog_size_bytes as usize)
                 });
@@ -392,10 +393,13 @@ impl Server {
         } else {
             ("?".to_string(), "-1".to_string())
         };
-        encode_command(
-            &mut conn.reply.buf,
-            &[b"PSYNC", id.as_bytes(), offset.as_bytes()],
-        );
+        // A master handing over asks its target to take over.
+        let handover = repl.failover.as_ref().is_some_and(|f| f.in_progress);
+        let mut command: Vec<&[u8]> = vec![b"PSYNC", id.as_bytes(), offset.as_bytes()];
+        if handover {
+            command.push(b"FAILOVER");
+        }
+        encode_command(&mut conn.reply.buf, &command);
         if let Some(link) = &mut self.link {
             link.phase = Phase::Handshake(VecDeque::from([Expect::Psync]));
         }
@@ -403,6 +407,15 @@ impl Server {
 
     fn psync_reply(&mut self, conn: &mut Conn, line: &str) -> bool {
         let words: Vec<&str> = line.split_whitespace().collect();
+        if self.state.repl.failover.as_ref().is_some_and(|f| f.in_progress) {
+            // The handover ends with the target's answer: it took over,
+            // or it refused and this server is a master again.
+            if matches!(words.first(), Some(&"+FULLRESYNC") | Some(&"+CONTINUE")) {
+                super::failover::end(&mut self.state);
+            } else {
+                super::failover::abort(&mut self.state, "Failover target rejected psync request");
+            }
+        }
         match words.as_slice() {
             ["+FULLRESYNC", id, offset] => {
                 let Ok(offset) = offset.parse::<i64>() else {

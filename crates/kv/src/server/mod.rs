@@ -12,6 +12,7 @@ mod accept;
 pub(crate) mod blocking;
 mod busy;
 mod conn;
+pub(crate) mod failover;
 mod master_link;
 pub mod notify;
 mod obuf;
@@ -666,6 +667,7 @@ impl Server {
             backlog.resize(self.state.config.repl_backlog_size_bytes as usize);
         }
         self.replicas_cron();
+        self.failover_cron();
         self.link_cron(true);
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();

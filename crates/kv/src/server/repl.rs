@@ -160,6 +160,39 @@ pub struct Repl {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// A FAILOVER in progress on this master (`server/failover.rs`).
+    pub failover: Option<Failover>,
+    /// The replicas attached when this server last became a master: they
+    /// are disconnected to learn the new ID (those attaching since got it).
+    pub stale_replicas: Vec<u64>,
+}
+
+/// A coordinated FAILOVER: writes are paused while the master waits for a
+/// replica (the target, or any) to acknowledge its whole stream; then it
+/// becomes that replica's replica and asks it, by `PSYNC ... FAILOVER`, to
+/// take over.
+#[derive(Debug, Clone)]
+pub struct Failover {
+    /// The replica to hand over to, once known (named, or the first to
+    /// catch up).
+    pub target: Option<(String, u16)>,
+    /// When waiting ends, Unix ms (TIMEOUT), if ever.
+    pub end_ms: Option<i64>,
+    /// FORCE: at the timeout, hand over even to a replica behind.
+    pub force: bool,
+    /// The handover started: this server is the target's replica now.
+    pub in_progress: bool,
+}
+
+impl Failover {
+    /// INFO's `master_failover_state`.
+    pub fn state_name(failover: Option<&Failover>) -> &'static str {
+        match failover {
+            None => "no-failover",
+            Some(f) if f.in_progress => "failover-in-progress",
+            Some(_) => "waiting-for-sync",
+        }
+    }
 }
 
 /// 40 random hex digits.
@@ -201,6 +234,8 @@ impl Default for Repl {
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
+            failover: None,
+            stale_replicas: Vec::new(),
         }
     }
 }
@@ -236,6 +271,21 @@ impl Repl {
             .iter()
             .filter(|r| now_ms - r.ack_ms <= max_lag_s * 1000)
             .count()
+    }
+
+    /// Stops replicating, if this server does (REPLICAOF NO ONE, a PSYNC
+    /// FAILOVER, an aborted handover): a new history from here, in which
+    /// replicas resync partially with the old ID up to this offset.
+    /// Whether it was a replica.
+    pub fn promote(&mut self) -> bool {
+        if self.master.take().is_none() {
+            return false;
+        }
+        self.shift_id();
+        self.seldb = None;
+        self.changed = true;
+        self.stale_replicas = self.replicas.iter().map(|r| r.id).collect();
+        true
     }
 
     /// A new history: the current ID becomes the secondary one (valid up
@@ -292,7 +342,8 @@ pub fn info(state: &crate::state::State, out: &mut String) {
     }
     let _ = write!(
         out,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        Failover::state_name(repl.failover.as_ref()),
         repl.replid,
         repl.replid2,
         repl.offset,

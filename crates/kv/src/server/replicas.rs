@@ -264,7 +264,20 @@ impl Server {
 
     /// Closes every attached replica (their master changed history).
     pub(super) fn disconnect_replicas(&mut self) {
-        let targets: Vec<usize> = self.state.repl.replicas.iter().map(|r| r.index).collect();
+        let all: Vec<u64> = self.state.repl.replicas.iter().map(|r| r.id).collect();
+        self.disconnect_replicas_among(&all);
+    }
+
+    /// Disconnects the attached replicas whose client ids are in `ids`.
+    pub(super) fn disconnect_replicas_among(&mut self, ids: &[u64]) {
+        let targets: Vec<usize> = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| ids.contains(&r.id))
+            .map(|r| r.index)
+            .collect();
         for index in targets {
             if let Some(conn) = self.conns.get_mut(index).and_then(Option::take) {
                 self.close(conn, index);
@@ -278,6 +291,7 @@ impl Server {
         self.start_pending_syncs();
         let period = self.state.config.repl_ping_replica_period_s.max(1);
         if self.state.repl.replicas.is_empty()
+            || self.state.repl.failover.is_some()
             || self.last_replica_ping.elapsed().as_secs() < period
         {
             return;
