@@ -43,6 +43,7 @@ pub mod cpus;
 mod error;
 pub mod info;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod memory;
 pub mod metrics;
 pub mod oom;

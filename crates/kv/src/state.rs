@@ -131,6 +131,8 @@ pub struct State {
     pub startup_memory_bytes: u64,
     /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
     pub rng: SplitMix64,
+    /// The thread that frees large deleted values (`lazyfree.rs`).
+    pub lazyfree: crate::lazyfree::LazyFree,
     /// Start time, for uptime.
     pub started: Instant,
     /// Unix seconds of the last time the data was known durable as a
@@ -265,6 +267,7 @@ impl State {
             used_memory_peak_bytes: 0,
             startup_memory_bytes: 0,
             rng: SplitMix64::new(seed),
+            lazyfree: Default::default(),
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,
             clients: BTreeMap::new(),

@@ -338,9 +338,15 @@ fn failover_refuses_what_redis_refuses() {
         b"-ERR FAILOVER requires connected replicas.\r\n",
     );
     ca.check(b"FAILOVER ABORT\r\n", b"-ERR No failover in progress.\r\n");
-    ca.check(b"FAILOVER TIMEOUT 0\r\n", b"-ERR FAILOVER timeout must be greater than 0\r\n");
+    ca.check(
+        b"FAILOVER TIMEOUT 0\r\n",
+        b"-ERR FAILOVER timeout must be greater than 0\r\n",
+    );
     ca.check(b"FAILOVER TO h\r\n", b"-ERR syntax error\r\n");
-    ca.check(b"FAILOVER TO h x\r\n", b"-ERR value is not an integer or out of range\r\n");
+    ca.check(
+        b"FAILOVER TO h x\r\n",
+        b"-ERR value is not an integer or out of range\r\n",
+    );
     ca.check(b"FAILOVER FORCE FORCE\r\n", b"-ERR syntax error\r\n");
     // A master cannot be asked to take over.
     ca.check(
@@ -378,7 +384,10 @@ fn failover_hands_the_master_role_to_the_replica_without_a_full_sync() {
     ca.check(b"SET k 1\r\nINCR k\r\n", b"+OK\r\n:2\r\n");
     let port = b.addr.port().to_string();
     assert_eq!(
-        call(&mut ca, &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "10000"]),
+        call(
+            &mut ca,
+            &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "10000"]
+        ),
         "+OK\r\n"
     );
     eventually("the failover to end", || {

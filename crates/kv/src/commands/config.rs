@@ -125,6 +125,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ks.hits = 0;
     ks.misses = 0;
     ks.expired_total = 0;
+    ctx.state.lazyfree.reset_stats();
     ctx.reply.ok();
     Ok(())
 }

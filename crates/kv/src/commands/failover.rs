@@ -66,7 +66,9 @@ fn failover_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         return Err(Cow::Borrowed("ERR FAILOVER already in progress."));
     }
     if repl.is_replica() {
-        return Err(Cow::Borrowed("ERR FAILOVER is not valid when server is a replica."));
+        return Err(Cow::Borrowed(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
     }
     if repl.replicas.is_empty() && repl.pending.is_empty() {
         return Err(Cow::Borrowed("ERR FAILOVER requires connected replicas."));

@@ -13,8 +13,15 @@ use crate::resp::Args;
 pub(super) fn del(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let db = ctx.session.db;
     let mut removed = 0;
+    // UNLINK, and DEL under `lazyfree-lazy-user-del`, free large values on
+    // the lazyfree thread.
+    let lazy =
+        args.get(0).eq_ignore_ascii_case(b"unlink") || ctx.state.config.lazyfree_lazy_user_del;
     for key in args.iter().skip(1) {
-        if ctx.state.keyspace.remove(db, key).is_some() {
+        if let Some(value) = ctx.state.keyspace.remove(db, key) {
+            if lazy {
+                ctx.state.lazyfree.free_value(value);
+            }
             ctx.state.keyspace.supersede(db, key);
             removed += 1;
             ctx.prop.push(db, &[b"DEL", key]);

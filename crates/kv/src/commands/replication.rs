@@ -71,13 +71,21 @@ fn take_over(ctx: &mut Ctx<'_>, replid: &[u8]) -> Result<(), super::CmdError> {
     tracing::warn!("Failover request received for replid {replid}.");
     let repl = &mut ctx.state.repl;
     if !repl.is_replica() {
-        return Err(Cow::Borrowed("ERR PSYNC FAILOVER can't be sent to a master."));
+        return Err(Cow::Borrowed(
+            "ERR PSYNC FAILOVER can't be sent to a master.",
+        ));
     }
     if replid != repl.replid {
-        return Err(Cow::Borrowed("ERR PSYNC FAILOVER replid must match my replid."));
+        return Err(Cow::Borrowed(
+            "ERR PSYNC FAILOVER replid must match my replid.",
+        ));
     }
     repl.promote();
-    let addr = ctx.state.clients.get(&ctx.session.id).map(|c| c.addr.clone());
+    let addr = ctx
+        .state
+        .clients
+        .get(&ctx.session.id)
+        .map(|c| c.addr.clone());
     tracing::info!(
         "MASTER MODE enabled (failover request from 'addr={}')",
         addr.unwrap_or_default()
@@ -167,7 +175,9 @@ pub(super) fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let repl = &mut ctx.state.repl;
     if repl.failover.is_some() {
-        return Err(Cow::Borrowed("ERR REPLICAOF not allowed while failing over."));
+        return Err(Cow::Borrowed(
+            "ERR REPLICAOF not allowed while failing over.",
+        ));
     }
     if upper(args, 1) == b"NO" && upper(args, 2) == b"ONE" {
         if repl.promote() {

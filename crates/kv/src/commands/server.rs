@@ -9,27 +9,40 @@ use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
 use crate::resp::Args;
 
-fn flush_option(args: &Args<'_>) -> CmdResult {
+/// Whether FLUSHDB/FLUSHALL frees on the lazyfree thread: ASYNC, or no
+/// option under `lazyfree-lazy-user-flush`.
+fn flush_async(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<bool, super::CmdError> {
     match args.len() {
-        1 => Ok(()),
-        2 if matches!(upper(args, 1).as_slice(), b"ASYNC" | b"SYNC") => Ok(()),
+        1 => Ok(ctx.state.config.lazyfree_lazy_user_flush),
+        2 if upper(args, 1) == b"ASYNC" => Ok(true),
+        2 if upper(args, 1) == b"SYNC" => Ok(false),
         _ => Err(Cow::Borrowed(errors::SYNTAX)),
     }
 }
 
+/// Empties database `db`, freeing its contents on the lazyfree thread
+/// when `lazy`.
+fn flush(ctx: &mut Ctx<'_>, db: usize, lazy: bool) {
+    let keys = ctx.state.keyspace.db(db).len() as u64;
+    let old = ctx.state.keyspace.flush_db(db);
+    if lazy {
+        ctx.state.lazyfree.free_many(old, keys);
+    }
+}
+
 pub(super) fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    flush_option(args)?;
+    let lazy = flush_async(ctx, args)?;
     let db = ctx.session.db;
-    ctx.state.keyspace.flush_db(db);
+    flush(ctx, db, lazy);
     ctx.propagate(&[b"FLUSHDB"]);
     ctx.reply.ok();
     Ok(())
 }
 
 pub(super) fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    flush_option(args)?;
+    let lazy = flush_async(ctx, args)?;
     for db in 0..ctx.state.keyspace.databases() {
-        ctx.state.keyspace.flush_db(db);
+        flush(ctx, db, lazy);
     }
     ctx.propagate(&[b"FLUSHALL"]);
     ctx.reply.ok();

@@ -291,6 +291,12 @@ pub struct Config {
     pub masteruser: Option<String>,
     /// A replica refuses writes from its clients (`replica-read-only`).
     pub replica_read_only: bool,
+    /// DEL frees large values on the lazyfree thread, as UNLINK
+    /// (`lazyfree-lazy-user-del`).
+    pub lazyfree_lazy_user_del: bool,
+    /// FLUSHDB and FLUSHALL without an option are ASYNC
+    /// (`lazyfree-lazy-user-flush`).
+    pub lazyfree_lazy_user_flush: bool,
     /// A replica whose link is down still serves reads
     /// (`replica-serve-stale-data`).
     pub replica_serve_stale_data: bool,
@@ -378,6 +384,8 @@ impl Default for Config {
             masterauth: None,
             masteruser: None,
             replica_read_only: false,
+            lazyfree_lazy_user_del: false,
+            lazyfree_lazy_user_flush: false,
             replica_serve_stale_data: false,
             repl_ping_replica_period_s: 0,
             repl_timeout_s: 0,

@@ -162,7 +162,7 @@ const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
 const TLS: &str = "Ferrite speaks plain TCP only";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";
 const ALLOCATOR: &str = "Ferrite uses the system allocator: no jemalloc, no active defragmentation";
-const LAZYFREE: &str = "Ferrite frees values on the thread that deletes them";
+const LAZYFREE: &str = "Ferrite frees evicted, expired and overwritten values on the event loop";
 const PROCESS: &str = "`ferrite serve` runs in the foreground and logs to stderr";
 const REDIS_AOF: &str =
     "Ferrite's log has its own format and rewrite (see the `aof-*` directives it acts on)";
@@ -338,8 +338,8 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("lazyfree-lazy-eviction", None, Bool, "no", 0, No(LAZYFREE), "Free evicted values on a thread."),
     d!("lazyfree-lazy-expire", None, Bool, "no", 0, No(LAZYFREE), "Free expired values on a thread."),
     d!("lazyfree-lazy-server-del", None, Bool, "no", 0, No(LAZYFREE), "Free values the server deletes on a thread."),
-    d!("lazyfree-lazy-user-del", None, Bool, "no", 0, No(LAZYFREE), "DEL acts as UNLINK."),
-    d!("lazyfree-lazy-user-flush", None, Bool, "no", 0, No(LAZYFREE), "FLUSHDB and FLUSHALL default to ASYNC."),
+    d!("lazyfree-lazy-user-del", None, Bool, "no", 0, Acts, "DEL acts as UNLINK."),
+    d!("lazyfree-lazy-user-flush", None, Bool, "no", 0, Acts, "FLUSHDB and FLUSHALL default to ASYNC."),
     // Replication.
     d!("replicaof", Some("slaveof"), Sp(Special::Replicaof), "", IMMUTABLE | MULTI_ARG, Acts, "Master to replicate from."),
     d!("replica-serve-stale-data", Some("slave-serve-stale-data"), Bool, "yes", 0, Acts, "Serve reads while out of sync."),

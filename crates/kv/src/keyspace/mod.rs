@@ -555,14 +555,15 @@ impl Keyspace {
         removed
     }
 
-    /// Empties database `db`.
-    pub fn flush_db(&mut self, db: usize) {
+    /// Empties database `db`; returns what it held, for the caller to
+    /// drop (here, or on the lazyfree thread).
+    pub fn flush_db(&mut self, db: usize) -> Db {
         self.touch_flushed(db);
         self.note_ready_db(db);
         // The tracking table is emptied on every flush, tracking clients
         // or not.
         self.flushed = true;
-        self.dbs[db] = Db::default();
+        std::mem::take(&mut self.dbs[db])
     }
 
     /// Swaps the contents of two databases.

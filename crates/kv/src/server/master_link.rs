@@ -407,7 +407,13 @@ impl Server {
 
     fn psync_reply(&mut self, conn: &mut Conn, line: &str) -> bool {
         let words: Vec<&str> = line.split_whitespace().collect();
-        if self.state.repl.failover.as_ref().is_some_and(|f| f.in_progress) {
+        if self
+            .state
+            .repl
+            .failover
+            .as_ref()
+            .is_some_and(|f| f.in_progress)
+        {
             // The handover ends with the target's answer: it took over,
             // or it refused and this server is a master again.
             if matches!(words.first(), Some(&"+FULLRESYNC") | Some(&"+CONTINUE")) {
