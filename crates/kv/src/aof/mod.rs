@@ -39,6 +39,7 @@ pub use open::{
     open_device, open_device_at, open_log, open_log_on, replay_old_log, replay_resp, OpenedLog,
 };
 pub use prefetch::prefetch_logs;
+pub(crate) use record::SCRATCH_KEEP_BYTES;
 pub use wal_log::WalLog;
 
 use crate::commands::Propagation;

@@ -16,10 +16,17 @@ const PAYLOAD_LIMITS: Limits = Limits {
     bulk_len_max_bytes: 1 << 30,
 };
 
+/// What the reused record buffers keep between records (one typical
+/// record, many times over); a larger record's growth is given back.
+pub(crate) const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
+
 /// Encodes `record` into `out` (cleared first). Returns `false`, leaving
 /// `out` empty, if the record holds no command.
 pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
+    // A reused buffer: what one large record grew it to goes back with the
+    // next smaller one.
     out.clear();
+    ferrite_io::buf::give_back(out, record.buf.len(), SCRATCH_KEEP_BYTES);
     let Some(first_db) = record.first_db else {
         return false;
     };

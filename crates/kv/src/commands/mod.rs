@@ -143,9 +143,12 @@ impl Propagation {
         self.push(db, &parts);
     }
 
-    /// Forgets everything.
+    /// Forgets everything; a buffer one large record grew gives back its
+    /// growth at the next smaller one.
     pub fn clear(&mut self) {
+        let used = self.buf.len();
         self.buf.clear();
+        ferrite_io::buf::give_back(&mut self.buf, used, crate::aof::SCRATCH_KEEP_BYTES);
         self.commands = 0;
         self.first_db = None;
     }

@@ -121,6 +121,9 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Argument slots a parser keeps between commands (16 KiB).
+const RANGES_KEEP: usize = 1024;
+
 /// Where a multi-bulk command stands between reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -248,6 +251,11 @@ impl Parser {
                 return Ok(Some(self.finish()));
             }
             let remaining = count as usize;
+            // What a command of many arguments grew the table to goes back
+            // with the next smaller one (as a connection's input buffer).
+            if self.ranges.capacity() > RANGES_KEEP.max(4 * remaining) {
+                self.ranges.shrink_to(RANGES_KEEP.max(2 * remaining));
+            }
             self.ranges.reserve(remaining.min(ARGS_RESERVE_MAX));
             self.state = State::MultiBulk { remaining };
         }
