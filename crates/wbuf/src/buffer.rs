@@ -416,7 +416,7 @@ impl<M: PmemMedium> Inner<M> {
             return Ok(Some(slot));
         }
         bump(&self.counters.waits, 1);
-        let deadline = Instant::now() + self.config.full_wait;
+        let mut deadline = Instant::now() + self.config.full_wait;
         state.space_waiters += 1;
         let slot = loop {
             if self.poisoned.load(Ordering::Acquire) {
@@ -426,6 +426,12 @@ impl<M: PmemMedium> Inner<M> {
                 break Some(slot);
             }
             let now = Instant::now();
+            if state.writeback > 0 {
+                // A round is draining the buffer: wait for it rather than
+                // write through (the wait limit is for a buffer that
+                // stays full with nothing draining it).
+                deadline = deadline.max(now + self.config.full_wait);
+            }
             if now >= deadline {
                 break None;
             }

@@ -18,8 +18,9 @@ pub struct WbufConfig {
     /// A block dirty for this long is destaged whatever the watermarks say
     /// (`None`: only the watermarks, `flush` and close destage).
     pub max_age: Option<Duration>,
-    /// How long a write waits for a free slot before it goes through to
-    /// the file instead (the buffer stays full).
+    /// How long a write waits for a free slot while no destage round is
+    /// running before it goes through to the file instead (the buffer
+    /// stays full with nothing draining it).
     pub full_wait: Duration,
     /// Largest single write to the file when adjacent blocks are merged.
     pub destage_io_bytes: usize,

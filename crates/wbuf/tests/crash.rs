@@ -7,7 +7,7 @@
 //! acknowledged before the crash must read back, with no torn block. Crashes
 //! inside recovery itself are taken too, and recovered again.
 //!
-//! `FERRITE_WBUF_CRASH_POINTS` sets how many crash points each test visits
+//! `FERRITE_CRASH_ITERS` sets how many crash points each test visits
 //! (default 150).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -26,7 +26,7 @@ const WRITES_PER_THREAD: usize = 24;
 const BUFFER_HALF: usize = 5 * BLOCK;
 
 fn crash_points() -> u64 {
-    std::env::var("FERRITE_WBUF_CRASH_POINTS")
+    std::env::var("FERRITE_CRASH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(150)
