@@ -50,7 +50,15 @@ impl<M: PmemMedium> Inner<M> {
         if taken.is_empty() && cutoff <= self.mark.load(Ordering::Acquire) {
             return Ok(());
         }
-        let written = self.write_round(&taken).and_then(|()| self.sync_backing());
+        let written = self.write_round(&taken);
+        let wrote = started.elapsed();
+        let written = written.and_then(|()| self.sync_backing());
+        tracing::debug!(
+            blocks = taken.len(),
+            write_ms = wrote.as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "destage round"
+        );
         let result = written.and_then(|()| {
             let word = Mark {
                 seq: cutoff,
