@@ -37,6 +37,8 @@ pub(crate) struct Inner<M: PmemMedium> {
     /// The destage mark as persisted.
     pub mark: AtomicU64,
     pub cleaner: AtomicBool,
+    /// `O_DIRECT` destage writes, when opened on a file that takes them.
+    pub direct: Option<crate::direct::DirectWriter>,
     pub poison: Mutex<Option<String>>,
     pub poisoned: AtomicBool,
     pub counters: Counters,
@@ -62,12 +64,17 @@ impl WriteBuffer<PmemRegion> {
         backing_path: impl AsRef<Path>,
         config: WbufConfig,
     ) -> Result<PmemWriteBuffer> {
+        let backing_path = backing_path.as_ref();
         let backing: Arc<dyn Device> = Arc::new(ferrite_io::FileDevice::open(backing_path)?);
         let pm_path = pm_path.as_ref();
         let mut options = MapOptions::new(config.capacity_bytes);
         options.max_len = config.capacity_bytes.max(options.len);
         let region = PmemRegion::map_with(pm_path, options)?;
-        WriteBuffer::with_medium(region, pm_path, backing, config)
+        let direct = config
+            .direct_destage
+            .then(|| crate::direct::DirectWriter::open(backing_path, config.destage_io_bytes))
+            .flatten();
+        WriteBuffer::build(region, pm_path.to_path_buf(), backing, config, direct)
     }
 }
 
@@ -85,7 +92,16 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
         backing: Arc<dyn Device>,
         config: WbufConfig,
     ) -> Result<WriteBuffer<M>> {
-        let pm_path = pm_path.into();
+        WriteBuffer::build(pm, pm_path.into(), backing, config, None)
+    }
+
+    fn build(
+        pm: M,
+        pm_path: PathBuf,
+        backing: Arc<dyn Device>,
+        config: WbufConfig,
+        direct: Option<crate::direct::DirectWriter>,
+    ) -> Result<WriteBuffer<M>> {
         config.validate().map_err(|reason| Error::Corrupt {
             path: pm_path.clone(),
             offset: 0,
@@ -97,6 +113,7 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             len: AtomicU64::new(backing.len()),
             mark: AtomicU64::new(opened.mark),
             cleaner: AtomicBool::new(config.cleaner),
+            direct,
             pm,
             pm_path,
             geometry: opened.geometry,

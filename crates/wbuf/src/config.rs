@@ -30,6 +30,10 @@ pub struct WbufConfig {
     pub background: bool,
     /// Cleaner mode: destage everything as soon as it is dirty.
     pub cleaner: bool,
+    /// Destage runs of whole 4 KiB-aligned blocks with `O_DIRECT` writes
+    /// from an aligned buffer (one copy, no page cache) when the buffer is
+    /// opened on a file path whose file system supports it.
+    pub direct_destage: bool,
 }
 
 impl Default for WbufConfig {
@@ -44,6 +48,7 @@ impl Default for WbufConfig {
             destage_io_bytes: 1 << 20,
             background: true,
             cleaner: false,
+            direct_destage: true,
         }
     }
 }

@@ -8,6 +8,7 @@ use ferrite_io::Result;
 use ferrite_pmem::PmemMedium;
 
 use crate::buffer::{lock, Inner};
+use crate::direct::DIRECT_ALIGN;
 use crate::layout::{Mark, MARK_OFFSET};
 use crate::stats::bump;
 
@@ -85,29 +86,47 @@ impl<M: PmemMedium> Inner<M> {
     fn write_round(&self, taken: &[(u64, u32, u32)]) -> Result<()> {
         let block = self.block() as usize;
         let run_max = (self.config.destage_io_bytes / block).max(1);
-        let mut buf: Vec<u8> = Vec::with_capacity(run_max * block);
+        let mut buf: Vec<u8> = Vec::new();
         let mut i = 0;
         while i < taken.len() {
-            let first = taken[i].0;
             let mut j = i;
             while j + 1 < taken.len() && taken[j + 1].0 == taken[j].0 + 1 && j + 1 - i < run_max {
                 j += 1;
             }
-            buf.clear();
-            for &(_, slot, len) in &taken[i..=j] {
-                let at = buf.len();
-                // A short image inside a run is followed by zeros: those
-                // bytes read as zero on the device too.
-                buf.resize(at + block, 0);
-                self.pm
-                    .read(self.geometry.data_at(slot), &mut buf[at..at + len as usize])?;
+            let run = &taken[i..=j];
+            let offset = run[0].0 * self.block();
+            let last_len = run[run.len() - 1].2 as usize;
+            let bytes = (run.len() - 1) * block + last_len;
+            let direct = self
+                .direct
+                .as_ref()
+                .filter(|_| block.is_multiple_of(DIRECT_ALIGN) && last_len == block);
+            if let Some(direct) = direct {
+                direct.write(offset, bytes, |out| self.fill_run(run, out))?;
+            } else {
+                buf.clear();
+                buf.resize(bytes, 0);
+                self.fill_run(run, &mut buf)?;
+                self.backing.write_at(offset, &buf)?;
             }
-            if let Some(&(_, _, last_len)) = taken.get(j) {
-                buf.truncate(buf.len() - block + last_len as usize);
-            }
-            self.backing.write_at(first * self.block(), &buf)?;
-            bump(&self.counters.ssd_bytes, buf.len() as u64);
+            bump(&self.counters.ssd_bytes, bytes as u64);
             i = j + 1;
+        }
+        Ok(())
+    }
+
+    /// Copies a run's images from PM into `out`, one block apart. A short
+    /// image inside a run is followed by zeros (those bytes read as zero on
+    /// the device too); `out` ends with the last image.
+    fn fill_run(&self, run: &[(u64, u32, u32)], out: &mut [u8]) -> Result<()> {
+        let block = self.block() as usize;
+        for (k, &(_, slot, len)) in run.iter().enumerate() {
+            let at = k * block;
+            let len = len as usize;
+            let end = (at + block).min(out.len());
+            let (image, rest) = out[at..end].split_at_mut(len.min(end - at));
+            self.pm.read(self.geometry.data_at(slot), image)?;
+            rest.fill(0);
         }
         Ok(())
     }

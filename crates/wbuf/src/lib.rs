@@ -33,6 +33,7 @@
 mod buffer;
 mod config;
 mod destage;
+mod direct;
 pub mod layout;
 mod recovery;
 mod state;
