@@ -22,6 +22,7 @@ pub mod report;
 pub mod rewrite;
 pub mod tpcc;
 pub mod wal;
+pub mod wbuf;
 
 /// Options every experiment takes.
 #[derive(Clone, Debug, clap::Args)]
@@ -64,6 +65,10 @@ pub enum Experiment {
     /// Paper 004: redo log with group commit vs one sync per commit, on
     /// disk and on emulated PM, 1 to 64 sessions.
     Wal(Common),
+    /// Paper 003: synchronous writes through the PM write buffer vs the
+    /// disk's O_SYNC / O_DSYNC / fdatasync / O_DIRECT paths; sustained
+    /// throughput past the buffer; write absorption under Zipf overwrites.
+    Wbuf(Common),
     /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
     Tpcc(tpcc::TpccArgs),
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
@@ -91,6 +96,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
+        Experiment::Wbuf(common) => wbuf::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
         Experiment::Kv(common) => kv::run(&common.resolved()),
         Experiment::Rewrite(args) => rewrite::run(&args),

@@ -21,6 +21,9 @@ pub enum DeviceKind {
     Pmem,
     /// The simulated disk file of crash tests.
     SimFile,
+    /// A file on disk behind a persistent-memory write buffer
+    /// (`ferrite-wbuf`): durable once staged in PM, destaged later.
+    Wbuf,
 }
 
 impl DeviceKind {
@@ -31,6 +34,7 @@ impl DeviceKind {
             DeviceKind::Mmap => "mmap",
             DeviceKind::Pmem => "pmem",
             DeviceKind::SimFile => "simfile",
+            DeviceKind::Wbuf => "wbuf",
         }
     }
 }

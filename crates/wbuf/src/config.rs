@@ -1,0 +1,74 @@
+//! Settings of a write buffer.
+
+use std::time::Duration;
+
+/// How a [`crate::WriteBuffer`] is shaped and when it destages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WbufConfig {
+    /// Bytes per block: the unit staged in PM and written to the file
+    /// (a power of two, 512 B ..= 1 MiB). Fixed when the buffer is created;
+    /// an existing buffer keeps its own.
+    pub block_bytes: u32,
+    /// Bytes of PM for a new buffer (superblock and headers included).
+    pub capacity_bytes: usize,
+    /// Destaging starts when this fraction of the slots is dirty...
+    pub high_watermark: f64,
+    /// ...and rounds repeat until at most this fraction is.
+    pub low_watermark: f64,
+    /// A block dirty for this long is destaged whatever the watermarks say
+    /// (`None`: only the watermarks, `flush` and close destage).
+    pub max_age: Option<Duration>,
+    /// How long a write waits for a free slot while no destage round is
+    /// running before it goes through to the file instead (the buffer
+    /// stays full with nothing draining it).
+    pub full_wait: Duration,
+    /// Largest single write to the file when adjacent blocks are merged.
+    pub destage_io_bytes: usize,
+    /// Run a background destage thread. Without one, destaging happens
+    /// only in `flush`, in writers that find the buffer full, and at close
+    /// (crash tests use this to make every event reproducible).
+    pub background: bool,
+    /// Cleaner mode: destage everything as soon as it is dirty.
+    pub cleaner: bool,
+    /// Destage runs of whole 4 KiB-aligned blocks with `O_DIRECT` writes
+    /// from an aligned buffer (one copy, no page cache) when the buffer is
+    /// opened on a file path whose file system supports it.
+    pub direct_destage: bool,
+}
+
+impl Default for WbufConfig {
+    fn default() -> WbufConfig {
+        WbufConfig {
+            block_bytes: 16 << 10,
+            capacity_bytes: 256 << 20,
+            high_watermark: 0.50,
+            low_watermark: 0.45,
+            max_age: Some(Duration::from_secs(5)),
+            full_wait: Duration::from_millis(100),
+            destage_io_bytes: 1 << 20,
+            background: true,
+            cleaner: false,
+            direct_destage: true,
+        }
+    }
+}
+
+impl WbufConfig {
+    /// Checks the settings that do not depend on the region.
+    pub fn validate(&self) -> Result<(), String> {
+        let fraction = |x: f64| (0.0..=1.0).contains(&x);
+        if !fraction(self.high_watermark) || !fraction(self.low_watermark) {
+            return Err("watermarks must be fractions in 0..=1".into());
+        }
+        if self.low_watermark > self.high_watermark {
+            return Err(format!(
+                "low watermark {} above high watermark {}",
+                self.low_watermark, self.high_watermark
+            ));
+        }
+        if self.destage_io_bytes < self.block_bytes as usize {
+            return Err("destage_io_bytes must hold at least one block".into());
+        }
+        Ok(())
+    }
+}
