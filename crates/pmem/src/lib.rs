@@ -54,7 +54,7 @@ mod stream;
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
-pub use model::{MediaModel, MediaParams, ModelChoice};
+pub use model::{DramCosts, MediaModel, MediaParams, ModelChoice};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
 pub use sim::{CrashTrigger, SimPmem, SplitMix64};
 pub use stats::{FlushStats, MediaRead, MediaWork, MEDIA_LINE};
