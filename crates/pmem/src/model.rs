@@ -384,21 +384,21 @@ pub(crate) fn for_region(choice: ModelChoice, mode: MapMode) -> Result<Option<Ar
     }
 }
 
-/// The process-wide model in use, if one was made: what reports record.
+/// The Optane model, if one was made (by the process-wide choice or for a
+/// region mapped with an explicit model).
 pub fn active() -> Option<Arc<MediaModel>> {
     OPTANE.get().and_then(|made| made.as_ref().ok().cloned())
 }
 
-/// A description for reports: the choice, the parameters and DRAM's
-/// measured costs, as (name, value) pairs; `None` with the model off.
+/// A description for reports of the process-wide choice: the parameters
+/// and DRAM's measured costs, as (name, value) pairs; `None` with the
+/// model off (regions mapped with an explicit model, as the validation's,
+/// are the experiment's to report).
 pub fn describe() -> Option<Vec<(&'static str, f64)>> {
-    if selected() == ModelChoice::Off && active().is_none() {
+    if selected() == ModelChoice::Off {
         return None;
     }
-    let model = match active() {
-        Some(model) => model,
-        None => optane().ok()?,
-    };
+    let model = optane().ok()?;
     let dram = model.dram();
     let mut fields = model.params().fields();
     fields.extend([
