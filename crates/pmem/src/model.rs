@@ -9,16 +9,17 @@
 //!
 //! - **Writes.** The media accounting (`stats.rs`) turns flushed and
 //!   streamed cache lines into 256-byte media lines through the DIMM's
-//!   write-combining buffer. At a drain, the media lines opened since the
-//!   thread's last drain occupy the DIMM for `256 B / dimm_write_gbps` each,
-//!   and each read-modify-write of a partial line for `256 B /
-//!   dimm_read_gbps` more. Every emulated DIMM has a busy-until clock
-//!   (modules interleaved every `interleave_bytes`), so threads writing to
-//!   one DIMM share its bandwidth. The draining thread waits until the
-//!   DIMM's backlog is within the write queue (`write_queue_lines`): a lone
-//!   small persist returns at DRAM speed, as stores are durable once in the
-//!   memory controller's queue (ADR), while a stream of them runs at the
-//!   DIMM's write bandwidth.
+//!   write-combining buffer. As a thread issues them, the media lines it
+//!   opens occupy the DIMM for `256 B / dimm_write_gbps` each, and each
+//!   read-modify-write of a partial line for `256 B / dimm_read_gbps` more:
+//!   every emulated DIMM has a busy-until clock (modules interleaved every
+//!   `interleave_bytes`), so threads writing to one DIMM share its
+//!   bandwidth, and the DIMM works while the thread goes on. At a drain the
+//!   thread waits until its lines' reservations are within the write queue
+//!   (`write_queue_lines`): a lone small persist returns at DRAM speed, as
+//!   stores are durable once in the memory controller's queue (ADR), while
+//!   a stream of them runs at the DIMM's write bandwidth, whether it drains
+//!   after every write or once for many.
 //! - **Reads** made through the PM API (`read`, `load_u64`; not the bytes
 //!   read in place through `read_ptr`): the first 256-byte line of a read
 //!   costs the random or sequential load latency (sequential when it follows
@@ -254,30 +255,40 @@ impl MediaModel {
         work.lines as f64 * self.line_write_ns + work.read_modify_writes as f64 * self.line_read_ns
     }
 
-    /// Charges a drain: reserves the module's time for `work` and spins
-    /// until the module's backlog fits in the write queue.
-    pub(crate) fn charge_drain(&self, work: MediaWork) {
+    /// Reserves the module's time for `work` as its requests are issued
+    /// (the module works while the thread goes on) and returns when the
+    /// reservation ends, in ns since the model's epoch; 0 for no work.
+    pub(crate) fn reserve(&self, work: MediaWork) -> u64 {
         let cost = self.write_ns(work);
-        let extra = self.params.drain_extra_ns;
-        if cost <= 0.0 && extra <= 0.0 {
-            return;
+        if cost <= 0.0 {
+            return 0;
         }
-        let start = Instant::now();
         let now = self.now_ns();
         let dimm = (work.last_line * MEDIA_LINE as u64 / self.params.interleave_bytes) as usize
             % self.busy_until.len();
         let clock = &self.busy_until[dimm];
         let mut busy = clock.load(Relaxed);
-        let end = loop {
+        loop {
             let end = busy.max(now) + cost as u64;
             match clock.compare_exchange_weak(busy, end, Relaxed, Relaxed) {
-                Ok(_) => break end,
+                Ok(_) => return end,
                 Err(seen) => busy = seen,
             }
-        };
+        }
+    }
+
+    /// A drain: spins until the thread's reservations ending at `end` fit
+    /// in the write queue, plus the drain's extra latency.
+    pub(crate) fn wait_for(&self, end: u64) {
         let slack = (self.params.write_queue_lines as f64 * self.line_write_ns) as u64;
-        let wait = end.saturating_sub(now).saturating_sub(slack) as f64 + extra;
-        spin_until(start + Duration::from_nanos(wait as u64));
+        let target = end.saturating_sub(slack);
+        let extra = self.params.drain_extra_ns;
+        let now = self.now_ns();
+        if target <= now && extra <= 0.0 {
+            return;
+        }
+        let until = target.max(now) as f64 + extra;
+        spin_until(self.epoch + Duration::from_nanos(until as u64));
     }
 
     /// Nanoseconds a read of `read`'s lines costs beyond DRAM's.

@@ -205,6 +205,9 @@ const DRAIN_RMW: usize = 13;
 /// The last media line read through the API, plus one (the media model's
 /// read buffer); 0 for none.
 const LAST_READ: usize = 14;
+/// When the media model's reservations for this thread's requests since
+/// its last drain end (ns since the model's epoch); 0 for none.
+const RESERVED_END: usize = 15;
 /// Cache lines per media line.
 const LINES_PER_MEDIA: u64 = (MEDIA_LINE / 64) as u64;
 const FULL_MASK: u64 = (1 << LINES_PER_MEDIA) - 1;
@@ -450,8 +453,7 @@ impl Slot {
     }
 
     /// The media lines written, sequential lines and read-modify-writes
-    /// since this thread's last drain, for the media model; marks them
-    /// charged.
+    /// since the media model last charged this thread; marks them charged.
     fn take_since_drain(&self) -> MediaWork {
         let (media, seq, rmw) = (self.get(MEDIA_LINES), self.get(SEQ_LINES), self.get(RMW));
         let work = MediaWork {
@@ -579,6 +581,15 @@ impl StatsSink {
         }
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
+        if let Some(model) = &self.model {
+            if !shared {
+                // The module starts on the lines now; the drain waits.
+                let end = model.reserve(slot.take_since_drain());
+                if end > slot.get(RESERVED_END) {
+                    slot.set(RESERVED_END, end);
+                }
+            }
+        }
     }
 
     /// Records a copy or flush at region offset `offset` and the fence that
@@ -609,7 +620,10 @@ impl StatsSink {
     fn charge_drain(&self, slot: &Slot, shared: bool) {
         if let Some(model) = &self.model {
             if !shared {
-                model.charge_drain(slot.take_since_drain());
+                let end = model.reserve(slot.take_since_drain());
+                let end = end.max(slot.get(RESERVED_END));
+                slot.set(RESERVED_END, 0);
+                model.wait_for(end);
             }
         }
     }

@@ -174,6 +174,23 @@ fn the_model_charges_a_stream_of_persists_at_the_write_bandwidth() {
     assert!(elapsed >= floor, "{elapsed} s < {floor} s");
 }
 
+#[test]
+fn one_drain_for_many_writes_pays_the_same_bandwidth() {
+    // The module starts on lines as they are issued, so a thread that
+    // drains once for many writes waits for the same bandwidth, no more.
+    let dir = tempdir();
+    let region = cached_region(&dir, "batched", ModelChoice::Optane);
+    let data = vec![6u8; 4096];
+    let start = Instant::now();
+    for k in 0..256 {
+        region.copy_nodrain(k * 4096, &data).expect("copy");
+    }
+    region.drain();
+    let elapsed = start.elapsed().as_secs_f64();
+    let floor = ((1 << 20) - 16 * 256) as f64 / 2.3e9;
+    assert!(elapsed >= floor, "{elapsed} s < {floor} s");
+}
+
 /// One operation of the persistence comparison.
 fn apply(region: &PmemRegion, rng: &mut SplitMix64) {
     let offset = rng.below(1 << 20) as usize;
