@@ -17,9 +17,12 @@ pub mod idle;
 pub mod kv;
 mod kv_blocking;
 pub mod kvload;
+mod media_validation;
 pub mod pmem;
 pub mod report;
 pub mod rewrite;
+pub mod tonic;
+mod tonic_structures;
 pub mod tpcc;
 pub mod wal;
 pub mod wbuf;
@@ -41,6 +44,26 @@ pub struct Common {
     /// request so that idle CPUs poll (`idle.rs`).
     #[arg(long)]
     pub host_idle: bool,
+    /// PM media model for every region the experiment maps (and for the
+    /// servers it starts): `off` (DRAM costs, the default) or `optane`
+    /// (`ferrite_pmem::model`). Recorded in the report's `machine` object.
+    #[arg(long, value_parser = parse_model)]
+    pub model: Option<ferrite_pmem::ModelChoice>,
+}
+
+fn parse_model(text: &str) -> std::result::Result<ferrite_pmem::ModelChoice, String> {
+    ferrite_pmem::ModelChoice::parse(text).map_err(|err| err.to_string())
+}
+
+/// Applies `--model`: for this process's regions and, through the
+/// environment, for the servers and clients it starts.
+fn apply_model(common: &Common) {
+    if let Some(choice) = common.model {
+        ferrite_pmem::model::select(choice);
+        // Set before any thread of ours starts, so no thread reads the
+        // environment while it changes.
+        std::env::set_var(ferrite_pmem::model::ENV_MODEL, choice.name());
+    }
 }
 
 impl Common {
@@ -60,8 +83,14 @@ impl Common {
 /// The experiments.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum Experiment {
-    /// Persist primitives vs libpmem and msync; Device write+sync latency.
+    /// Persist primitives vs libpmem and msync; Device write+sync latency;
+    /// the media model's validation shapes (model off vs optane).
     Pmem(Common),
+    /// Paper 001 (Tonic): requests vs media writes by footprint, write
+    /// amplification vs bandwidth with two threads, flushes, fences and
+    /// media bytes per operation of Ferrite's persistent structures, and
+    /// a lifetime estimate.
+    Tonic(Common),
     /// Paper 004: redo log with group commit vs one sync per commit, on
     /// disk and on emulated PM, 1 to 64 sessions.
     Wal(Common),
@@ -93,8 +122,18 @@ pub enum Experiment {
 
 /// Runs one experiment.
 pub fn run(experiment: Experiment) -> Result<()> {
+    match &experiment {
+        Experiment::Pmem(common)
+        | Experiment::Wal(common)
+        | Experiment::Kv(common)
+        | Experiment::Tonic(common) => apply_model(common),
+        Experiment::Tpcc(args) => apply_model(&args.common),
+        Experiment::Rewrite(args) => apply_model(&args.common),
+        Experiment::KvServe { .. } | Experiment::KvLoad(_) => {}
+    }
     match experiment {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
+        Experiment::Tonic(common) => tonic::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Wbuf(common) => wbuf::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),

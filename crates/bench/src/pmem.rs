@@ -111,6 +111,8 @@ struct StatsPerOp {
     fences_per_op: f64,
     nt_bytes_per_op: f64,
     media_bytes_per_user_byte: f64,
+    requests_per_op: f64,
+    read_modify_writes_per_op: f64,
 }
 
 impl StatsPerOp {
@@ -124,7 +126,17 @@ impl StatsPerOp {
                 delta.bytes_nt as f64 / ops as f64
             },
             media_bytes_per_user_byte: delta.media_bytes_per_user_byte(user_bytes),
+            requests_per_op: per_op(delta.requests, ops),
+            read_modify_writes_per_op: per_op(delta.read_modify_writes, ops),
         }
+    }
+}
+
+fn per_op(count: u64, ops: u64) -> f64 {
+    if ops == 0 {
+        0.0
+    } else {
+        count as f64 / ops as f64
     }
 }
 
@@ -513,7 +525,10 @@ pub fn run(common: &Common) -> Result<()> {
     report.figure("accounting_ns_per_op_64_off", off);
     report.figure("accounting_overhead_ns_64", on - off);
     let device = device_experiment(common, &mut report, &pm_dir, &disk_dir)?;
+    let validation = crate::media_validation::run(common, &mut report, &pm_dir)?;
+    report.figure("media_validation", &validation);
     let _ = std::fs::remove_dir_all(&pm_dir);
+    crate::media_validation::print(&validation);
     print_tables(&persist, &device, &report);
     report.figure("persist", &persist);
     report.figure("device", &device);

@@ -114,7 +114,25 @@ pub fn machine() -> Value {
         "dispatch_real_pm": ferrite_pmem::Dispatch::for_mode(ferrite_pmem::MapMode::RealPm).to_string(),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         "debug_build": cfg!(debug_assertions),
+        // The PM media model the figures ran under (null: off, DRAM costs).
+        "pmem_media_model": media_model(),
     })
+}
+
+/// The media model in use, with its parameters and DRAM's measured costs;
+/// `null` when off.
+pub fn media_model() -> Value {
+    match ferrite_pmem::model::describe() {
+        None => Value::Null,
+        Some(fields) => {
+            let mut object = serde_json::Map::new();
+            object.insert("model".into(), json!("optane"));
+            for (name, value) in fields {
+                object.insert(name.into(), json!(value));
+            }
+            Value::Object(object)
+        }
+    }
 }
 
 /// One experiment's result file: figures, ratios (> 1 means Ferrite, or

@@ -8,9 +8,13 @@
 //!   `copy_nodrain`, `memset_nodrain`, `flush`, `drain`, `persist`, with the
 //!   flush instruction and non-temporal policy chosen once by CPUID
 //!   ([`Dispatch`]) and overridable for experiments.
-//! - Flush accounting (paper 001): lines flushed, fences, bytes through each
-//!   store path, and an estimate of 256-byte media writes, per region
+//! - Flush and media accounting (paper 001): lines flushed, fences, bytes
+//!   through each store path, 64-byte requests to the DIMM and the 256-byte
+//!   media writes, read-modify-writes and absorbed requests its
+//!   write-combining buffer makes of them, per region
 //!   ([`PmemMedium::stats`]) and process-wide ([`stats::global`]).
+//! - An optional media model ([`model`], `FERRITE_PMEM_MODEL=optane`) that
+//!   charges emulated PM what Optane media would cost, by spinning.
 //! - [`hint::prefetch`], the one CPU hint the safe layers above need.
 //! - [`IoBuffer`], a huge-page-backed DRAM buffer for large `O_DIRECT`
 //!   writes (not persistent; here because it needs `mmap`).
@@ -39,6 +43,8 @@ mod error;
 #[cfg(feature = "libpmem")]
 pub mod libpmem;
 mod medium;
+pub mod model;
+mod model_dram;
 mod region;
 pub mod sim;
 mod split;
@@ -48,7 +54,8 @@ mod stream;
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
+pub use model::{DramCosts, MediaModel, MediaParams, ModelChoice};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
 pub use sim::{CrashTrigger, SimPmem, SplitMix64};
-pub use stats::{FlushStats, MEDIA_LINE};
+pub use stats::{FlushStats, MediaRead, MediaWork, MEDIA_LINE};
 pub use stream::{stream_copy, stream_fence};

@@ -18,6 +18,7 @@ use crate::arch;
 use crate::cpu::{Dispatch, FlushInstruction};
 use crate::error::{Error, Result};
 use crate::medium::{MapMode, PmemMedium};
+use crate::model::{self, ModelChoice};
 use crate::split;
 use crate::stats::{FlushStats, StatsSink};
 
@@ -95,7 +96,26 @@ impl PmemRegion {
 
     /// Maps `path` as described by `options`.
     pub fn map_with(path: impl AsRef<Path>, options: MapOptions) -> Result<PmemRegion> {
-        let path = path.as_ref().to_path_buf();
+        PmemRegion::map_inner(path.as_ref(), options, None)
+    }
+
+    /// Maps `path` as described by `options`, under media model `model`
+    /// whatever the process-wide choice ([`crate::model::select`],
+    /// `FERRITE_PMEM_MODEL`): for experiments that compare the two.
+    pub fn map_with_model(
+        path: impl AsRef<Path>,
+        options: MapOptions,
+        model: ModelChoice,
+    ) -> Result<PmemRegion> {
+        PmemRegion::map_inner(path.as_ref(), options, Some(model))
+    }
+
+    fn map_inner(
+        path: &Path,
+        options: MapOptions,
+        model_choice: Option<ModelChoice>,
+    ) -> Result<PmemRegion> {
+        let path = path.to_path_buf();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -124,6 +144,7 @@ impl PmemRegion {
         };
         let dispatch = options.dispatch.unwrap_or_else(|| Dispatch::for_mode(mode));
         check_flush_for_mode(&dispatch, mode)?;
+        let model = model::for_region(model_choice.unwrap_or_else(model::selected), mode)?;
         let region = PmemRegion {
             base,
             reserved,
@@ -133,7 +154,7 @@ impl PmemRegion {
             mode,
             dispatch,
             populate: options.populate,
-            sink: StatsSink::new(),
+            sink: StatsSink::with_model(model),
             grow_lock: Mutex::new(()),
         };
         region.map_range(0, len)?;
@@ -235,8 +256,7 @@ impl PmemRegion {
                 std::io::Error::last_os_error(),
             ));
         }
-        self.sink
-            .record_msync(arch::lines_spanned(offset, len) as u64);
+        self.sink.record_msync(start, end);
         Ok(())
     }
 
@@ -298,6 +318,7 @@ impl PmemMedium for PmemRegion {
         let ptr = self.at(offset, buf.len())?;
         // SAFETY: the range is mapped and `buf` is a distinct Rust buffer.
         unsafe { std::ptr::copy_nonoverlapping(ptr, buf.as_mut_ptr(), buf.len()) };
+        self.sink.record_read(offset, buf.len());
         Ok(())
     }
 
@@ -391,9 +412,9 @@ impl PmemMedium for PmemRegion {
         }
         let ptr = self.at(offset, 8)?;
         // SAFETY: the word is mapped and aligned.
-        Ok(u64::from_le(unsafe {
-            std::ptr::read_volatile(ptr.cast::<u64>())
-        }))
+        let value = u64::from_le(unsafe { std::ptr::read_volatile(ptr.cast::<u64>()) });
+        self.sink.record_read(offset, 8);
+        Ok(value)
     }
 
     /// The mapping never moves (growth maps more of the reservation in

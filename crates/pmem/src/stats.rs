@@ -8,10 +8,22 @@
 //! measures it). A snapshot sums the slots; it may miss an operation in
 //! flight, never double-counts one.
 //!
-//! The media-line estimate models the DIMM's write-combining buffer: between
-//! two fences of a thread, the 256-byte media lines that flushes and
-//! non-temporal stores touched are counted once each (exactly for sequential
-//! writes and rewrites of one spot; see `Slot::touch` for the approximation).
+//! Media accounting models the path a write takes to Optane-class media
+//! (paper 001, Tonic): every cache line a flush or a non-temporal store
+//! sends is a 64-byte *request* to the DIMM; the DIMM's write-combining
+//! buffer gathers requests into 256-byte media lines. Each thread (per
+//! region) holds one open media line: a request inside it is *absorbed*
+//! (combined), a request to another line closes it and opens that one. An
+//! opened line is one 256-byte media write; a line closed before all four of
+//! its cache lines arrived must be read from the media and merged first (a
+//! *read-modify-write*). Drains do not close the line: once the memory
+//! controller has accepted a request it is in the power-fail domain, and the
+//! buffer keeps merging rewrites of the same spot, which is what Tonic
+//! measured (a thread rewriting less than 256 bytes per flush reaches the
+//! media only rarely; larger footprints do not combine). One open line per
+//! thread is a simplification of the real buffer (about 16 KiB shared by
+//! every thread on a DIMM): it errs high for a thread interleaving two
+//! streams, and reproduces the single-thread footprint behaviour exactly.
 
 use std::cell::Cell;
 use std::fmt;
@@ -20,6 +32,8 @@ use std::sync::atomic::{
     AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use crate::model::MediaModel;
 
 /// Size of a media write unit on Optane-class PM: the DIMM combines 64-byte
 /// requests into 256-byte internal writes.
@@ -36,11 +50,22 @@ pub struct FlushStats {
     pub bytes_nt: u64,
     /// Bytes written with cached stores (flushed or not).
     pub bytes_cached: u64,
-    /// Estimated 256-byte media-line writes: distinct media lines touched by
-    /// flushes and non-temporal stores between two fences.
+    /// 256-byte media-line writes: media lines opened in the write-combining
+    /// buffer by flushes and non-temporal stores (see the module comment).
     pub media_lines: u64,
     /// `msync` calls (the portable fallback).
     pub msyncs: u64,
+    /// 64-byte write requests that reached the DIMM: cache lines flushed or
+    /// written with non-temporal stores.
+    pub requests: u64,
+    /// Media lines written before all four of their cache lines arrived:
+    /// the DIMM reads the line from the media and merges it.
+    pub read_modify_writes: u64,
+    /// Requests combined into an already open media line (no media write of
+    /// their own).
+    pub absorbed: u64,
+    /// Media lines opened right after the one before them (sequential).
+    pub sequential_lines: u64,
 }
 
 impl FlushStats {
@@ -69,6 +94,17 @@ impl FlushStats {
         ratio(self.media_bytes(), user_bytes)
     }
 
+    /// Bytes the requests carried to the DIMM (64 per request).
+    pub fn request_bytes(&self) -> u64 {
+        self.requests * 64
+    }
+
+    /// Media bytes per byte that reached the DIMM: below 1 when the
+    /// combining buffer absorbs rewrites, above 1 with partial lines.
+    pub fn media_bytes_per_request_byte(&self) -> f64 {
+        ratio(self.media_bytes(), self.request_bytes())
+    }
+
     fn from_array(values: [u64; COUNTERS]) -> FlushStats {
         FlushStats {
             lines_flushed: values[LINES_FLUSHED],
@@ -77,7 +113,26 @@ impl FlushStats {
             bytes_cached: values[BYTES_CACHED],
             media_lines: values[MEDIA_LINES],
             msyncs: values[MSYNCS],
+            requests: values[REQUESTS],
+            read_modify_writes: values[RMW],
+            absorbed: values[ABSORBED],
+            sequential_lines: values[SEQ_LINES],
         }
+    }
+
+    fn to_array(self) -> [u64; COUNTERS] {
+        let mut values = [0; COUNTERS];
+        values[LINES_FLUSHED] = self.lines_flushed;
+        values[FENCES] = self.fences;
+        values[BYTES_NT] = self.bytes_nt;
+        values[BYTES_CACHED] = self.bytes_cached;
+        values[MEDIA_LINES] = self.media_lines;
+        values[MSYNCS] = self.msyncs;
+        values[REQUESTS] = self.requests;
+        values[RMW] = self.read_modify_writes;
+        values[ABSORBED] = self.absorbed;
+        values[SEQ_LINES] = self.sequential_lines;
+        values
     }
 }
 
@@ -93,14 +148,8 @@ impl Add for FlushStats {
     type Output = FlushStats;
 
     fn add(self, o: FlushStats) -> FlushStats {
-        FlushStats {
-            lines_flushed: self.lines_flushed + o.lines_flushed,
-            fences: self.fences + o.fences,
-            bytes_nt: self.bytes_nt + o.bytes_nt,
-            bytes_cached: self.bytes_cached + o.bytes_cached,
-            media_lines: self.media_lines + o.media_lines,
-            msyncs: self.msyncs + o.msyncs,
-        }
+        let (a, b) = (self.to_array(), o.to_array());
+        FlushStats::from_array(std::array::from_fn(|i| a[i].wrapping_add(b[i])))
     }
 }
 
@@ -109,14 +158,8 @@ impl Sub for FlushStats {
 
     /// The difference between a later and an earlier snapshot.
     fn sub(self, o: FlushStats) -> FlushStats {
-        FlushStats {
-            lines_flushed: self.lines_flushed.saturating_sub(o.lines_flushed),
-            fences: self.fences.saturating_sub(o.fences),
-            bytes_nt: self.bytes_nt.saturating_sub(o.bytes_nt),
-            bytes_cached: self.bytes_cached.saturating_sub(o.bytes_cached),
-            media_lines: self.media_lines.saturating_sub(o.media_lines),
-            msyncs: self.msyncs.saturating_sub(o.msyncs),
-        }
+        let (a, b) = (self.to_array(), o.to_array());
+        FlushStats::from_array(std::array::from_fn(|i| a[i].saturating_sub(b[i])))
     }
 }
 
@@ -124,13 +167,18 @@ impl fmt::Display for FlushStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "lines_flushed={} fences={} bytes_nt={} bytes_cached={} media_lines={} msyncs={}",
+            "lines_flushed={} fences={} bytes_nt={} bytes_cached={} media_lines={} msyncs={} \
+             requests={} read_modify_writes={} absorbed={} sequential_lines={}",
             self.lines_flushed,
             self.fences,
             self.bytes_nt,
             self.bytes_cached,
             self.media_lines,
-            self.msyncs
+            self.msyncs,
+            self.requests,
+            self.read_modify_writes,
+            self.absorbed,
+            self.sequential_lines
         )
     }
 }
@@ -141,11 +189,28 @@ const BYTES_NT: usize = 2;
 const BYTES_CACHED: usize = 3;
 const MEDIA_LINES: usize = 4;
 const MSYNCS: usize = 5;
-const COUNTERS: usize = 6;
-/// First media line of the interval touched since the slot's last fence.
-const PENDING_FIRST: usize = 6;
-/// One past its last media line (equal to `PENDING_FIRST` when empty).
-const PENDING_END: usize = 7;
+const REQUESTS: usize = 6;
+const RMW: usize = 7;
+const ABSORBED: usize = 8;
+const SEQ_LINES: usize = 9;
+const COUNTERS: usize = 10;
+/// The open media line of the combining buffer: `(line + 1) << 4 | mask`,
+/// the mask having a bit per cache line that arrived; 0 when none is open.
+const OPEN: usize = 10;
+/// `MEDIA_LINES`, `SEQ_LINES` and `RMW` at this thread's last drain, for
+/// the media model's charge.
+const DRAIN_MEDIA: usize = 11;
+const DRAIN_SEQ: usize = 12;
+const DRAIN_RMW: usize = 13;
+/// The last media line read through the API, plus one (the media model's
+/// read buffer); 0 for none.
+const LAST_READ: usize = 14;
+/// When the media model's reservations for this thread's requests since
+/// its last drain end (ns since the model's epoch); 0 for none.
+const RESERVED_END: usize = 15;
+/// Cache lines per media line.
+const LINES_PER_MEDIA: u64 = (MEDIA_LINE / 64) as u64;
+const FULL_MASK: u64 = (1 << LINES_PER_MEDIA) - 1;
 
 /// Accounting is on unless switched off (to measure its own cost).
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -250,14 +315,74 @@ fn claim_slot() -> usize {
     claimed
 }
 
-/// One thread's counters for one sink, a cache line of them.
+/// One thread's counters for one sink, two cache lines of them.
 #[derive(Debug, Default)]
 #[repr(align(64))]
 struct Slot {
-    words: [AtomicU64; 8],
+    words: [AtomicU64; 16],
 }
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+
+/// What one request range did to the combining buffer.
+#[derive(Clone, Copy, Debug, Default)]
+struct Combine {
+    /// The open line after it (`OPEN`'s encoding).
+    open: u64,
+    opened: u64,
+    sequential: u64,
+    rmw: u64,
+}
+
+impl Combine {
+    /// Cache lines of `[first_cl, end_cl)` inside media line `media`, as a
+    /// mask of the line's four cache lines.
+    fn mask(media: u64, first_cl: u64, end_cl: u64) -> u64 {
+        let base = media * LINES_PER_MEDIA;
+        let low = first_cl.max(base) - base;
+        let high = end_cl.min(base + LINES_PER_MEDIA) - base;
+        FULL_MASK & ((1 << high) - 1) & !((1 << low) - 1)
+    }
+
+    /// A request for cache lines `mask` of media line `media`: merged into
+    /// the open line, or closing it and opening this one.
+    fn request(&mut self, media: u64, mask: u64) {
+        let open_line = self.open >> 4;
+        if self.open != 0 && open_line == media + 1 {
+            self.open |= mask;
+            return;
+        }
+        if self.open != 0 && self.open & FULL_MASK != FULL_MASK {
+            self.rmw += 1;
+        }
+        if self.open != 0 && open_line == media {
+            // The open line is `media - 1`: this one follows it.
+            self.sequential += 1;
+        }
+        self.opened += 1;
+        self.open = ((media + 1) << 4) | mask;
+    }
+
+    /// Requests for cache lines `[first_cl, end_cl)` (not empty). The media
+    /// lines strictly inside the range are whole and sequential, so they
+    /// are counted in one step however long the range.
+    fn range(&mut self, first_cl: u64, end_cl: u64) {
+        let first = first_cl / LINES_PER_MEDIA;
+        let last = (end_cl - 1) / LINES_PER_MEDIA;
+        self.request(first, Combine::mask(first, first_cl, end_cl));
+        if last == first {
+            return;
+        }
+        if last - first > 1 {
+            self.request(first + 1, FULL_MASK);
+            let more = last - first - 2;
+            self.opened += more;
+            self.sequential += more;
+            self.open = (last << 4) | FULL_MASK;
+        }
+        self.request(last, Combine::mask(last, first_cl, end_cl));
+    }
+}
 
 impl Slot {
     #[inline]
@@ -281,64 +406,114 @@ impl Slot {
         self.words[index].store(value, Relaxed);
     }
 
-    /// Counts a copy, set or flush at region offset `offset` and notes its
-    /// media lines as touched in this fence epoch.
+    /// Counts a copy, set or flush at region offset `offset`; the cache
+    /// lines it flushed or streamed are requests to the DIMM.
     #[inline]
     fn record_stores(&self, shared: bool, offset: usize, len: usize, counts: StoreCounts) {
         self.add(shared, LINES_FLUSHED, counts.lines_flushed);
         self.add(shared, BYTES_NT, counts.bytes_nt);
         self.add(shared, BYTES_CACHED, counts.bytes_cached);
         if len > 0 && (counts.lines_flushed > 0 || counts.bytes_nt > 0) {
-            let first = (offset / MEDIA_LINE) as u64;
-            let end = (offset + len).div_ceil(MEDIA_LINE) as u64;
-            self.touch(shared, first, end);
+            let first_cl = (offset / 64) as u64;
+            let end_cl = (offset + len).div_ceil(64) as u64;
+            self.requests(shared, first_cl, end_cl);
         }
     }
 
-    /// Notes media lines `[first, end)` as touched in this fence epoch.
-    /// Overlapping or adjacent ranges merge, so sequential writes and
-    /// rewrites of one spot count each media line once; a jump elsewhere
-    /// settles the previous range first (which can count a line twice if an
-    /// epoch comes back to it later: the estimate errs high).
+    /// Requests for cache lines `[first_cl, end_cl)` through the combining
+    /// buffer (module comment).
     #[inline]
-    fn touch(&self, shared: bool, first: u64, end: u64) {
+    fn requests(&self, shared: bool, first_cl: u64, end_cl: u64) {
+        let n = end_cl - first_cl;
+        self.add(shared, REQUESTS, n);
         if shared {
-            self.add(true, MEDIA_LINES, end - first);
+            // The shared slot has no single owner to hold an open line:
+            // each call's media lines count once, partial ends as merges.
+            let media = end_cl.div_ceil(LINES_PER_MEDIA) - first_cl / LINES_PER_MEDIA;
+            self.add(true, MEDIA_LINES, media);
+            self.add(true, ABSORBED, n.saturating_sub(media));
             return;
         }
-        let (p_first, p_end) = (self.get(PENDING_FIRST), self.get(PENDING_END));
-        if p_first == p_end {
-            self.set(PENDING_FIRST, first);
-            self.set(PENDING_END, end);
-        } else if first <= p_end && end >= p_first {
-            self.set(PENDING_FIRST, p_first.min(first));
-            self.set(PENDING_END, p_end.max(end));
-        } else {
-            self.add(false, MEDIA_LINES, p_end - p_first);
-            self.set(PENDING_FIRST, first);
-            self.set(PENDING_END, end);
-        }
+        let mut combine = Combine {
+            open: self.get(OPEN),
+            ..Combine::default()
+        };
+        combine.range(first_cl, end_cl);
+        self.set(OPEN, combine.open);
+        self.add(false, MEDIA_LINES, combine.opened);
+        self.add(false, SEQ_LINES, combine.sequential);
+        self.add(false, RMW, combine.rmw);
+        self.add(false, ABSORBED, n - combine.opened);
     }
 
-    /// A fence: the epoch's media lines become writes.
+    /// A fence. The open media line stays open: the buffer keeps merging.
     #[inline]
     fn settle(&self, shared: bool) {
         self.add(shared, FENCES, 1);
-        if shared {
-            return;
-        }
-        let (p_first, p_end) = (self.get(PENDING_FIRST), self.get(PENDING_END));
-        if p_first != p_end {
-            self.add(false, MEDIA_LINES, p_end - p_first);
-            self.set(PENDING_END, p_first);
-        }
+    }
+
+    /// The media lines written, sequential lines and read-modify-writes
+    /// since the media model last charged this thread; marks them charged.
+    fn take_since_drain(&self) -> MediaWork {
+        let (media, seq, rmw) = (self.get(MEDIA_LINES), self.get(SEQ_LINES), self.get(RMW));
+        let work = MediaWork {
+            lines: media.wrapping_sub(self.get(DRAIN_MEDIA)),
+            sequential: seq.wrapping_sub(self.get(DRAIN_SEQ)),
+            read_modify_writes: rmw.wrapping_sub(self.get(DRAIN_RMW)),
+            last_line: (self.get(OPEN) >> 4).saturating_sub(1),
+        };
+        self.set(DRAIN_MEDIA, media);
+        self.set(DRAIN_SEQ, seq);
+        self.set(DRAIN_RMW, rmw);
+        work
+    }
+
+    /// A read of cache lines `[first_cl, end_cl)` through the API: which
+    /// media lines the media model charges (the one read last is in the
+    /// DIMM's read buffer and free).
+    fn take_read(&self, first_cl: u64, end_cl: u64) -> MediaRead {
+        let first = first_cl / LINES_PER_MEDIA;
+        let last = (end_cl - 1) / LINES_PER_MEDIA;
+        let previous = self.get(LAST_READ);
+        self.set(LAST_READ, last + 1);
+        let (random, sequential) = if previous == first + 1 {
+            (0, last - first)
+        } else if previous == first {
+            (0, last - first + 1)
+        } else {
+            (1, last - first)
+        };
+        MediaRead { random, sequential }
     }
 }
 
+/// Media work a drain pays for under the media model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MediaWork {
+    /// 256-byte media lines written.
+    pub lines: u64,
+    /// Of which opened right after the line before them.
+    pub sequential: u64,
+    /// Read-modify-writes of partial lines.
+    pub read_modify_writes: u64,
+    /// The media line last written (for the DIMM it belongs to).
+    pub last_line: u64,
+}
+
+/// Media lines a read pays for under the media model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MediaRead {
+    /// Lines away from the previous read.
+    pub random: u64,
+    /// Lines following the previous one.
+    pub sequential: u64,
+}
 /// The counters of one region (or simulated region).
 #[derive(Debug)]
 pub(crate) struct StatsSink {
     slots: Box<[Slot]>,
+    /// The media model charging this region's drains and reads, if on.
+    model: Option<Arc<MediaModel>>,
 }
 
 /// Every live sink, for the process-wide total, plus what dropped sinks left.
@@ -356,13 +531,23 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
         bytes_cached: 0,
         media_lines: 0,
         msyncs: 0,
+        requests: 0,
+        read_modify_writes: 0,
+        absorbed: 0,
+        sequential_lines: 0,
     },
 });
 
 impl StatsSink {
     pub(crate) fn new() -> Arc<StatsSink> {
+        StatsSink::with_model(None)
+    }
+
+    /// A sink whose drains and reads `model` charges (none: accounting only).
+    pub(crate) fn with_model(model: Option<Arc<MediaModel>>) -> Arc<StatsSink> {
         let sink = Arc::new(StatsSink {
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            model,
         });
         let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
         registry.live.retain(|weak| weak.strong_count() > 0);
@@ -391,11 +576,20 @@ impl StatsSink {
     /// plus its media lines as touched in this thread's fence epoch.
     #[inline]
     pub(crate) fn record_stores(&self, offset: usize, len: usize, counts: StoreCounts) {
-        if !is_enabled() {
+        if !self.counting() {
             return;
         }
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
+        if let Some(model) = &self.model {
+            if !shared {
+                // The module starts on the lines now; the drain waits.
+                let end = model.reserve(slot.take_since_drain());
+                if end > slot.get(RESERVED_END) {
+                    slot.set(RESERVED_END, end);
+                }
+            }
+        }
     }
 
     /// Records a copy or flush at region offset `offset` and the fence that
@@ -404,47 +598,87 @@ impl StatsSink {
     /// the copy's non-temporal stores to drain (measured slower).
     #[inline]
     pub(crate) fn record_persist(&self, offset: usize, len: usize, counts: StoreCounts) {
-        if !is_enabled() {
+        if !self.counting() {
             return;
         }
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
         slot.settle(shared);
+        self.charge_drain(slot, shared);
+    }
+
+    /// Whether to count: accounting is on, or a media model needs the
+    /// counts to charge for.
+    #[inline]
+    fn counting(&self) -> bool {
+        is_enabled() || self.model.is_some()
+    }
+
+    /// Under the media model, spins for the media work since this thread's
+    /// last drain.
+    #[inline]
+    fn charge_drain(&self, slot: &Slot, shared: bool) {
+        if let Some(model) = &self.model {
+            if !shared {
+                let end = model.reserve(slot.take_since_drain());
+                let end = end.max(slot.get(RESERVED_END));
+                slot.set(RESERVED_END, 0);
+                model.wait_for(end);
+            }
+        }
+    }
+
+    /// Under the media model, spins for a read of `[offset, offset + len)`
+    /// made through the API. Without the model this is one branch.
+    #[inline]
+    pub(crate) fn record_read(&self, offset: usize, len: usize) {
+        if let Some(model) = &self.model {
+            if len == 0 {
+                return;
+            }
+            let (slot, shared) = self.slot();
+            if !shared {
+                let first_cl = (offset / 64) as u64;
+                let end_cl = (offset + len).div_ceil(64) as u64;
+                model.charge_read(slot.take_read(first_cl, end_cl));
+            }
+        }
     }
 
     /// Records cached stores that were not flushed (plain writes).
     #[inline]
     pub(crate) fn record_cached(&self, bytes: u64) {
-        if !is_enabled() {
+        if !self.counting() {
             return;
         }
         let (slot, shared) = self.slot();
         slot.add(shared, BYTES_CACHED, bytes);
     }
 
-    /// Records an msync that wrote back `lines` cache lines.
-    pub(crate) fn record_msync(&self, lines: u64) {
-        if !is_enabled() {
+    /// Records an msync of the pages `[start, end)` (byte offsets, page
+    /// aligned): the kernel writes back every cache line of them, and waits
+    /// for them as a drain does.
+    pub(crate) fn record_msync(&self, start: usize, end: usize) {
+        if !self.counting() || end <= start {
             return;
         }
         let (slot, shared) = self.slot();
+        let (first_cl, end_cl) = ((start / 64) as u64, end.div_ceil(64) as u64);
         slot.add(shared, MSYNCS, 1);
-        slot.add(shared, LINES_FLUSHED, lines);
-        slot.add(
-            shared,
-            MEDIA_LINES,
-            lines.div_ceil((MEDIA_LINE / 64) as u64),
-        );
+        slot.add(shared, LINES_FLUSHED, end_cl - first_cl);
+        slot.requests(shared, first_cl, end_cl);
+        self.charge_drain(slot, shared);
     }
 
     /// Records a fence: this thread's touched media lines become writes.
     #[inline]
     pub(crate) fn record_fence(&self) {
-        if !is_enabled() {
+        if !self.counting() {
             return;
         }
         let (slot, shared) = self.slot();
         slot.settle(shared);
+        self.charge_drain(slot, shared);
     }
 }
 
@@ -470,25 +704,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sink_counts_media_lines_between_fences() {
+    fn sink_combines_requests_into_media_lines() {
         let sink = StatsSink::new();
-        // Two flushes inside one 256-byte media line, then the next line.
+        // Two flushes inside one 256-byte media line, then the next line:
+        // the first line closes with two of its four cache lines (a
+        // read-modify-write) and the next one follows it (sequential).
         sink.record_stores(0, 64, StoreCounts::cached(1, 64));
         sink.record_stores(128, 64, StoreCounts::cached(1, 64));
         sink.record_stores(256, 8, StoreCounts::cached(1, 8));
         sink.record_fence();
-        // After the fence the same line counts again.
+        // Back to line 0: a new media write; the fence did not close it.
         sink.record_stores(0, 64, StoreCounts::cached(1, 64));
         sink.record_fence();
-        // A jump away and back within one epoch counts the line twice.
+        // A rewrite of the open line is absorbed; a jump away closes it.
         sink.record_stores(0, 64, StoreCounts::cached(1, 64));
         sink.record_stores(4096, 64, StoreCounts::cached(1, 64));
         sink.record_fence();
         let stats = sink.snapshot();
-        assert_eq!(stats.media_lines, 5);
+        assert_eq!(stats.requests, 6);
+        assert_eq!(stats.media_lines, 4);
+        assert_eq!(stats.absorbed, 2);
+        assert_eq!(stats.read_modify_writes, 3);
+        assert_eq!(stats.sequential_lines, 1);
         assert_eq!(stats.fences, 3);
         assert_eq!(stats.lines_flushed, 6);
         assert_eq!(stats.bytes_cached, 328);
+    }
+
+    #[test]
+    fn long_ranges_count_whole_lines_in_one_step() {
+        let sink = StatsSink::new();
+        // 1 MiB streamed from a cache line inside a media line: the first
+        // media line is partial, the rest whole and sequential.
+        let counts = StoreCounts {
+            lines_flushed: 0,
+            bytes_nt: 1 << 20,
+            bytes_cached: 0,
+        };
+        sink.record_stores(64, 1 << 20, counts);
+        sink.record_stores(1 << 21, 64, StoreCounts::cached(1, 64));
+        let stats = sink.snapshot();
+        assert_eq!(stats.requests, (1 << 20) / 64 + 1);
+        assert_eq!(stats.media_lines, 4097 + 1);
+        assert_eq!(stats.sequential_lines, 4096);
+        // The first line (three of four) and the last (one of four).
+        assert_eq!(stats.read_modify_writes, 2);
+        assert_eq!(stats.requests, stats.media_lines + stats.absorbed);
     }
 
     #[test]
@@ -507,7 +768,12 @@ mod tests {
         let stats = sink.snapshot();
         assert_eq!(stats.fences, 4000);
         assert_eq!(stats.lines_flushed, 4000);
-        assert_eq!(stats.media_lines, 4000);
+        assert_eq!(stats.requests, 4000);
+        // Each thread rewrites one spot: at most one media line each (a
+        // thread that takes over an exited thread's slot inherits its open
+        // line), the rest absorbed.
+        assert!((1..=4).contains(&stats.media_lines), "{stats}");
+        assert_eq!(stats.absorbed + stats.media_lines, 4000);
         let before = global();
         drop(sink);
         // Dropping moves the counts to the retired total, not away.

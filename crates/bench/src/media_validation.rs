@@ -1,0 +1,316 @@
+//! The media model's validation (part of `ferrite-bench pmem`): the shapes
+//! of FAST'20's figures (Yang et al., "An Empirical Guide to the Behavior
+//! and Use of Scalable Persistent Memory") measured on emulated PM with the
+//! model off and under `optane`, side by side in the same run:
+//!
+//! - write bandwidth vs access size, sequential and random (the 256-byte
+//!   knee: below a media line every access still costs a whole line);
+//! - sequential vs random, writes and reads through the PM API;
+//! - persist latency vs size;
+//! - the cost of each flush instruction (clwb <= clflushopt <= clflush).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ferrite_pmem::{
+    Dispatch, FlushInstruction, MapMode, MapOptions, ModelChoice, PmemMedium, PmemRegion,
+    SplitMix64,
+};
+use serde::Serialize;
+
+use crate::report::{median, LatencySummary, Report};
+use crate::Common;
+
+/// Bytes each pattern walks through: larger than the last-level cache.
+const WORKING_SET: usize = 64 << 20;
+/// Access sizes of the bandwidth figure.
+pub const SIZES: [usize; 6] = [64, 128, 256, 512, 1024, 4096];
+/// Access sizes of the read figure.
+const READ_SIZES: [usize; 3] = [64, 256, 4096];
+/// Sizes of the persist latency figure.
+const LATENCY_SIZES: [usize; 6] = [64, 256, 1024, 4096, 16384, 65536];
+/// Sizes of the flush instruction figure.
+const FLUSH_SIZES: [usize; 2] = [256, 4096];
+
+/// Figures by model name, then pattern or instruction, then size.
+type BySize = BTreeMap<usize, f64>;
+type Figure = BTreeMap<String, BTreeMap<String, BySize>>;
+
+/// Everything the validation measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Validation {
+    /// Persist bandwidth in GB/s (10^9 bytes per second) by model, pattern
+    /// (`sequential`, `random`) and access size.
+    pub write_gb_per_s: Figure,
+    /// Read bandwidth through `PmemMedium::read`, GB/s, likewise.
+    pub read_gb_per_s: Figure,
+    /// Persist latency p50 in ns by model and size (back to back,
+    /// sequential).
+    pub persist_p50_ns: BTreeMap<String, BySize>,
+    /// Nanoseconds per persist by model, flush instruction and size
+    /// (cached stores, then the instruction, then a fence).
+    pub flush_ns_per_op: Figure,
+}
+
+fn models() -> [(ModelChoice, &'static str); 2] {
+    [(ModelChoice::Off, "off"), (ModelChoice::Optane, "optane")]
+}
+
+fn map(dir: &Path, name: &str, dispatch: Dispatch, model: ModelChoice) -> Result<PmemRegion> {
+    let path = dir.join(format!("{name}.pool"));
+    let mut options = MapOptions::new(WORKING_SET);
+    options.dispatch = Some(dispatch);
+    options.populate = true;
+    PmemRegion::map_with_model(&path, options, model)
+        .with_context(|| format!("mapping {}", path.display()))
+}
+
+/// Runs `op(i)` for `time` and returns operations per second.
+fn rate(time: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    let mut done = 0usize;
+    while start.elapsed() < time {
+        for _ in 0..64 {
+            op(done)?;
+            done += 1;
+        }
+    }
+    Ok(done as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Offset of the `i`-th access of `size` bytes: sequential or random.
+fn offset_of(i: usize, size: usize, random: bool, rng: &mut SplitMix64) -> usize {
+    let slots = WORKING_SET / size;
+    if random {
+        rng.below(slots as u64) as usize * size
+    } else {
+        (i % slots) * size
+    }
+}
+
+fn bandwidth(
+    region: &PmemRegion,
+    time: Duration,
+    sizes: &[usize],
+    read: bool,
+) -> Result<BTreeMap<String, BySize>> {
+    let mut out: BTreeMap<String, BySize> = BTreeMap::new();
+    let mut rng = SplitMix64::new(39);
+    let mut buffer = vec![0x5Au8; 4096];
+    for &size in sizes {
+        for (pattern, random) in [("sequential", false), ("random", true)] {
+            let ops = rate(time, |i| {
+                let at = offset_of(i, size, random, &mut rng);
+                if read {
+                    region.read(at, &mut buffer[..size])?;
+                } else {
+                    region.copy_persist(at, &buffer[..size])?;
+                }
+                Ok(())
+            })?;
+            out.entry(pattern.into())
+                .or_default()
+                .insert(size, ops * size as f64 / 1e9);
+        }
+    }
+    Ok(out)
+}
+
+fn latency(region: &PmemRegion, time: Duration) -> Result<BySize> {
+    let mut out = BySize::new();
+    let data = vec![0xC3u8; *LATENCY_SIZES.last().unwrap_or(&65536)];
+    for &size in &LATENCY_SIZES {
+        let mut offset = 0usize;
+        let mut failure = None;
+        let samples = crate::report::sample_ns(200, time, || {
+            if offset + size > WORKING_SET {
+                offset = 0;
+            }
+            if let Err(err) = region.copy_persist(offset, &data[..size]) {
+                failure = Some(err);
+            }
+            offset += size;
+        });
+        if let Some(err) = failure {
+            return Err(err.into());
+        }
+        out.insert(size, LatencySummary::from_ns(&samples).p50_ns);
+    }
+    Ok(out)
+}
+
+/// Runs the validation into `report` (figures `media_validation` and
+/// ratios `model_*`).
+pub fn run(common: &Common, report: &mut Report, dir: &Path) -> Result<Validation> {
+    let time = if common.quick {
+        Duration::from_millis(40)
+    } else {
+        Duration::from_millis(150)
+    };
+    let best = Dispatch::for_mode(MapMode::Emulated);
+    let mut validation = Validation::default();
+    for (choice, name) in models() {
+        let region = map(dir, "validate", best, choice)?;
+        let mut writes = Vec::new();
+        let mut reads = Vec::new();
+        for _ in 0..common.runs() {
+            writes.push(bandwidth(&region, time, &SIZES, false)?);
+            reads.push(bandwidth(&region, time, &READ_SIZES, true)?);
+        }
+        validation
+            .write_gb_per_s
+            .insert(name.into(), median_figure(&writes));
+        validation
+            .read_gb_per_s
+            .insert(name.into(), median_figure(&reads));
+        validation
+            .persist_p50_ns
+            .insert(name.into(), latency(&region, time)?);
+        let mut by_flush = BTreeMap::new();
+        for flush in [
+            FlushInstruction::Clwb,
+            FlushInstruction::Clflushopt,
+            FlushInstruction::Clflush,
+        ] {
+            let Ok(dispatch) = best.with_flush(flush) else {
+                report.note(format!("validation: {flush} not available on this CPU"));
+                continue;
+            };
+            let region = map(
+                dir,
+                "validate",
+                dispatch.with_nt_threshold(usize::MAX),
+                choice,
+            )?;
+            let mut sizes = BySize::new();
+            for &size in &FLUSH_SIZES {
+                let data = vec![0x11u8; size];
+                let mut runs = Vec::new();
+                for _ in 0..common.runs() {
+                    let ops = rate(time, |i| {
+                        let at = (i * size) % (WORKING_SET - size);
+                        Ok(region.copy_persist(at, &data)?)
+                    })?;
+                    runs.push(1e9 / ops);
+                }
+                sizes.insert(size, median(&runs));
+            }
+            by_flush.insert(flush.to_string(), sizes);
+        }
+        validation.flush_ns_per_op.insert(name.into(), by_flush);
+    }
+    add_ratios(report, &validation);
+    Ok(validation)
+}
+
+/// The median over runs of each (pattern, size) point.
+fn median_figure(runs: &[BTreeMap<String, BySize>]) -> BTreeMap<String, BySize> {
+    let mut out: BTreeMap<String, BySize> = BTreeMap::new();
+    if let Some(first) = runs.first() {
+        for (pattern, sizes) in first {
+            for size in sizes.keys() {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|run| run.get(pattern).and_then(|s| s.get(size)).copied())
+                    .collect();
+                out.entry(pattern.clone())
+                    .or_default()
+                    .insert(*size, median(&values));
+            }
+        }
+    }
+    out
+}
+
+fn point(figure: &Figure, model: &str, pattern: &str, size: usize) -> Option<f64> {
+    figure.get(model)?.get(pattern)?.get(&size).copied()
+}
+
+/// The shapes as ratios, for each model: `model_<name>_...`.
+fn add_ratios(report: &mut Report, v: &Validation) {
+    for (_, name) in models() {
+        let w = |pattern, size| point(&v.write_gb_per_s, name, pattern, size);
+        let r = |pattern, size| point(&v.read_gb_per_s, name, pattern, size);
+        let pairs = [
+            (
+                "write_seq_vs_random_64",
+                w("sequential", 64),
+                w("random", 64),
+            ),
+            (
+                "read_seq_vs_random_64",
+                r("sequential", 64),
+                r("random", 64),
+            ),
+            // The knee: random bandwidth grows with size up to a media line
+            // (each access costs a whole line), then flattens.
+            ("write_random_256_vs_64", w("random", 256), w("random", 64)),
+            (
+                "write_random_4096_vs_256",
+                w("random", 4096),
+                w("random", 256),
+            ),
+        ];
+        for (key, ours, theirs) in pairs {
+            if let (Some(a), Some(b)) = (ours, theirs) {
+                report.ratio(format!("model_{name}_{key}"), a / b);
+            }
+        }
+        for size in FLUSH_SIZES {
+            let ns = |flush: &str| {
+                v.flush_ns_per_op
+                    .get(name)
+                    .and_then(|f| f.get(flush))
+                    .and_then(|s| s.get(&size))
+                    .copied()
+            };
+            if let (Some(clwb), Some(opt), Some(clflush)) =
+                (ns("clwb"), ns("clflushopt"), ns("clflush"))
+            {
+                report.ratio(
+                    format!("model_{name}_clflushopt_vs_clwb_cost_{size}"),
+                    opt / clwb,
+                );
+                report.ratio(
+                    format!("model_{name}_clflush_vs_clflushopt_cost_{size}"),
+                    clflush / opt,
+                );
+            }
+        }
+    }
+}
+
+/// Prints the validation table.
+#[allow(clippy::print_stdout)]
+pub fn print(v: &Validation) {
+    println!("\nmedia model validation: persist GB/s by access size (off | optane)");
+    for pattern in ["sequential", "random"] {
+        print!("{pattern:<12}");
+        for size in SIZES {
+            let off = point(&v.write_gb_per_s, "off", pattern, size).unwrap_or(f64::NAN);
+            let on = point(&v.write_gb_per_s, "optane", pattern, size).unwrap_or(f64::NAN);
+            print!("  {size}: {off:.2}|{on:.2}");
+        }
+        println!();
+    }
+    println!("read GB/s (off | optane)");
+    for pattern in ["sequential", "random"] {
+        print!("{pattern:<12}");
+        for size in READ_SIZES {
+            let off = point(&v.read_gb_per_s, "off", pattern, size).unwrap_or(f64::NAN);
+            let on = point(&v.read_gb_per_s, "optane", pattern, size).unwrap_or(f64::NAN);
+            print!("  {size}: {off:.2}|{on:.2}");
+        }
+        println!();
+    }
+    for (model, by_flush) in &v.flush_ns_per_op {
+        for (flush, sizes) in by_flush {
+            println!("{model:<7} {flush:<11} ns/persist {sizes:?}");
+        }
+    }
+    for (model, sizes) in &v.persist_p50_ns {
+        println!("{model:<7} persist p50 ns {sizes:?}");
+    }
+}

@@ -1,0 +1,142 @@
+//! DRAM's own costs, measured once when the media model starts, so the
+//! model charges only what Optane media would add.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use crate::model::DramCosts;
+use crate::sim::SplitMix64;
+
+/// Bytes of the buffer chased through: well past the last-level cache.
+const BUFFER: usize = 64 << 20;
+/// Words per 256-byte media line.
+const LINE_WORDS: usize = 256 / 8;
+/// Dependent loads timed per pattern.
+const STEPS: usize = 200_000;
+
+/// Measures DRAM's random and sequential dependent-load latency per
+/// 256-byte line and its bulk copy cost per line.
+pub(crate) fn measure() -> DramCosts {
+    let lines = BUFFER / 256;
+    let mut buffer = HugeBuffer::new(BUFFER);
+    let mut fallback: Vec<u64>;
+    let words: &mut [u64] = match buffer.as_mut() {
+        Some(huge) => huge.words(),
+        None => {
+            fallback = vec![0u64; BUFFER / 8];
+            &mut fallback
+        }
+    };
+    // Sequential: each line points at the next one.
+    for line in 0..lines {
+        words[line * LINE_WORDS] = (((line + 1) % lines) * LINE_WORDS) as u64;
+    }
+    let seq_ns = chase(words);
+    // Random: one cycle through every line in a shuffled order (Sattolo's
+    // algorithm), so the prefetcher cannot guess the next line.
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut rng = SplitMix64::new(0x5eed);
+    for i in (1..lines).rev() {
+        let j = rng.below(i as u64) as usize;
+        order.swap(i, j);
+    }
+    for (k, &line) in order.iter().enumerate() {
+        words[line * LINE_WORDS] = (order[(k + 1) % lines] * LINE_WORDS) as u64;
+    }
+    let random_ns = chase(words);
+    let line_copy_ns = copy_per_line(words);
+    DramCosts {
+        random_ns,
+        seq_ns,
+        line_copy_ns,
+    }
+}
+
+/// Timed pieces per measurement: the fastest counts, as a shared host's
+/// preemptions only ever add time.
+const PIECES: usize = 8;
+
+/// Nanoseconds per step of following the chain in `words`.
+fn chase(words: &[u64]) -> f64 {
+    let mut at = 0usize;
+    // Warm the page tables along the chain first.
+    for _ in 0..STEPS / 4 {
+        at = words.get(at).copied().unwrap_or(0) as usize;
+    }
+    let steps = STEPS / PIECES;
+    let mut best = f64::INFINITY;
+    for _ in 0..PIECES {
+        let start = Instant::now();
+        for _ in 0..steps {
+            at = words.get(at).copied().unwrap_or(0) as usize;
+        }
+        best = best.min(start.elapsed().as_nanos() as f64 / steps as f64);
+    }
+    black_box(at);
+    best
+}
+
+/// Nanoseconds to copy one 256-byte line as part of a 16 MiB copy.
+fn copy_per_line(words: &[u64]) -> f64 {
+    let len = (16 << 20) / 8;
+    let source = &words[..len.min(words.len())];
+    let mut target = vec![0u64; source.len()];
+    target.copy_from_slice(source);
+    let mut best = f64::INFINITY;
+    for _ in 0..PIECES / 2 {
+        let start = Instant::now();
+        target.copy_from_slice(black_box(source));
+        best = best.min(start.elapsed().as_nanos() as f64);
+        black_box(&target);
+    }
+    best / (source.len() * 8 / 256) as f64
+}
+
+/// An anonymous mapping advised to use transparent huge pages, so the
+/// random chase measures DRAM rather than page walks (which, in a virtual
+/// machine, cost more than the load itself). Optane's published latencies
+/// were measured the same way.
+struct HugeBuffer {
+    ptr: *mut u64,
+    bytes: usize,
+}
+
+impl HugeBuffer {
+    fn new(bytes: usize) -> Option<HugeBuffer> {
+        // SAFETY: a fresh anonymous private mapping at an address of the
+        // kernel's choosing touches no existing memory.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: advice on our own fresh mapping; failure (no THP) only
+        // leaves small pages.
+        unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
+        Some(HugeBuffer {
+            ptr: ptr.cast(),
+            bytes,
+        })
+    }
+
+    fn words(&mut self) -> &mut [u64] {
+        // SAFETY: the mapping is ours, readable and writable, zero-filled,
+        // page-aligned (so u64-aligned), and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes / 8) }
+    }
+}
+
+impl Drop for HugeBuffer {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; no slice of it outlives self.
+        unsafe { libc::munmap(self.ptr.cast(), self.bytes) };
+    }
+}
