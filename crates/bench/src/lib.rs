@@ -126,6 +126,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Pmem(common)
         | Experiment::Wal(common)
         | Experiment::Kv(common)
+        | Experiment::Wbuf(common)
         | Experiment::Tonic(common) => apply_model(common),
         Experiment::Tpcc(args) => apply_model(&args.common),
         Experiment::Rewrite(args) => apply_model(&args.common),
