@@ -409,3 +409,50 @@ fn failover_hands_the_master_role_to_the_replica_without_a_full_sync() {
         b"-READONLY You can't write against a read only replica.\r\n",
     );
 }
+
+#[test]
+fn a_replica_announces_the_address_its_master_shows() {
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = TestServer::start(dirs[0].path());
+    let b = TestServer::start_with(dirs[1].path(), |c| {
+        c.set("replica-announce-ip", &["10.1.2.3".into()]).unwrap();
+        c.set("replica-announce-port", &["7777".into()]).unwrap();
+    });
+    let (mut ca, mut cb) = (a.raw(), b.raw());
+    attach(&mut cb, &a);
+    let info = call(&mut ca, &["INFO", "replication"]);
+    assert!(info.contains("slave0:ip=10.1.2.3,port=7777,"), "{info}");
+}
+
+#[test]
+fn a_master_drops_a_replica_silent_past_repl_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = TestServer::start(dir.path());
+    let mut ca = a.raw();
+    ca.check(
+        b"CONFIG SET repl-timeout 1\r\nCONFIG SET repl-diskless-sync-delay 0\r\n",
+        b"+OK\r\n+OK\r\n",
+    );
+    // A hand-made replica: attaches, acknowledges once, then falls silent.
+    let mut r = a.raw();
+    r.check(b"REPLCONF listening-port 4444\r\n", b"+OK\r\n");
+    r.stream.write_all(b"PSYNC ? -1\r\n").unwrap();
+    let mut head = [0u8; 11];
+    r.stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"+FULLRESYNC");
+    r.stream.write_all(b"REPLCONF ACK 0\r\n").unwrap();
+    eventually("the replica to attach", || {
+        info_field(&mut ca, "connected_slaves") == "1"
+    });
+    // Silent for longer than 1 s: the master closes the link (bounded by
+    // the read timeout of the connection, 10 s).
+    let mut sink = [0u8; 4096];
+    loop {
+        match r.stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) => panic!("the master kept the silent replica: {e}"),
+        }
+    }
+    assert_eq!(info_field(&mut ca, "connected_slaves"), "0");
+}

@@ -305,6 +305,11 @@ pub struct Config {
     /// Seconds of silence after which a replication link is dropped
     /// (`repl-timeout`).
     pub repl_timeout_s: u64,
+    /// The address a replica gives its master (`replica-announce-ip`).
+    pub replica_announce_ip: Option<String>,
+    /// The port a replica gives its master, 0 for its own
+    /// (`replica-announce-port`).
+    pub replica_announce_port: u16,
     /// Bytes of stream kept for partial resyncs (`repl-backlog-size`).
     pub repl_backlog_size_bytes: u64,
     /// Full syncs of replicas that read the EOF form wait for more
@@ -389,6 +394,8 @@ impl Default for Config {
             replica_serve_stale_data: false,
             repl_ping_replica_period_s: 0,
             repl_timeout_s: 0,
+            replica_announce_ip: None,
+            replica_announce_port: 0,
             repl_backlog_size_bytes: 0,
             repl_diskless_sync: false,
             repl_diskless_sync_delay_s: 0,

@@ -369,12 +369,25 @@ impl Server {
             }
             expect.push_back(Expect::Auth);
         }
-        let port = self.state.port.to_string();
+        // The address the master should show and give out: announced, or
+        // the one it sees and this server's port.
+        let port = match c.replica_announce_port {
+            0 => self.state.port,
+            announced => announced,
+        }
+        .to_string();
         encode_command(
             &mut conn.reply.buf,
             &[b"REPLCONF", b"listening-port", port.as_bytes()],
         );
         expect.push_back(Expect::Port);
+        if let Some(ip) = &c.replica_announce_ip {
+            encode_command(
+                &mut conn.reply.buf,
+                &[b"REPLCONF", b"ip-address", ip.as_bytes()],
+            );
+            expect.push_back(Expect::Port);
+        }
         encode_command(
             &mut conn.reply.buf,
             &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],

@@ -99,6 +99,10 @@ pub struct Replica {
     pub ack: i64,
     /// When it last acknowledged, Unix ms.
     pub ack_ms: i64,
+    /// It acknowledged at least once: from then on, a silence longer than
+    /// `repl-timeout` disconnects it (a replica attached by SYNC never
+    /// acknowledges, and one still loading its payload has not yet).
+    pub acked: bool,
 }
 
 /// A WAIT client: released once `wanted` replicas acknowledged `target`.

@@ -113,6 +113,7 @@ impl Server {
             port: conn.session.replica_port,
             ack: 0,
             ack_ms: unix_ms(),
+            acked: false,
         });
     }
 
@@ -179,6 +180,7 @@ impl Server {
             if let Some(r) = self.state.repl.replicas.iter_mut().find(|r| r.id == id) {
                 r.ack = r.ack.max(offset);
                 r.ack_ms = unix_ms();
+                r.acked = true;
             }
             self.release_waiters();
         }
@@ -285,10 +287,32 @@ impl Server {
         }
     }
 
+    /// Disconnects the replicas silent for longer than `repl-timeout`
+    /// since their last acknowledgement, as Redis's master does.
+    fn drop_silent_replicas(&mut self) {
+        let limit_ms = self.state.config.repl_timeout_s.saturating_mul(1000) as i64;
+        let now = unix_ms();
+        let silent: Vec<(usize, String, u16)> = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| r.acked && now - r.ack_ms > limit_ms)
+            .map(|r| (r.index, r.ip.clone(), r.port))
+            .collect();
+        for (index, ip, port) in silent {
+            tracing::warn!("Disconnecting timedout replica (streaming sync): {ip}:{port}");
+            if let Some(conn) = self.conns.get_mut(index).and_then(Option::take) {
+                self.close(conn, index);
+            }
+        }
+    }
+
     /// Timer work of a master: a PING into the stream every
     /// `repl-ping-replica-period` seconds while replicas are attached.
     pub(super) fn replicas_cron(&mut self) {
         self.start_pending_syncs();
+        self.drop_silent_replicas();
         let period = self.state.config.repl_ping_replica_period_s.max(1);
         if self.state.repl.replicas.is_empty()
             || self.state.repl.failover.is_some()
