@@ -164,7 +164,7 @@ pub struct Figures {
     pub rss: u64,
     /// The allocator's own figures (without them, Redis's fallbacks).
     pub allocator: AllocatorStats,
-    /// Query and reply buffers of the clients (`mem_clients_normal`).
+    /// Memory of the clients but the replicas (`mem_clients_normal`).
     pub clients_normal: u64,
     /// Reply buffers of the replicas (`mem_clients_slaves`), which are
     /// also `mem_not_counted_for_evict`.
@@ -195,11 +195,9 @@ impl Figures {
             active: rss,
             resident: rss,
         });
-        let clients_normal = state
-            .clients
-            .values()
-            .map(|c| (c.qbuf + c.qbuf_free + c.omem) as u64)
-            .sum();
+        // Kept current by the event loop (`client_memory.rs`), as Redis
+        // keeps it incrementally rather than walking every client.
+        let clients_normal = state.client_memory.normal_total();
         let ks = &state.keyspace;
         let dbs: Vec<DbOverhead> = (0..ks.databases())
             .filter(|&db| !ks.db(db).is_empty())
