@@ -182,7 +182,7 @@ fn memory(state: &State, out: &mut String) {
     let diff = |x: u64, y: u64| x as i64 - y as i64;
     let _ = write!(
         out,
-        "allocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:{}\r\nmem_clients_slaves:{}\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:{}\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        "allocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:{}\r\nmem_total_replication_buffers:{}\r\nmem_clients_slaves:{}\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:{}\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
         ratio(a.active, a.allocated),
         diff(a.active, a.allocated),
         ratio(a.resident, a.active),
@@ -192,7 +192,8 @@ fn memory(state: &State, out: &mut String) {
         ratio(rss, used),
         diff(rss, used),
         f.clients_slaves,
-        f.clients_slaves,
+        f.repl_backlog,
+        f.repl_backlog + f.clients_slaves,
         f.clients_slaves,
         f.clients_normal,
         crate::memory::allocator_name(),

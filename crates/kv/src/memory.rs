@@ -169,6 +169,10 @@ pub struct Figures {
     /// Reply buffers of the replicas (`mem_clients_slaves`), which are
     /// also `mem_not_counted_for_evict`.
     pub clients_slaves: u64,
+    /// The replication backlog's allocation (`mem_replication_backlog`):
+    /// counted against `maxmemory`, as Redis counts the backlog up to
+    /// its size, while the replicas' buffers are not.
+    pub repl_backlog: u64,
     /// Tables of the non-empty databases.
     pub dbs: Vec<DbOverhead>,
     /// `used_memory_overhead`.
@@ -209,6 +213,7 @@ impl Figures {
             .collect();
         let keys = (0..ks.databases()).map(|db| ks.db(db).len() as u64).sum();
         let startup = state.startup_memory_bytes;
+        let repl_backlog = state.repl.backlog.as_ref().map_or(0, |b| b.allocated()) as u64;
         let tables: u64 = dbs.iter().map(|d| d.main + d.expires).sum();
         Figures {
             used,
@@ -218,8 +223,9 @@ impl Figures {
             allocator,
             clients_normal,
             clients_slaves: state.replica_output_bytes,
+            repl_backlog,
             dbs,
-            overhead: startup + clients_normal + state.replica_output_bytes + tables,
+            overhead: startup + clients_normal + state.replica_output_bytes + repl_backlog + tables,
             keys,
         }
     }

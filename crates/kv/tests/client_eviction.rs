@@ -323,3 +323,51 @@ fn a_percentage_applies_to_maxmemory_and_means_no_limit_without_it() {
     assert_eq!(info_field(&mut c, "stats", "evicted_clients"), "1");
     server.stop();
 }
+
+/// A numeric INFO memory field.
+fn memory_field(c: &mut Raw, name: &str) -> u64 {
+    info_field(c, "memory", name)
+        .parse()
+        .unwrap_or_else(|_| panic!("no {name}"))
+}
+
+#[test]
+fn a_replica_is_counted_apart_and_never_evicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut c = controller(&server);
+    c.check(b"CONFIG SET maxmemory-clients 1mb\r\n", b"+OK\r\n");
+    let mut replica = server.raw();
+    let replica_id = client_id(&mut replica);
+    replica.stream.write_all(b"SYNC\r\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let line = c.bulk(&resp(&["CLIENT", "LIST", "ID", &replica_id.to_string()]));
+        if String::from_utf8_lossy(&line).contains(" flags=S ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never attached: {line:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // 20 MB of writes the replica does not read: far more than its
+    // socket takes, so its reply buffer holds megabytes.
+    let value = "v".repeat(500_000);
+    for i in 0..40 {
+        c.check(&resp(&["SET", &format!("k{i}"), &value]), b"+OK\r\n");
+    }
+    let slaves = memory_field(&mut c, "mem_clients_slaves");
+    assert!(slaves > 2_000_000, "mem_clients_slaves {slaves}");
+    assert_eq!(memory_field(&mut c, "mem_not_counted_for_evict"), slaves);
+    let backlog = memory_field(&mut c, "mem_replication_backlog");
+    assert!(backlog > 0);
+    assert_eq!(
+        memory_field(&mut c, "mem_total_replication_buffers"),
+        backlog + slaves
+    );
+    // Neither counted with the normal clients nor evicted.
+    assert!(memory_field(&mut c, "mem_clients_normal") < 1_000_000);
+    assert_eq!(info_field(&mut c, "stats", "evicted_clients"), "0");
+    let line = c.bulk(&resp(&["CLIENT", "LIST", "ID", &replica_id.to_string()]));
+    assert!(String::from_utf8_lossy(&line).contains(" flags=S "));
+    server.stop();
+}
