@@ -184,6 +184,9 @@ pub struct Session {
     /// CLIENT LIST's `multi-mem` while `multi` holds commands: their
     /// arguments' bytes and a pointer each, as Redis counts them.
     pub multi_bytes: u64,
+    /// The memory figure and kind the event loop last gave the client
+    /// memory ledger, so an unchanged figure costs no ledger update.
+    pub mem_counted: Option<(u64, crate::client_memory::ClientKind)>,
     /// A command failed to queue: EXEC will abort.
     pub multi_error: bool,
     /// WATCHed keys with the version seen at WATCH time.

@@ -38,10 +38,16 @@ impl Server {
         }
     }
 
-    /// Gives the ledger connection `index`'s current figure.
-    pub(super) fn count_client(&mut self, conn: &Conn, index: usize) {
+    /// Gives the ledger connection `index`'s current figure, unless it
+    /// is the one it last gave (the common case after a command: buffers
+    /// keep their capacity), which costs no lookup.
+    pub(super) fn count_client(&mut self, conn: &mut Conn, index: usize) {
         let kind = self.client_kind(conn, index);
         let bytes = footprint(&self.state, conn).total();
+        if conn.session.mem_counted == Some((bytes, kind)) {
+            return;
+        }
+        conn.session.mem_counted = Some((bytes, kind));
         self.state
             .client_memory
             .update(conn.session.id, bytes, kind);

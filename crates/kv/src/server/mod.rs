@@ -409,7 +409,7 @@ impl Server {
             ReadOutcome::More => self.reread.push(index),
         }
         // What it read counts before its first command runs.
-        self.count_client(&conn, index);
+        self.count_client(&mut conn, index);
         if self.is_link(index) {
             self.link_input(&mut conn, index);
         } else if self.is_replica_conn(index) || self.is_pending_replica(index) {
@@ -428,7 +428,7 @@ impl Server {
             self.attach_replica(index, &mut conn);
         }
         note_buffers(&mut self.state, &conn);
-        self.count_client(&conn, index);
+        self.count_client(&mut conn, index);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
         if has_output {
@@ -714,6 +714,8 @@ impl Server {
                     info.qbuf_free = 0;
                     let bytes = client_evict::footprint(&self.state, conn).total();
                     self.state.client_memory.resize(conn.session.id, bytes);
+                    // The next count compares with the ledger's new figure.
+                    conn.session.mem_counted = None;
                 }
             }
         }
@@ -787,7 +789,7 @@ impl Server {
             Ok(true) if conn.closing => self.close(conn, index),
             Ok(done) => {
                 note_buffers(&mut self.state, &conn);
-                self.count_client(&conn, index);
+                self.count_client(&mut conn, index);
                 if done == conn.want_write {
                     conn.want_write = !done;
                     let interest = if done {
