@@ -572,8 +572,13 @@ impl Server {
                     self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
                     self.enforce_output_limit(conn);
-                    // Its replies and queued commands count at once.
-                    self.count_client(conn, index);
+                    // Its replies and queued commands count at once when
+                    // client eviction may need them before its next
+                    // command; otherwise once its turn ends, which is
+                    // before any other client can see the figure.
+                    if self.state.config.maxmemory_clients != 0 {
+                        self.count_client(conn, index);
+                    }
                     if self.state.reload_requested {
                         self.reload();
                     }
