@@ -36,6 +36,7 @@
 //! ```
 
 pub mod aof;
+pub mod client_memory;
 pub mod cmdstats;
 pub mod commands;
 pub mod config;

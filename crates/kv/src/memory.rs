@@ -164,11 +164,15 @@ pub struct Figures {
     pub rss: u64,
     /// The allocator's own figures (without them, Redis's fallbacks).
     pub allocator: AllocatorStats,
-    /// Query and reply buffers of the clients (`mem_clients_normal`).
+    /// Memory of the clients but the replicas (`mem_clients_normal`).
     pub clients_normal: u64,
     /// Reply buffers of the replicas (`mem_clients_slaves`), which are
     /// also `mem_not_counted_for_evict`.
     pub clients_slaves: u64,
+    /// The replication backlog's allocation (`mem_replication_backlog`):
+    /// counted against `maxmemory`, as Redis counts the backlog up to
+    /// its size, while the replicas' buffers are not.
+    pub repl_backlog: u64,
     /// Tables of the non-empty databases.
     pub dbs: Vec<DbOverhead>,
     /// `used_memory_overhead`.
@@ -195,11 +199,9 @@ impl Figures {
             active: rss,
             resident: rss,
         });
-        let clients_normal = state
-            .clients
-            .values()
-            .map(|c| (c.qbuf + c.qbuf_free + c.omem) as u64)
-            .sum();
+        // Kept current by the event loop (`client_memory.rs`), as Redis
+        // keeps it incrementally rather than walking every client.
+        let clients_normal = state.client_memory.normal_total();
         let ks = &state.keyspace;
         let dbs: Vec<DbOverhead> = (0..ks.databases())
             .filter(|&db| !ks.db(db).is_empty())
@@ -211,6 +213,7 @@ impl Figures {
             .collect();
         let keys = (0..ks.databases()).map(|db| ks.db(db).len() as u64).sum();
         let startup = state.startup_memory_bytes;
+        let repl_backlog = state.repl.backlog.as_ref().map_or(0, |b| b.allocated()) as u64;
         let tables: u64 = dbs.iter().map(|d| d.main + d.expires).sum();
         Figures {
             used,
@@ -220,8 +223,9 @@ impl Figures {
             allocator,
             clients_normal,
             clients_slaves: state.replica_output_bytes,
+            repl_backlog,
             dbs,
-            overhead: startup + clients_normal + state.replica_output_bytes + tables,
+            overhead: startup + clients_normal + state.replica_output_bytes + repl_backlog + tables,
             keys,
         }
     }

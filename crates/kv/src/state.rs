@@ -27,6 +27,8 @@ pub struct Stats {
     pub event_loop_moves: u64,
     /// Keys evicted for `maxmemory` (INFO `evicted_keys`).
     pub evicted_keys: u64,
+    /// Clients closed for `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted_clients: u64,
     /// Per-command and per-error counters (INFO commandstats, errorstats,
     /// latencystats).
     pub commands: crate::cmdstats::CommandTable,
@@ -98,6 +100,8 @@ pub struct ClientInfo {
     pub obl: usize,
     /// Bytes allocated for replies (`omem`).
     pub omem: usize,
+    /// Bytes of its queued transaction and watched keys (`multi-mem`).
+    pub multi_mem: u64,
     /// Unix ms of the connection's last read or write (`idle`).
     pub last_ms: i64,
     /// The user it is authenticated as (`user`; empty: `default`).
@@ -141,6 +145,9 @@ pub struct State {
     pub start_unix_s: i64,
     /// Connected clients by id.
     pub clients: BTreeMap<u64, ClientInfo>,
+    /// What each client holds in memory, and client eviction's buckets
+    /// (`client_memory.rs`); the event loop keeps it current.
+    pub client_memory: crate::client_memory::ClientMemory,
     /// SHUTDOWN was called.
     pub shutdown_requested: bool,
     /// The TCP port actually bound.
@@ -271,6 +278,7 @@ impl State {
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,
             clients: BTreeMap::new(),
+            client_memory: Default::default(),
             shutdown_requested: false,
             port: 0,
             pubsub: Default::default(),

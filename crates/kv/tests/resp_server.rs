@@ -144,9 +144,13 @@ fn client_list_shows_each_connections_buffers() {
     };
     assert_eq!(field(&seen, "qbuf"), partial.len(), "{seen:?}");
     assert!(field(&seen, "omem") > 0, "A got a reply before: {seen:?}");
+    // The buffers and the connection's fixed cost (`client_memory.rs`).
     assert_eq!(
         field(&seen, "tot-mem"),
-        field(&seen, "qbuf") + field(&seen, "qbuf-free") + field(&seen, "omem")
+        field(&seen, "qbuf")
+            + field(&seen, "qbuf-free")
+            + field(&seen, "omem")
+            + ferrite_kv::client_memory::CONN_BASE_BYTES as usize
     );
     a.check(b"defghij\r\n", b"+OK\r\n");
     let after = client_fields(&b.roundtrip_any(b"CLIENT LIST\r\n"), 1);

@@ -11,6 +11,7 @@ use super::connection::set_name;
 use super::introspect::help_reply;
 use super::table::*;
 use super::{errors, int_arg, upper, CmdResult, Ctx};
+use crate::client_memory::{multi_bytes, pubsub_bytes, transaction_bytes, Footprint};
 use crate::resp::Args;
 
 /// One CLIENT LIST line. `idle` and `cmd` are as of the connection's last
@@ -22,13 +23,25 @@ pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let now = crate::state::unix_ms();
     let info = ctx.state.clients.get(&id).cloned().unwrap_or_default();
     let own = id == ctx.session.id;
-    let (idle, cmd, multi, qbuf, qbuf_free, obl, omem) = if own {
+    let hub = &ctx.state.pubsub;
+    let (idle, cmd, multi, qbuf, qbuf_free, obl, omem, multi_mem, tot_mem) = if own {
         // The caller's reply is being built: nothing of it is pending yet.
         let multi = ctx.session.multi.as_ref().map(Vec::len);
         let (qbuf, free) = ctx.session.query_buffer;
-        (0, ctx.session.last_cmd.as_deref(), multi, qbuf, free, 0, 0)
+        let footprint = Footprint {
+            query: (qbuf + free) as u64,
+            output: 0,
+            multi: transaction_bytes(ctx.session),
+            pubsub: pubsub_bytes(hub, id),
+        };
+        let last = ctx.session.last_cmd.as_deref();
+        let (multi_mem, total) = (multi_bytes(ctx.session), footprint.total());
+        (0, last, multi, qbuf, free, 0, 0, multi_mem, total)
     } else {
         let idle = (now - info.last_ms).max(0) / 1000;
+        // The ledger's figure is current; the rest is as of the
+        // connection's last read or write.
+        let total = ctx.state.client_memory.bytes_of(id).unwrap_or(0);
         (
             idle,
             info.cmd.as_deref(),
@@ -37,23 +50,28 @@ pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
             info.qbuf_free,
             info.obl,
             info.omem,
+            info.multi_mem,
+            total,
         )
     };
-    // Redis's flags, in its order: `O` MONITOR, `P` Pub/Sub, `x` MULTI,
-    // `b` blocked, `t` tracking, `R` broken redirect, `B` BCAST; `N` for
-    // none.
-    let hub = &ctx.state.pubsub;
+    // Redis's flags, in its order: `O` MONITOR, `S` replica, `M` master,
+    // `P` Pub/Sub, `x` MULTI, `b` blocked, `t` tracking, `R` broken
+    // redirect, `B` BCAST, `e` no-evict; `N` for none.
     let tracking = hub.tracking.clients.get(&id);
     let (sub, psub, ssub) = hub.counts(id);
+    let repl = &ctx.state.repl;
     let mut flags = String::new();
     for (on, letter) in [
         (hub.monitors.contains(&id), 'O'),
+        (repl.replicas.iter().any(|r| r.id == id), 'S'),
+        (repl.link_client == Some(id), 'M'),
         (sub + psub + ssub > 0, 'P'),
         (multi.is_some(), 'x'),
         (ctx.state.blocking.is_blocked(id), 'b'),
         (tracking.is_some(), 't'),
         (tracking.is_some_and(|t| t.broken_redirect), 'R'),
         (tracking.is_some_and(|t| t.bcast), 'B'),
+        (ctx.state.client_memory.no_evict(id), 'e'),
     ] {
         if on {
             flags.push(letter);
@@ -65,13 +83,12 @@ pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     let redir = tracking.map_or(-1, |t| t.redirect as i64);
     let multi = multi.map_or(-1, |queued| queued as i64);
     format!(
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll=0 omem={omem} tot-mem={} events=r cmd={} user={} redir={redir} resp={}\n",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem={multi_mem} rbs=0 rbp=0 obl={obl} oll=0 omem={omem} tot-mem={tot_mem} events=r cmd={} user={} redir={redir} resp={}\n",
         info.addr,
         info.laddr,
         info.name,
         (now - info.created_ms).max(0) / 1000,
         info.db,
-        qbuf + qbuf_free + omem,
         cmd.unwrap_or("NULL"),
         String::from_utf8_lossy(super::acl_check::client_user(&info)),
         info.resp
@@ -272,13 +289,16 @@ fn id(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Eviction never closes clients in Ferrite (it has no client eviction),
-/// so the mode is accepted and has nothing to change.
+/// Exempts the caller from client eviction (`maxmemory-clients`), or
+/// makes it evictable again; its memory counts either way.
 fn no_evict(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    match upper(args, 2).as_slice() {
-        b"ON" | b"OFF" => ctx.reply.ok(),
+    let on = match upper(args, 2).as_slice() {
+        b"ON" => true,
+        b"OFF" => false,
         _ => return Err(Cow::Borrowed(errors::SYNTAX)),
-    }
+    };
+    ctx.state.client_memory.set_no_evict(ctx.session.id, on);
+    ctx.reply.ok();
     Ok(())
 }
 

@@ -212,7 +212,7 @@ fn stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         ("peak.allocated", f.peak),
         ("total.allocated", f.used),
         ("startup.allocated", f.startup),
-        ("replication.backlog", 0),
+        ("replication.backlog", f.repl_backlog),
         ("clients.slaves", f.clients_slaves),
         ("clients.normal", f.clients_normal),
         ("cluster.links", 0),

@@ -188,6 +188,12 @@ pub struct Session {
     pub user: Option<Vec<u8>>,
     /// Commands queued since MULTI, if in a transaction.
     pub multi: Option<Vec<QueuedCommand>>,
+    /// CLIENT LIST's `multi-mem` while `multi` holds commands: their
+    /// arguments' bytes and a pointer each, as Redis counts them.
+    pub multi_bytes: u64,
+    /// The memory figure and kind the event loop last gave the client
+    /// memory ledger, so an unchanged figure costs no ledger update.
+    pub mem_counted: Option<(u64, crate::client_memory::ClientKind)>,
     /// A command failed to queue: EXEC will abort.
     pub multi_error: bool,
     /// WATCHed keys with the version seen at WATCH time.
@@ -429,6 +435,12 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             return;
         }
         if let Some(queue) = ctx.session.multi.as_mut() {
+            // What the queue holds, for the client's memory (`multi-mem`),
+            // kept as it grows so that reading it costs nothing.
+            if queue.is_empty() {
+                ctx.session.multi_bytes = 0;
+            }
+            ctx.session.multi_bytes += crate::client_memory::queued_command_bytes(args);
             queue.push(args.to_vec());
         }
         ctx.reply.simple("QUEUED");

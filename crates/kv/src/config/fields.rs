@@ -51,6 +51,13 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
                 .collect()
         }
         "maxmemory" => config.maxmemory_bytes = number(text),
+        "maxmemory-clients" => {
+            // Checked as bytes or `N%` (a percentage of maxmemory).
+            config.maxmemory_clients = match text.strip_suffix('%') {
+                Some(percent) => -number::<i64>(percent),
+                None => number(text),
+            }
+        }
         "server_cpulist" => config.server_cpulist = text.to_string(),
         "aof_rewrite_cpulist" => config.aof_rewrite_cpulist = text.to_string(),
         "dir" => config.dir = PathBuf::from(text),
@@ -142,6 +149,10 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" "),
         "maxmemory" => config.maxmemory_bytes.to_string(),
+        "maxmemory-clients" if config.maxmemory_clients < 0 => {
+            format!("{}%", config.maxmemory_clients.unsigned_abs())
+        }
+        "maxmemory-clients" => config.maxmemory_clients.to_string(),
         "server_cpulist" => config.server_cpulist.clone(),
         "aof_rewrite_cpulist" => config.aof_rewrite_cpulist.clone(),
         "dir" => config.dir.display().to_string(),

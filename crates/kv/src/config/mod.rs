@@ -211,6 +211,10 @@ pub struct Config {
     pub maxclients: usize,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
+    /// Memory all clients may hold before the largest are closed
+    /// (`maxmemory-clients`): bytes, or `-N` for N percent of
+    /// `maxmemory`; 0 for no limit. See [`Config::client_eviction_limit`].
+    pub maxmemory_clients: i64,
     /// Longest bulk string in bytes (`proto-max-bulk-len`).
     pub proto_max_bulk_len_bytes: usize,
     /// Largest query buffer per client in bytes (`client-query-buffer-limit`).
@@ -353,6 +357,7 @@ impl Default for Config {
             requirepass: None,
             maxclients: 0,
             maxmemory_bytes: 0,
+            maxmemory_clients: 0,
             proto_max_bulk_len_bytes: 0,
             client_query_buffer_limit_bytes: 0,
             databases: 0,
@@ -639,6 +644,21 @@ impl Config {
         }
         *self = next;
         Ok(())
+    }
+
+    /// The bytes clients may hold before client eviction starts, 0 for
+    /// no limit, as Redis reads `maxmemory-clients`: a percentage of
+    /// `maxmemory` (no limit while that is 0), and never below 128 KiB,
+    /// so a mistaken setting cannot shut every client out.
+    pub fn client_eviction_limit(&self) -> u64 {
+        const FLOOR_BYTES: u64 = 128 * 1024;
+        let limit = match self.maxmemory_clients {
+            0 => return 0,
+            n if n > 0 => n as u64,
+            _ if self.maxmemory_bytes == 0 => return 0,
+            n => (self.maxmemory_bytes as f64 * n.unsigned_abs() as f64 / 100.0) as u64,
+        };
+        limit.max(FLOOR_BYTES)
     }
 
     /// `hz` as the timer runs it: Redis clamps it to 1..=500.

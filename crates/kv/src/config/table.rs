@@ -230,7 +230,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("client-query-buffer-limit", None, Kind::Num { min: 1 << 20, max: I64_MAX, signed: false, unit: Unit::Memory }, "1073741824", 0, Acts, "Largest query buffer of one client."),
     d!("proto-max-bulk-len", None, memory(1 << 20, I64_MAX, true), "536870912", 0, Acts, "Longest bulk string a client may send."),
     d!("client-output-buffer-limit", None, Sp(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", MULTI_ARG, Acts, "Reply buffer limits per client class: hard bytes, soft bytes, soft seconds."),
-    d!("maxmemory-clients", None, Kind::Num { min: -100, max: I64_MAX, signed: true, unit: Unit::MemoryPercent }, "0", 0, No(NOT_YET), "Memory all clients may use before some are evicted."),
+    d!("maxmemory-clients", None, Kind::Num { min: -100, max: I64_MAX, signed: true, unit: Unit::MemoryPercent }, "0", 0, Acts, "Memory all clients may use before the largest are closed (0: no limit; N%: of maxmemory)."),
     d!("tracking-table-max-keys", None, unsigned(0, I64_MAX), "1000000", 0, No(NOT_YET), "Keys client-side caching tracks."),
     d!("io-threads", None, num(1, 128), "1", IMMUTABLE, No(NOT_YET), "Threads for client I/O."),
     d!("io-threads-do-reads", None, Bool, "no", IMMUTABLE, No(NOT_YET), "Whether I/O threads also read."),

@@ -11,6 +11,7 @@
 mod accept;
 pub(crate) mod blocking;
 mod busy;
+mod client_evict;
 mod conn;
 pub(crate) mod failover;
 mod master_link;
@@ -129,6 +130,9 @@ pub struct Server {
     next_client_id: u64,
     stop: Arc<AtomicBool>,
     scratch: Vec<u8>,
+    /// Client eviction chose the connection whose command was about to
+    /// run: close it once its turn ends (`client_evict.rs`).
+    evicted_current: bool,
     last_tick: Instant,
     unstack: crate::cpus::Unstack,
 }
@@ -147,6 +151,7 @@ fn note_buffers(state: &mut State, conn: &Conn) {
         info.qbuf_free = conn.inbuf.capacity() - conn.inbuf.len();
         info.obl = conn.reply.buf.len().saturating_sub(conn.out_sent);
         info.omem = conn.reply.buf.capacity();
+        info.multi_mem = crate::client_memory::multi_bytes(&conn.session);
     }
 }
 
@@ -224,6 +229,7 @@ impl Server {
             next_client_id: 1,
             stop,
             scratch: vec![0; READ_CHUNK_BYTES],
+            evicted_current: false,
             last_tick: Instant::now(),
             unstack: crate::cpus::Unstack::default(),
         })
@@ -403,12 +409,18 @@ impl Server {
             ReadOutcome::Data => {}
             ReadOutcome::More => self.reread.push(index),
         }
+        // What it read counts before its first command runs.
+        self.count_client(&mut conn, index);
         if self.is_link(index) {
             self.link_input(&mut conn, index);
         } else if self.is_replica_conn(index) || self.is_pending_replica(index) {
             self.replica_input(&mut conn);
         } else {
             self.run_commands(&mut conn, index);
+            if std::mem::take(&mut self.evicted_current) {
+                self.close(conn, index);
+                return self.close_killed();
+            }
         }
         if conn.session.sync_requested
             && !self.is_replica_conn(index)
@@ -417,6 +429,7 @@ impl Server {
             self.attach_replica(index, &mut conn);
         }
         note_buffers(&mut self.state, &conn);
+        self.count_client(&mut conn, index);
         let has_output = !conn.reply.buf.is_empty() || conn.closing;
         self.conns[index] = Some(conn);
         if has_output {
@@ -509,6 +522,11 @@ impl Server {
             let limits = conn.limits(self.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
+                    // As Redis, clients over maxmemory-clients go before
+                    // any command runs (this one's client too).
+                    if self.evict_clients(Some(conn)) {
+                        break;
+                    }
                     let args = conn.parser.args(&conn.inbuf[at..]);
                     conn.session.query_buffer = (
                         conn.inbuf.len() - at,
@@ -555,6 +573,13 @@ impl Server {
                     self.after_command(id, db, index, block, &args);
                     conn.closing |= conn.session.close_after_reply;
                     self.enforce_output_limit(conn);
+                    // Its replies and queued commands count at once when
+                    // client eviction may need them before its next
+                    // command; otherwise once its turn ends, which is
+                    // before any other client can see the figure.
+                    if self.state.config.maxmemory_clients != 0 {
+                        self.count_client(conn, index);
+                    }
                     if self.state.reload_requested {
                         self.reload();
                     }
@@ -631,6 +656,7 @@ impl Server {
         self.state.blocking.forget(&mut self.state.keyspace, id);
         self.state.repl.waiters.retain(|w| w.id != id);
         self.state.clients.remove(&id);
+        self.state.client_memory.remove(id);
         self.state.pubsub.forget_client(id);
         self.ids.remove(&id);
         self.conns[index] = None;
@@ -693,6 +719,10 @@ impl Server {
                 if now - info.last_ms >= conn::QUERY_BUF_IDLE_MS {
                     conn.inbuf = Vec::new();
                     info.qbuf_free = 0;
+                    let bytes = client_evict::footprint(&self.state, conn).total();
+                    self.state.client_memory.resize(conn.session.id, bytes);
+                    // The next count compares with the ledger's new figure.
+                    conn.session.mem_counted = None;
                 }
             }
         }
@@ -739,6 +769,7 @@ impl Server {
         for index in ready {
             self.flush_conn(index, acknowledged, failed);
         }
+        self.evict_clients(None);
     }
 
     fn flush_conn(&mut self, index: usize, acknowledged: u64, failed: bool) {
@@ -765,6 +796,7 @@ impl Server {
             Ok(true) if conn.closing => self.close(conn, index),
             Ok(done) => {
                 note_buffers(&mut self.state, &conn);
+                self.count_client(&mut conn, index);
                 if done == conn.want_write {
                     conn.want_write = !done;
                     let interest = if done {

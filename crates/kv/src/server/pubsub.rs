@@ -398,6 +398,7 @@ impl super::Server {
                 // A subscriber that does not read would hold every message
                 // in memory (`obuf.rs`).
                 self.enforce_output_limit(&mut conn);
+                self.count_client(&mut conn, index);
                 self.conns[index] = Some(conn);
             }
             self.mark_ready(index);

@@ -42,6 +42,11 @@ impl Backlog {
         self.buf.drain(..excess);
     }
 
+    /// Bytes allocated for it (INFO's `mem_replication_backlog`).
+    pub fn allocated(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Bytes held (INFO's `repl_backlog_histlen`).
     pub fn histlen(&self) -> usize {
         self.buf.len()

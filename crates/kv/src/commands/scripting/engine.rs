@@ -164,14 +164,24 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// The scripts in this thread's cache and its interpreter's memory in
-/// bytes, for INFO memory (an interpreter is made if there is none).
+/// bytes, for INFO memory; both 0 while no script made an interpreter.
+/// INFO must not make one: its tens of kilobytes would appear in
+/// `used_memory` right after the INFO that reported it, and a client
+/// that sets `maxmemory` a little above that figure would see keys
+/// evicted for memory no data took.
 pub fn cache_figures() -> (usize, usize) {
-    with_lua(|lua| {
-        let scripts: Table = lua.named_registry_value(SCRIPTS)?;
-        let count = scripts.pairs::<Value, Value>().count();
-        Ok((count, lua.used_memory()))
+    LUA.with(|cell| {
+        let Ok(held) = cell.try_borrow() else {
+            return (0, 0);
+        };
+        let Some(lua) = held.as_ref() else {
+            return (0, 0);
+        };
+        let count = lua
+            .named_registry_value::<Table>(SCRIPTS)
+            .map_or(0, |scripts| scripts.pairs::<Value, Value>().count());
+        (count, lua.used_memory())
     })
-    .unwrap_or((0, 0))
 }
 
 /// The lowercase hex SHA1 of `body`, the name scripts are cached under.
