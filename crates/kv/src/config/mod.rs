@@ -209,6 +209,10 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Most connected clients (`maxclients`).
     pub maxclients: usize,
+    /// Seconds a client may stay idle, 0 for ever (`timeout`).
+    pub timeout_s: u64,
+    /// The `tls-*` directives and the context built from them.
+    pub tls: crate::tls::Settings,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
     /// Longest bulk string in bytes (`proto-max-bulk-len`).
@@ -339,6 +343,8 @@ impl Default for Config {
             log_device: LogDevice::Auto,
             requirepass: None,
             maxclients: 0,
+            timeout_s: 0,
+            tls: Default::default(),
             maxmemory_bytes: 0,
             proto_max_bulk_len_bytes: 0,
             client_query_buffer_limit_bytes: 0,
