@@ -177,6 +177,14 @@ impl Server {
         let waker = Arc::new(
             Waker::new(poll.registry(), WAKER).map_err(io_err("create waker", "eventfd".into()))?,
         );
+        // Commands replayed from the log below were logged by their
+        // renamed names, and run on this thread.
+        crate::commands::rename::install(&config.renamed_commands).map_err(|reason| {
+            Error::Config {
+                origin: "rename-command".into(),
+                reason,
+            }
+        })?;
         let mut state = State::new(config);
         state.acl = crate::users::Acl::at_startup(&state.config).map_err(|reason| {
             crate::Error::Config {
@@ -293,6 +301,8 @@ impl Server {
             }
         }
         self.unstack = crate::cpus::Unstack::for_current_thread();
+        // Checked when the server was bound, so this cannot fail.
+        let _ = crate::commands::rename::install(&self.state.config.renamed_commands);
         crate::rewrite::seat::register_loop();
         // The wording is redis-server's: Redis's test harness waits for it.
         tracing::info!("Ready to accept connections tcp (port {})", self.state.port);

@@ -51,3 +51,44 @@ fn decrypt(path: &str, pem: &str, pass: &str) -> Result<PrivateKeyDer<'static>, 
         plain.as_bytes().to_vec(),
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pkcs8::der::pem::LineEnding;
+    use pkcs8::pkcs5::pbes2;
+    use pkcs8::PrivateKeyInfo;
+
+    /// Writes `pem` to a temporary file and loads it with `pass`.
+    fn load_text(pem: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        std::fs::write(&path, pem).unwrap();
+        load(path.to_str().unwrap(), pass)
+    }
+
+    #[test]
+    fn an_encrypted_pkcs8_key_needs_its_passphrase() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let der = key.serialize_der();
+        let params =
+            pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"saltsalt", &[7; 16]).unwrap();
+        let encrypted = PrivateKeyInfo::try_from(der.as_slice())
+            .unwrap()
+            .encrypt_with_params(params, b"secret")
+            .unwrap()
+            .to_pem("ENCRYPTED PRIVATE KEY", LineEnding::LF)
+            .unwrap();
+        let loaded = load_text(&encrypted, "secret").unwrap();
+        assert_eq!(loaded.secret_der(), der.as_slice());
+        let err = load_text(&encrypted, "").unwrap_err();
+        assert!(err.contains("tls-key-file-pass is empty"), "{err}");
+        let err = load_text(&encrypted, "wrong").unwrap_err();
+        assert!(err.contains("cannot decrypt"), "{err}");
+        // The plain key loads without a passphrase.
+        assert!(load_text(&key.serialize_pem(), "").is_ok());
+        let legacy = "-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n";
+        assert!(load_text(legacy, "x").unwrap_err().contains("legacy"));
+        assert!(load_text("nothing here", "").is_err());
+    }
+}
