@@ -196,7 +196,8 @@ pub fn run(common: &Common) -> Result<()> {
     ensure_redis()?;
     let mut report = Report::new("kv_tls", common.quick, common.runs());
     let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
-    let scratch = report::disk_scratch_dir()?.join("kv_tls");
+    // Absolute: redis-server reads its certificates after moving to `dir`.
+    let scratch = std::path::absolute(report::disk_scratch_dir()?.join("kv_tls"))?;
     let certs = scratch.join("certs");
     certificates(&certs)?;
     report.note("server pinned to core 0, redis-benchmark --tls to core 1 (taskset); persistence off on both; ratios are Ferrite/Redis, > 1 means Ferrite is faster");
