@@ -99,9 +99,10 @@ fi
 # 250 ports per COMPAT_PORT from 30000 for the servers the harness starts
 # (own mode) and, 32 below its base, its own test clients (both modes):
 # concurrent runs would otherwise all take the harness's default ports.
-# COMPAT_PORTs that differ in their tens (21600, 21650, 22100...) get
-# distinct ranges, all below 60,300.
-own_base=$(( 30000 + (port / 10 % 100) * 300 + 32 ))
+# COMPAT_PORTs whose tens differ modulo 85 (21600, 21650, 22100...) get
+# distinct ranges, all below 55,500: the harness also probes each port
+# plus 10,000 (a cluster bus port), which must stay below 65,536.
+own_base=$(( 30000 + (port / 10 % 85) * 300 + 32 ))
 
 # Points the suite's src/redis-server at `server`'s binary.
 install_server_wrapper() { # server
