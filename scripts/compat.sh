@@ -17,7 +17,15 @@
 # may take, default 600), COMPAT_PORT (the server's port, default 21600; give
 # concurrent runs different ports), COMPAT_MODE (default "external"),
 # COMPAT_HARNESS_ARGS (more test_helper.tcl options, e.g. `--tags -needs:debug`
-# to see what a unit's exceptions hide; not for the reported ratios).
+# to see what a unit's exceptions hide; not for the reported ratios),
+# COMPAT_TLS (1: external mode over TLS, below).
+#
+# COMPAT_TLS=1 runs external mode over TLS: each server listens on
+# COMPAT_PORT as its `tls-port` only (`port 0`), with the certificates that
+# Redis's utils/gen-test-certs.sh writes into the scratch copy's tests/tls
+# (client certificates required, as the harness presents one), and the
+# harness runs with `--tls` (Tcl's tls package, Debian's tcl-tls, is
+# installed if missing). Results go to target/compat/tls/<server>.
 #
 # COMPAT_MODE=own runs the harness the way Redis's own CI does: it starts
 # its own servers (`start_server` blocks, tests tagged external:skip too)
@@ -45,6 +53,11 @@ need=()
 command -v tclsh >/dev/null || need+=(tcl)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
+tls="${COMPAT_TLS:-0}"
+if [ "$tls" = 1 ]; then
+  command -v openssl >/dev/null || need+=(openssl)
+  echo 'package require tls' | tclsh >/dev/null 2>&1 || need+=(tcl-tls)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
@@ -64,12 +77,32 @@ for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
 done
 port="${COMPAT_PORT:-21600}"
 mode="${COMPAT_MODE:-external}"
+tls_args=()
+server_tls=()
+cli_tls=()
+if [ "$tls" = 1 ]; then
+  [ "$mode" = external ] || { echo "COMPAT_TLS=1 needs COMPAT_MODE=external" >&2; exit 2; }
+  # The suite's certificates, made in the scratch copy (the checkout is
+  # only read). Kept across runs: making DH parameters takes a while.
+  certs="$root/target/compat/tls-certs"
+  if [ ! -s "$certs/redis.dh" ]; then
+    rm -rf "$certs" && mkdir -p "$certs"
+    (cd "$certs" && bash "$src/utils/gen-test-certs.sh" >/dev/null 2>&1)
+  fi
+  cp -r "$certs/tests/tls" "$work/suite/tests/tls"
+  t="$work/suite/tests/tls"
+  tls_args=(--tls)
+  server_tls=(--port 0 --tls-port "$port" --tls-cert-file "$t/server.crt" --tls-key-file "$t/server.key"
+    --tls-ca-cert-file "$t/ca.crt" --tls-dh-params-file "$t/redis.dh")
+  cli_tls=(--tls --cert "$t/client.crt" --key "$t/client.key" --cacert "$t/ca.crt")
+fi
 # 250 ports per COMPAT_PORT from 30000 for the servers the harness starts
 # (own mode) and, 32 below its base, its own test clients (both modes):
 # concurrent runs would otherwise all take the harness's default ports.
-# COMPAT_PORTs that differ in their tens (21600, 21650, 22100...) get
-# distinct ranges, all below 60,300.
-own_base=$(( 30000 + (port / 10 % 100) * 300 + 32 ))
+# COMPAT_PORTs whose tens differ modulo 85 (21600, 21650, 22100...) get
+# distinct ranges, all below 55,500: the harness also probes each port
+# plus 10,000 (a cluster bus port), which must stay below 65,536.
+own_base=$(( 30000 + (port / 10 % 85) * 300 + 32 ))
 
 # Points the suite's src/redis-server at `server`'s binary.
 install_server_wrapper() { # server
@@ -99,7 +132,7 @@ run_unit() { # server unit log
   pid=$(start_server "$server" "$dir")
   (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --host 127.0.0.1 \
     --port "$port" --baseport "$own_base" --portcount 250 --singledb --ignore-encoding --ignore-digest --single "unit/$unit" \
-    --clients 1 ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
+    --clients 1 "${tls_args[@]}" ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
@@ -108,13 +141,13 @@ start_server() { # server dir -> pid
   local server=$1 dir=$2
   case $server in
     ferrite) "$ferrite" serve --port "$port" --dir "$dir" --enable-debug-command yes \
-      >"$dir/server.log" 2>&1 & ;;
+      "${server_tls[@]}" >"$dir/server.log" 2>&1 & ;;
     redis) redis-server --port "$port" --dir "$dir" --save '' --appendonly no \
-      --enable-debug-command yes >"$dir/server.log" 2>&1 & ;;
+      --enable-debug-command yes "${server_tls[@]}" >"$dir/server.log" 2>&1 & ;;
   esac
   echo $!
   for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+    redis-cli "${cli_tls[@]}" -p "$port" ping >/dev/null 2>&1 && return 0
     sleep 0.1
   done
 }
@@ -124,6 +157,7 @@ start_server() { # server dir -> pid
 # from this run or, with COMPAT_SERVERS=ferrite, from an earlier one.
 results="$work"
 [ "$mode" = own ] && results="$work/own"
+[ "$tls" = 1 ] && results="$work/tls"
 declare -A total_ok
 for s in "${servers[@]}"; do total_ok[$s]=0; done
 total_both=0

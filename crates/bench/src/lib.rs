@@ -16,6 +16,7 @@ use anyhow::Result;
 pub mod idle;
 pub mod kv;
 mod kv_blocking;
+mod kv_tls;
 pub mod kvload;
 mod media_validation;
 pub mod pmem;
@@ -80,6 +81,16 @@ impl Common {
     }
 }
 
+/// Options of the kv experiment.
+#[derive(Clone, Debug, clap::Args)]
+pub struct KvArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// SET/GET over TLS against redis-server's TLS instead (`kv_tls.rs`).
+    #[arg(long)]
+    pub tls: bool,
+}
+
 /// The experiments.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum Experiment {
@@ -101,8 +112,9 @@ pub enum Experiment {
     /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
     Tpcc(tpcc::TpccArgs),
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
-    /// setting): throughput by appendfsync level and log medium, memory.
-    Kv(Common),
+    /// setting): throughput by appendfsync level and log medium, memory;
+    /// with `--tls`, SET/GET over TLS against redis-server's TLS.
+    Kv(KvArgs),
     /// Paper 002's figures (issue #5): Ferrite's parallel log rewrite vs
     /// redis-server 7 BGREWRITEAOF under a SET load: rewrite time,
     /// throughput and p99 during it, memory (PSS), recovery time.
@@ -138,7 +150,8 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Wbuf(common) => wbuf::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
-        Experiment::Kv(common) => kv::run(&common.resolved()),
+        Experiment::Kv(args) if args.tls => kv_tls::run(&args.common.resolved()),
+        Experiment::Kv(args) => kv::run(&args.common.resolved()),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does.

@@ -192,6 +192,8 @@ pub struct State {
     pub save_requested: bool,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
+    /// The listeners CONFIG SET tls-port bound, for the loop to switch to.
+    pub new_tls_listeners: Option<Vec<std::net::TcpListener>>,
     /// The process's OOM score as Ferrite found it (`oom-score-adj`).
     pub oom: crate::oom::OomScore,
     /// INFO's `instantaneous_*` rates, sampled by the timer.
@@ -294,6 +296,7 @@ impl State {
             reload_requested: false,
             save_requested: false,
             new_listeners: None,
+            new_tls_listeners: None,
             instantaneous: Default::default(),
             oom: Default::default(),
             acl: Default::default(),

@@ -99,7 +99,7 @@ pub(super) fn full_read_access(ctx: &Ctx<'_>, args: &Args<'_>) -> bool {
     if ctx.session.is_replay {
         return true;
     }
-    let Some(spec) = super::lookup(args.get(0)) else {
+    let Some(spec) = super::rename::resolve_name(args.get(0)) else {
         return true;
     };
     let Some(user) = ctx.state.acl.users.get(&user_name(ctx)) else {

@@ -71,6 +71,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         };
         ctx.state.new_listeners = Some(listeners);
     }
+    let names: Vec<&str> = pairs.iter().map(|(n, _)| n.as_str()).collect();
+    let tls = crate::tls::reconfigure(&mut next, &ctx.state.config, &names).map_err(Cow::Owned)?;
+    if let Some(listeners) = tls.listeners {
+        ctx.state.new_tls_listeners = Some(listeners);
+    }
     let oom = (next.oom_score_adj, next.oom_score_adj_values[0]);
     if oom
         != (

@@ -34,6 +34,7 @@ mod migrate;
 mod module;
 mod object;
 mod persistence;
+pub mod rename;
 mod replication;
 mod scripting;
 mod server;
@@ -313,7 +314,7 @@ pub(crate) fn int_arg(args: &Args<'_>, index: usize) -> Result<i64, CmdError> {
 pub fn resolve(
     args: &Args<'_>,
 ) -> Result<(Option<&'static CommandSpec>, &'static CommandSpec), CmdError> {
-    let Some(spec) = lookup(args.get(0)) else {
+    let Some(spec) = rename::resolve_name(args.get(0)) else {
         return Err(Cow::Owned(unknown_command_text(args)));
     };
     if spec.subcommands.is_empty() {

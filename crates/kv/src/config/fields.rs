@@ -32,6 +32,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         }
         "protected-mode" => config.protected_mode = yes,
         "maxclients" => config.maxclients = number(text),
+        "timeout" => config.timeout_s = number(text),
         "requirepass" => config.requirepass = (!text.is_empty()).then(|| text.to_string()),
         "client-query-buffer-limit" => config.client_query_buffer_limit_bytes = number(text),
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes = number(text),
@@ -120,7 +121,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "repl-diskless-sync-max-replicas" => config.repl_diskless_sync_max_replicas = number(text),
         "min-replicas-to-write" => config.min_replicas_to_write = number(text),
         "min-replicas-max-lag" => config.min_replicas_max_lag_s = number(text),
-        _ => return false,
+        _ => return crate::tls::store(&mut config.tls, name, text),
     }
     true
 }
@@ -132,6 +133,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "bind" => config.bind.join(" "),
         "protected-mode" => yes_no(config.protected_mode),
         "maxclients" => config.maxclients.to_string(),
+        "timeout" => config.timeout_s.to_string(),
         "requirepass" => config.requirepass.clone().unwrap_or_default(),
         "client-query-buffer-limit" => config.client_query_buffer_limit_bytes.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len_bytes.to_string(),
@@ -206,6 +208,6 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "repl-diskless-sync-max-replicas" => config.repl_diskless_sync_max_replicas.to_string(),
         "min-replicas-to-write" => config.min_replicas_to_write.to_string(),
         "min-replicas-max-lag" => config.min_replicas_max_lag_s.to_string(),
-        _ => return None,
+        _ => return crate::tls::show(&config.tls, name),
     })
 }

@@ -209,6 +209,12 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Most connected clients (`maxclients`).
     pub maxclients: usize,
+    /// `rename-command old new` lines, in order (`commands::rename`).
+    pub renamed_commands: Vec<(String, String)>,
+    /// Seconds a client may stay idle, 0 for ever (`timeout`).
+    pub timeout_s: u64,
+    /// The `tls-*` directives and the context built from them.
+    pub tls: crate::tls::Settings,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
     /// Memory all clients may hold before the largest are closed
@@ -356,6 +362,9 @@ impl Default for Config {
             log_device: LogDevice::Auto,
             requirepass: None,
             maxclients: 0,
+            timeout_s: 0,
+            renamed_commands: Vec::new(),
+            tls: Default::default(),
             maxmemory_bytes: 0,
             maxmemory_clients: 0,
             proto_max_bulk_len_bytes: 0,
@@ -505,6 +514,17 @@ impl Config {
         let name = name.to_ascii_lowercase();
         if name == "user" && matches!(source, Source::Startup { .. }) {
             return self.add_user_line(values);
+        }
+        if name == "rename-command" && matches!(source, Source::Startup { .. }) {
+            let [old, new] = values else {
+                return Err("'rename-command': Bad directive or wrong number of arguments".into());
+            };
+            self.renamed_commands.push((old.clone(), new.clone()));
+            if let Err(e) = crate::commands::rename::check(&self.renamed_commands) {
+                self.renamed_commands.pop();
+                return Err(e);
+            }
+            return Ok(());
         }
         let Some(directive) = table::lookup(&name) else {
             if DEPRECATED.contains(&name.as_str()) && values.len() == 1 {

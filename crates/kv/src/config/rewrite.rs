@@ -45,6 +45,12 @@ impl State {
                     .first()
                     .map(|p| String::from_utf8_lossy(p).to_ascii_lowercase())
             });
+            // Redis keeps these lines as they are: they are read at start-up
+            // only and CONFIG never shows them.
+            if name.as_deref() == Some("rename-command") {
+                state.lines.push(line.to_string());
+                continue;
+            }
             if name.as_deref() == Some("user") {
                 state
                     .used

@@ -159,7 +159,7 @@ const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated"];
 const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
 const REPL: &str = "not implemented by Ferrite's replication (docs/replication.md)";
 const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
-const TLS: &str = "Ferrite speaks plain TCP only";
+const TLS: &str = "Ferrite's outgoing connections (the link to a master) are plain TCP; TLS is served to clients and replicas on `tls-port`";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";
 const ALLOCATOR: &str = "Ferrite uses the system allocator: no jemalloc, no active defragmentation";
 const LAZYFREE: &str = "Ferrite frees evicted, expired and overwritten values on the event loop";
@@ -220,7 +220,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("protected-mode", None, Bool, "yes", 0, Acts, "Refuse non-loopback clients when no password is set."),
     d!("maxclients", None, unsigned(1, U32_MAX), "10000", 0, Acts, "Most clients connected at once; more are refused."),
     d!("requirepass", None, Text, "", SENSITIVE, Acts, "Password of the default user; empty for none."),
-    d!("timeout", None, num(0, I32_MAX), "0", 0, No(NOT_YET), "Close clients idle this many seconds (0: never)."),
+    d!("timeout", None, num(0, I32_MAX), "0", 0, Acts, "Close clients idle this many seconds (0: never); replicas, blocked and subscribed clients are exempt, as in Redis."),
     d!("tcp-keepalive", None, num(0, I32_MAX), "300", 0, No(NETWORK), "TCP keepalive period in seconds."),
     d!("tcp-backlog", None, num(0, I32_MAX), "511", IMMUTABLE, No(NETWORK), "Listen backlog."),
     d!("unixsocket", None, Text, "", IMMUTABLE, No(NETWORK), "Path of a Unix socket to listen on."),
@@ -382,26 +382,26 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("cluster-allow-pubsubshard-when-down", None, Bool, "yes", 0, No(CLUSTER), "Serve shard channels while down."),
     d!("cluster-link-sendbuf-limit", None, memory(0, U64_MAX, false), "0", 0, No(CLUSTER), "Send buffer limit of cluster links."),
     // TLS.
-    d!("tls-port", None, num(0, 65535), "0", 0, No(TLS), "TLS port."),
-    d!("tls-cert-file", None, Text, "", 0, No(TLS), "Server certificate."),
-    d!("tls-key-file", None, Text, "", 0, No(TLS), "Server private key."),
-    d!("tls-key-file-pass", None, Text, "", 0, No(TLS), "Passphrase of the key."),
+    d!("tls-port", None, num(0, 65535), "0", 0, Acts, "TLS port, beside `port` (0: none). Both may be set; `port 0` with a `tls-port` listens on TLS only."),
+    d!("tls-cert-file", None, Text, "", 0, Acts, "Server certificate chain (PEM). CONFIG SET reloads it (and the key) for new connections."),
+    d!("tls-key-file", None, Text, "", 0, Acts, "Server private key (PEM: PKCS#8, PKCS#1 or SEC1)."),
+    d!("tls-key-file-pass", None, Text, "", 0, Acts, "Passphrase of an encrypted PKCS#8 `tls-key-file`."),
     d!("tls-client-cert-file", None, Text, "", 0, No(TLS), "Client certificate for outgoing links."),
     d!("tls-client-key-file", None, Text, "", 0, No(TLS), "Client private key."),
     d!("tls-client-key-file-pass", None, Text, "", 0, No(TLS), "Passphrase of the client key."),
-    d!("tls-dh-params-file", None, Text, "", 0, No(TLS), "Diffie-Hellman parameters."),
-    d!("tls-ca-cert-file", None, Text, "", 0, No(TLS), "CA certificates file."),
-    d!("tls-ca-cert-dir", None, Text, "", 0, No(TLS), "CA certificates directory."),
-    d!("tls-auth-clients", None, Enum(TLS_AUTH_CLIENTS), "yes", 0, No(TLS), "Require client certificates."),
+    d!("tls-dh-params-file", None, Text, "", 0, Acts, "Diffie-Hellman parameters: read and checked, unused (rustls's key exchanges are all elliptic-curve)."),
+    d!("tls-ca-cert-file", None, Text, "", 0, Acts, "CA certificates (PEM) that client certificates must chain to."),
+    d!("tls-ca-cert-dir", None, Text, "", 0, Acts, "Directory of CA certificate files, read as with `tls-ca-cert-file`."),
+    d!("tls-auth-clients", None, Enum(TLS_AUTH_CLIENTS), "yes", 0, Acts, "Client certificates: required (yes), checked if sent (optional), or not asked for (no)."),
     d!("tls-replication", None, Bool, "no", 0, No(TLS), "TLS for replication."),
-    d!("tls-cluster", None, Bool, "no", 0, No(TLS), "TLS for the cluster bus."),
-    d!("tls-protocols", None, Text, "", 0, No(TLS), "TLS versions allowed."),
-    d!("tls-ciphers", None, Text, "", 0, No(TLS), "TLS 1.2 ciphers."),
-    d!("tls-ciphersuites", None, Text, "", 0, No(TLS), "TLS 1.3 cipher suites."),
-    d!("tls-prefer-server-ciphers", None, Bool, "no", 0, No(TLS), "Prefer the server's cipher order."),
-    d!("tls-session-caching", None, Bool, "yes", 0, No(TLS), "Cache TLS sessions."),
-    d!("tls-session-cache-size", None, num(0, I32_MAX), "20480", 0, No(TLS), "Sessions cached."),
-    d!("tls-session-cache-timeout", None, num(0, I32_MAX), "300", 0, No(TLS), "Seconds a session stays cached."),
+    d!("tls-cluster", None, Bool, "no", 0, No(CLUSTER), "TLS for the cluster bus."),
+    d!("tls-protocols", None, Text, "", 0, Acts, "TLS versions allowed: TLSv1.2 and/or TLSv1.3 (empty: both; older ones are refused)."),
+    d!("tls-ciphers", None, Text, "", 0, Acts, "TLS 1.2 ciphers in OpenSSL syntax, among the six ECDHE AEAD suites rustls implements; others are refused."),
+    d!("tls-ciphersuites", None, Text, "", 0, Acts, "TLS 1.3 suites: TLS_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256, TLS_CHACHA20_POLY1305_SHA256."),
+    d!("tls-prefer-server-ciphers", None, Bool, "no", 0, Acts, "Choose the cipher by the server's order rather than the client's."),
+    d!("tls-session-caching", None, Bool, "yes", 0, Acts, "Let clients resume TLS sessions from a server-side cache."),
+    d!("tls-session-cache-size", None, num(0, I32_MAX), "20480", 0, Acts, "Sessions the cache keeps (0: no bound)."),
+    d!("tls-session-cache-timeout", None, num(0, I32_MAX), "300", 0, Acts, "Seconds a cached session can be resumed."),
     // Ferrite's own.
     d!("log-device", None, Enum(LOG_DEVICE), "auto", STARTUP_ONLY, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, or pmem-emulated (a mapped file: survives a process crash, not a power failure)."),
     d!("aof-rewrite-threads", None, num(0, 64), "0", 0, Acts, "Threads of a log rewrite; 0 for one per core."),

@@ -36,9 +36,11 @@ pub(super) struct Admission<'s> {
     pub acl: &'s crate::users::Acl,
 }
 
-/// Accepts every connection waiting on `listener`.
+/// Accepts every connection waiting on `listener` (a `tls-port` one when
+/// `tls`: its connections start a TLS handshake).
 pub(super) fn accept_all(
     listener: &TcpListener,
+    tls: bool,
     poll: &Poll,
     table: &mut Table<'_>,
     admission: &mut Admission<'_>,
@@ -54,11 +56,23 @@ pub(super) fn accept_all(
         };
         admission.stats.connections_received += 1;
         if let Some(refusal) = refusal(admission, &peer) {
-            let mut stream = stream;
-            let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
+            // A TLS client could not read a plain error line: it is
+            // only disconnected.
+            if !tls {
+                let mut stream = stream;
+                let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
+            }
             continue;
         }
-        add_conn(poll, table, admission, stream, peer);
+        let session = if tls {
+            match super::tls::session(admission.config) {
+                Some(session) => Some(session),
+                None => continue,
+            }
+        } else {
+            None
+        };
+        add_conn(poll, table, admission, stream, peer, session);
     }
 }
 
@@ -82,6 +96,7 @@ fn add_conn(
     admission: &mut Admission<'_>,
     mut stream: TcpStream,
     peer: SocketAddr,
+    tls: Option<Box<rustls::ServerConnection>>,
 ) {
     let _ = stream.set_nodelay(true);
     let index = table.free.pop().unwrap_or_else(|| {
@@ -119,6 +134,8 @@ fn add_conn(
             ..ClientInfo::default()
         },
     );
-    table.conns[index] = Some(Conn::new(stream, token, session));
+    let mut conn = Conn::new(stream, token, session);
+    conn.tls = tls;
+    table.conns[index] = Some(conn);
     table.ids.insert(id, index);
 }

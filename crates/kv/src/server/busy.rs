@@ -37,6 +37,8 @@ const EVENTS_PER_ROUND: usize = 256;
 pub(super) struct BusyLoop<'s> {
     pub poll: &'s mut Poll,
     pub listeners: &'s [TcpListener],
+    /// The `tls-port` listeners.
+    pub tls_listeners: &'s [TcpListener],
     pub conns: &'s mut Vec<Option<Conn>>,
     pub ids: &'s mut HashMap<u64, usize>,
     pub free: &'s mut Vec<usize>,
@@ -84,7 +86,9 @@ impl Reenter for BusyLoop<'_> {
 
 impl BusyLoop<'_> {
     fn accept(&mut self, listener: usize, view: &mut BusyView<'_>) {
-        let Some(listener) = self.listeners.get(listener) else {
+        let Some((listener, tls)) =
+            super::tls::listener(self.listeners, self.tls_listeners, listener)
+        else {
             return;
         };
         let mut table = Table {
@@ -99,7 +103,7 @@ impl BusyLoop<'_> {
             clients: &mut *view.clients,
             acl: view.acl,
         };
-        accept_all(listener, self.poll, &mut table, &mut admission);
+        accept_all(listener, tls, self.poll, &mut table, &mut admission);
     }
 
     fn on_event(&mut self, index: usize, readable: bool, view: &mut BusyView<'_>) {
@@ -159,7 +163,7 @@ impl BusyLoop<'_> {
     /// Writes what the connection may be sent now; leaves the rest (and
     /// closing it) to the main loop.
     fn flush(&mut self, conn: &mut Conn, index: usize, view: &mut BusyView<'_>) {
-        let pending = conn.reply.buf.len() > conn.out_sent;
+        let pending = conn.reply.buf.len() > conn.out_sent || super::tls::wants_write(conn);
         if conn.closing || (pending && conn.wait_ticket > self.log.acknowledged()) {
             return self.mark_ready(conn, index);
         }

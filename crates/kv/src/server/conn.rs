@@ -13,7 +13,7 @@ use crate::resp::{Limits, Parser, Protocol, ReplyBuf};
 /// Bytes read from a socket per `read` call (the shared scratch buffer).
 pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Reads per readiness event before other clients get a turn.
-const READS_PER_EVENT_MAX: usize = 16;
+pub(super) const READS_PER_EVENT_MAX: usize = 16;
 /// Capacity a connection's input or reply buffer always keeps
 /// ([`give_back`]; Redis resizes its query buffers for the same reason).
 pub const BUF_KEEP_BYTES: usize = 64 * 1024;
@@ -69,6 +69,9 @@ pub struct Conn {
     pub soft_over_since: Option<Instant>,
     /// Bytes of the last reply round written in full ([`Conn::write_pending`]).
     pub last_round: usize,
+    /// The TLS session of a connection accepted on a `tls-port`
+    /// (`tls.rs`); `None` for plain connections.
+    pub tls: Option<Box<rustls::ServerConnection>>,
 }
 
 impl Conn {
@@ -88,6 +91,7 @@ impl Conn {
             queued: false,
             soft_over_since: None,
             last_round: 0,
+            tls: None,
         }
     }
 
@@ -101,6 +105,9 @@ impl Conn {
     ) -> ReadOutcome {
         if self.inbuf.capacity() - self.inbuf.len() < QUERY_BUF_READ_BYTES {
             self.inbuf.reserve(QUERY_BUF_READ_BYTES);
+        }
+        if self.tls.is_some() {
+            return super::tls::read(self, scratch, query_limit_bytes, received);
         }
         for _ in 0..READS_PER_EVENT_MAX {
             match self.stream.read(scratch) {
@@ -127,6 +134,9 @@ impl Conn {
 
     /// Writes pending replies; returns `Ok(true)` when all were written.
     pub fn write_pending(&mut self, sent: &mut u64) -> io::Result<bool> {
+        if self.tls.is_some() && !super::tls::write(self, sent)? {
+            return Ok(false);
+        }
         while self.out_sent < self.reply.buf.len() {
             match self.stream.write(&self.reply.buf[self.out_sent..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

@@ -21,6 +21,8 @@ pub mod pubsub;
 mod rdb_file;
 pub mod repl;
 mod replicas;
+mod timeout;
+mod tls;
 pub mod tracking;
 
 use std::collections::HashMap;
@@ -103,6 +105,8 @@ impl ShutdownHandle {
 pub struct Server {
     poll: Poll,
     listeners: Vec<TcpListener>,
+    /// The `tls-port` listeners (tokens from `tls::LISTENER_BASE`).
+    tls_listeners: Vec<TcpListener>,
     waker: Arc<Waker>,
     conns: Vec<Option<Conn>>,
     /// Connection index by client id, to deliver Pub/Sub messages.
@@ -179,6 +183,14 @@ impl Server {
         let waker = Arc::new(
             Waker::new(poll.registry(), WAKER).map_err(io_err("create waker", "eventfd".into()))?,
         );
+        // Commands replayed from the log below were logged by their
+        // renamed names, and run on this thread.
+        crate::commands::rename::install(&config.renamed_commands).map_err(|reason| {
+            Error::Config {
+                origin: "rename-command".into(),
+                reason,
+            }
+        })?;
         let mut state = State::new(config);
         state.acl = crate::users::Acl::at_startup(&state.config).map_err(|reason| {
             crate::Error::Config {
@@ -195,8 +207,24 @@ impl Server {
             None => crate::rewrite::driver::open(&mut state, wake)?,
         };
         let mut listeners = Vec::new();
-        for listener in bind_listeners(&state.config.bind, state.config.port)? {
-            listeners.push(TcpListener::from_std(listener));
+        let mut tls_listeners = Vec::new();
+        if crate::tls::wanted(&state.config.tls) {
+            let context = crate::tls::build(&state.config.tls).map_err(|reason| Error::Config {
+                origin: "TLS".into(),
+                reason,
+            })?;
+            state.config.tls.context = Some(context);
+            for listener in bind_listeners(&state.config.bind, state.config.tls.port)? {
+                tls_listeners.push(TcpListener::from_std(listener));
+            }
+            tls::register_listeners(&poll, &mut tls_listeners)?;
+        }
+        // As Redis: `port 0` beside a `tls-port` listens on TLS only
+        // (alone, it picks a free port, which tests rely on).
+        if state.config.port != 0 || tls_listeners.is_empty() {
+            for listener in bind_listeners(&state.config.bind, state.config.port)? {
+                listeners.push(TcpListener::from_std(listener));
+            }
         }
         register_listeners(&poll, &mut listeners)?;
         state.port = listeners
@@ -212,6 +240,7 @@ impl Server {
         Ok(Server {
             poll,
             listeners,
+            tls_listeners,
             waker,
             conns: Vec::new(),
             ids: HashMap::new(),
@@ -238,6 +267,11 @@ impl Server {
     /// The first address the server listens on.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.listeners.first().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The first address the server listens on for TLS connections.
+    pub fn tls_local_addr(&self) -> Option<SocketAddr> {
+        self.tls_listeners.first().and_then(|l| l.local_addr().ok())
     }
 
     /// A handle to stop the server from elsewhere.
@@ -274,6 +308,8 @@ impl Server {
             }
         }
         self.unstack = crate::cpus::Unstack::for_current_thread();
+        // Checked when the server was bound, so this cannot fail.
+        let _ = crate::commands::rename::install(&self.state.config.renamed_commands);
         crate::rewrite::seat::register_loop();
         // The wording is redis-server's: Redis's test harness waits for it.
         tracing::info!("Ready to accept connections tcp (port {})", self.state.port);
@@ -308,6 +344,9 @@ impl Server {
             self.count_replica_output();
             if let Some(new) = self.state.new_listeners.take() {
                 self.replace_listeners(new);
+            }
+            if let Some(new) = self.state.new_tls_listeners.take() {
+                self.replace_tls_listeners(new);
             }
             if self.last_tick.elapsed() >= tick {
                 self.last_tick = Instant::now();
@@ -345,7 +384,24 @@ impl Server {
         tracing::info!("listening on port {}", self.state.port);
     }
 
+    /// Listens for TLS on the listeners CONFIG SET tls-port bound instead
+    /// of the old ones (connected clients stay).
+    fn replace_tls_listeners(&mut self, new: Vec<std::net::TcpListener>) {
+        for listener in &mut self.tls_listeners {
+            let _ = self.poll.registry().deregister(listener);
+        }
+        self.tls_listeners = new.into_iter().map(TcpListener::from_std).collect();
+        if let Err(e) = tls::register_listeners(&self.poll, &mut self.tls_listeners) {
+            tracing::warn!("cannot listen on the new TLS port: {e}");
+        }
+        tracing::info!("listening for TLS on port {}", self.state.config.tls.port);
+    }
+
     fn accept(&mut self, listener: usize) {
+        let Some((socket, tls)) = tls::listener(&self.listeners, &self.tls_listeners, listener)
+        else {
+            return;
+        };
         let mut table = accept::Table {
             conns: &mut self.conns,
             ids: &mut self.ids,
@@ -358,12 +414,7 @@ impl Server {
             clients: &mut self.state.clients,
             acl: &self.state.acl,
         };
-        accept::accept_all(
-            &self.listeners[listener],
-            &self.poll,
-            &mut table,
-            &mut admission,
-        );
+        accept::accept_all(socket, tls, &self.poll, &mut table, &mut admission);
     }
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -430,7 +481,7 @@ impl Server {
         }
         note_buffers(&mut self.state, &conn);
         self.count_client(&mut conn, index);
-        let has_output = !conn.reply.buf.is_empty() || conn.closing;
+        let has_output = !conn.reply.buf.is_empty() || conn.closing || tls::wants_write(&conn);
         self.conns[index] = Some(conn);
         if has_output {
             self.mark_ready(index);
@@ -537,6 +588,7 @@ impl Server {
                     let mut busy = busy::BusyLoop {
                         poll: &mut self.poll,
                         listeners: &self.listeners,
+                        tls_listeners: &self.tls_listeners,
                         conns: &mut self.conns,
                         ids: &mut self.ids,
                         free: &mut self.free,
@@ -705,6 +757,7 @@ impl Server {
         self.log.info(&mut self.state.log);
         self.release_idle_query_buffers();
         self.check_output_limits();
+        self.close_idle_clients();
     }
 
     /// Frees the empty query buffers of connections idle for
