@@ -525,6 +525,7 @@ pub fn run(common: &Common) -> Result<()> {
     report.figure("accounting_ns_per_op_64_off", off);
     report.figure("accounting_overhead_ns_64", on - off);
     let device = device_experiment(common, &mut report, &pm_dir, &disk_dir)?;
+    report.note("media_validation maps its own regions with the media model off and under optane, whatever --model says; the rest of the report runs under --model (machine.pmem_media_model)");
     let validation = crate::media_validation::run(common, &mut report, &pm_dir)?;
     report.figure("media_validation", &validation);
     let _ = std::fs::remove_dir_all(&pm_dir);
