@@ -137,9 +137,9 @@ pub fn run(experiment: Experiment) -> Result<()> {
     match &experiment {
         Experiment::Pmem(common)
         | Experiment::Wal(common)
-        | Experiment::Kv(common)
         | Experiment::Wbuf(common)
         | Experiment::Tonic(common) => apply_model(common),
+        Experiment::Kv(args) => apply_model(&args.common),
         Experiment::Tpcc(args) => apply_model(&args.common),
         Experiment::Rewrite(args) => apply_model(&args.common),
         Experiment::KvServe { .. } | Experiment::KvLoad(_) => {}
