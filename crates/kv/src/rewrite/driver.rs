@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use super::budget::Race;
 use super::dir::{AofDir, Layout};
 use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
@@ -51,10 +52,20 @@ pub fn io_share(state: &State) -> u32 {
     state.config.aof_rewrite_io_share_percent
 }
 
-/// `aof-rewrite-cpu-share`, in percent of one core, 0 = unlimited
-/// ([`super::pace`]).
+/// `aof-rewrite-cpu-share`, in percent of the machine's CPU time, 0 =
+/// unlimited ([`super::budget`]).
 pub fn cpu_share(state: &State) -> u32 {
     state.config.aof_rewrite_cpu_share_percent
+}
+
+/// The cores the rewrite may run on: those of `aof_rewrite_cpulist`, else
+/// those the server may run on.
+fn rewrite_cores(state: &State) -> u32 {
+    let cores = match state.config.cpulist("aof_rewrite_cpulist") {
+        Some(list) => list.len(),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    u32::try_from(cores).unwrap_or(u32::MAX)
 }
 
 /// `aof-rewrite-lend-loop-core`: whether a burst may take the event
@@ -69,6 +80,10 @@ struct Running {
     done: mpsc::Receiver<Result<Manifest>>,
     /// Lifts the rewrite's pacing ([`Pacer::lift_handle`]).
     lift: Arc<AtomicBool>,
+    /// The rewrite against its log, and the log's size when it started
+    /// ([`Race`]).
+    race: Arc<Race>,
+    log_base: u64,
 }
 
 /// A rewrite whose new log and manifest are being made durable on the
@@ -358,6 +373,11 @@ impl Rewriter {
     pub fn tick(&mut self, state: &mut State, log: &mut dyn CommandLog) {
         self.poll(state);
         self.poll_prepared(state, log);
+        if let Some(running) = &self.running {
+            // The log's size is refreshed by the server's timer.
+            let grown = state.log.current_size.saturating_sub(running.log_base);
+            running.race.log_grew_to(grown);
+        }
         if self.running.is_some() || self.preparing.is_some() {
             note_keyspace_figures(state);
             return;
@@ -465,6 +485,8 @@ impl Rewriter {
             log.append(&record);
         }
         let switched = on_loop.elapsed();
+        log.info(&mut state.log);
+        let log_base = state.log.current_size;
         // Nothing is captured yet: the loop captures segments as the
         // workers go (`keyspace/capture.rs`).
         let snapshots = state.keyspace.begin_rewrite(
@@ -472,14 +494,17 @@ impl Rewriter {
             point.last_in_old,
             Some(Arc::clone(&self.wake.0)),
         );
-        let mut pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        let workers = u32::try_from(threads).unwrap_or(u32::MAX);
+        let mut pacer = Pacer::new(io_share(state))
+            .with_cpu_share(cpu_share(state), rewrite_cores(state), workers)
+            .with_race(state.config.auto_aof_rewrite_percentage);
         // Where `aof_rewrite_cpulist` places the rewrite, its workers stay
         // there: they do not take the loop's core.
         if lend_loop_core(state) && state.config.cpulist("aof_rewrite_cpulist").is_none() {
             // On the event loop's thread: the seat names it.
             pacer = pacer.with_seat(Seat::for_current_thread());
         }
-        if pacer.cpu_share() > 0 {
+        if pacer.cpu_paced() {
             let largest = snapshots.iter().map(|s| s.keys).max().unwrap_or(0);
             state.keyspace.capture_ahead(burst_ahead_keys(largest));
         }
@@ -496,6 +521,7 @@ impl Rewriter {
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let lift = pacer.lift_handle();
+        let race = pacer.race();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
@@ -504,7 +530,7 @@ impl Rewriter {
                 // event loop's class under a CPU share, whose bursts keep
                 // them to it (`pace.rs`), `SCHED_IDLE` without.
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
-                if pacer.cpu_share() == 0 {
+                if !pacer.cpu_paced() {
                     lower_cpu_priority();
                 }
                 let result = rewrite_and_finish(&dir, &started, snapshots, pacer, log_durable);
@@ -541,6 +567,8 @@ impl Rewriter {
             started: requested,
             done,
             lift,
+            race,
+            log_base,
         });
         Ok(())
     }
@@ -638,6 +666,8 @@ impl Rewriter {
                 started: running.started,
                 done,
                 lift: Arc::clone(&running.lift),
+                race: Arc::clone(&running.race),
+                log_base: running.log_base,
             });
             self.poll(state);
         }

@@ -6,6 +6,7 @@
 //! - [`manifest`]: the file naming the base parts and incremental logs.
 //! - [`dir`]: the data directory's state machine (start, finish, orphans).
 //! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
+//! - [`pace`]: the device and CPU time they may use ([`budget`]: the rules).
 //! - [`fs`]: the file-system trait, real and simulated with faults.
 //! - [`check`]: `ferrite check` of a whole data directory.
 //! - [`import`]: start-up from a Redis append-only file (RESP);
@@ -14,6 +15,7 @@
 //! The keyspace side (point-in-time snapshots by copy-before-write at
 //! segment granularity) is in `keyspace/snapshot.rs`.
 
+pub mod budget;
 pub mod check;
 pub mod dir;
 #[cfg(target_os = "linux")]
