@@ -4,7 +4,8 @@
 //! - [`part`]: base parts, the compact binary snapshot of a range of
 //!   segments each worker writes.
 //! - [`manifest`]: the file naming the base parts and incremental logs.
-//! - [`dir`]: the data directory's state machine (start, finish, orphans).
+//! - [`dir`]: the data directory's state machine (start, finish, orphans);
+//!   [`open_dir`]: opening one to serve or read it.
 //! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
 //! - [`pace`]: the device and CPU time they may use ([`budget`]: the rules).
 //! - [`fs`]: the file-system trait, real and simulated with faults.
@@ -26,6 +27,7 @@ pub mod fs;
 pub mod import;
 pub mod load;
 pub mod manifest;
+pub mod open_dir;
 pub mod pace;
 pub mod part;
 mod priority;
