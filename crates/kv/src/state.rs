@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ferrite_pmem::SplitMix64;
-
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 
@@ -130,7 +128,7 @@ pub struct State {
     /// `used_memory_bytes` at its first reading, once serving.
     pub startup_memory_bytes: u64,
     /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
-    pub rng: SplitMix64,
+    pub rng: fastrand::Rng,
     /// Start time, for uptime.
     pub started: Instant,
     /// Unix seconds of the last time the data was known durable as a
@@ -264,7 +262,7 @@ impl State {
             used_memory_bytes: 0,
             used_memory_peak_bytes: 0,
             startup_memory_bytes: 0,
-            rng: SplitMix64::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,
             clients: BTreeMap::new(),

@@ -49,6 +49,6 @@ pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE}
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
-pub use sim::{CrashTrigger, SimPmem, SplitMix64};
+pub use sim::{CrashTrigger, SimPmem};
 pub use stats::{FlushStats, MEDIA_LINE};
 pub use stream::{stream_copy, stream_fence};
