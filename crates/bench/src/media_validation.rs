@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ferrite_pmem::{
     Dispatch, FlushInstruction, MapMode, MapOptions, ModelChoice, PmemMedium, PmemRegion,
-    SplitMix64,
 };
 use serde::Serialize;
 
@@ -81,10 +80,10 @@ fn rate(time: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Result<f64> 
 }
 
 /// Offset of the `i`-th access of `size` bytes: sequential or random.
-fn offset_of(i: usize, size: usize, random: bool, rng: &mut SplitMix64) -> usize {
+fn offset_of(i: usize, size: usize, random: bool, rng: &mut fastrand::Rng) -> usize {
     let slots = WORKING_SET / size;
     if random {
-        rng.below(slots as u64) as usize * size
+        rng.u64(..(slots as u64).max(1)) as usize * size
     } else {
         (i % slots) * size
     }
@@ -97,7 +96,7 @@ fn bandwidth(
     read: bool,
 ) -> Result<BTreeMap<String, BySize>> {
     let mut out: BTreeMap<String, BySize> = BTreeMap::new();
-    let mut rng = SplitMix64::new(39);
+    let mut rng = fastrand::Rng::with_seed(39);
     let mut buffer = vec![0x5Au8; 4096];
     for &size in sizes {
         for (pattern, random) in [("sequential", false), ("random", true)] {

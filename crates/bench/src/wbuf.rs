@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ferrite_host::IoBuffer;
 use ferrite_io::Device;
-use ferrite_pmem::SplitMix64;
 use ferrite_wbuf::{PmemWriteBuffer, WbufConfig, WriteBuffer};
 use serde::Serialize;
 
@@ -128,10 +127,10 @@ struct Workload {
 impl Workload {
     /// Offset of thread `t`'s `i`-th write: its own contiguous region when
     /// sequential, anywhere (size aligned) when random.
-    fn offset(&self, t: usize, i: usize, rng: &mut SplitMix64) -> u64 {
+    fn offset(&self, t: usize, i: usize, rng: &mut fastrand::Rng) -> u64 {
         let slots = (self.file_bytes / self.size) as u64;
         if self.random {
-            return rng.below(slots) * self.size as u64;
+            return rng.u64(..slots.max(1)) * self.size as u64;
         }
         let per_thread = (slots / self.threads as u64).max(1);
         (t as u64 * per_thread + i as u64 % per_thread) * self.size as u64
@@ -169,7 +168,7 @@ fn drive(target: &Target<'_>, w: &Workload) -> Result<(f64, usize, Vec<f64>)> {
                 s.spawn(move || -> Result<_> {
                     let mut data = IoBuffer::new(w.size)?;
                     data.fill(t as u8 ^ 0x5A);
-                    let mut rng = SplitMix64::new(t as u64 * 7919 + 1);
+                    let mut rng = fastrand::Rng::with_seed(t as u64 * 7919 + 1);
                     let mut latencies = Vec::with_capacity(w.limit.min(1 << 16));
                     barrier.wait();
                     let begin = Instant::now();
@@ -382,8 +381,8 @@ impl Zipf {
         Zipf { cdf }
     }
 
-    fn sample(&self, rng: &mut SplitMix64) -> usize {
-        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    fn sample(&self, rng: &mut fastrand::Rng) -> usize {
+        let u = (rng.u64(..) >> 11) as f64 / (1u64 << 53) as f64;
         self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
     }
 }
@@ -395,7 +394,7 @@ fn zipf_ssd_per_user(paths: &Paths, scale: &Scale) -> Result<(f64, ferrite_wbuf:
     let size = 16 << 10;
     let blocks = 2 * scale.buffer_bytes / size;
     let zipf = Zipf::new(blocks, 0.99);
-    let mut rng = SplitMix64::new(99);
+    let mut rng = fastrand::Rng::with_seed(99);
     let data = vec![0x42u8; size];
     for _ in 0..4 * scale.buffer_bytes / size {
         // Scatter the popular blocks over the file, as keys hash.

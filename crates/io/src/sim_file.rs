@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use ferrite_pmem::{CrashTrigger, SplitMix64};
+use ferrite_pmem::CrashTrigger;
 
 use crate::device::{Device, DeviceInfo, DeviceKind, SyncScope};
 use crate::error::{Error, Result};
@@ -157,12 +157,12 @@ impl SimFile {
 
 impl State {
     fn crash_image(&self, seed: u64) -> Vec<u8> {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let mut image = self.durable.clone();
         for op in &self.pending {
             match op {
                 Pending::SetLen(len) => {
-                    if rng.below(2) == 0 {
+                    if rng.u64(..2) == 0 {
                         image.resize(*len, 0);
                     }
                 }
@@ -172,7 +172,7 @@ impl State {
                     while sector_start < end {
                         let from = sector_start.max(*offset);
                         let to = (sector_start + SECTOR).min(end);
-                        if rng.below(2) == 0 {
+                        if rng.u64(..2) == 0 {
                             if image.len() < to {
                                 image.resize(to, 0);
                             }
@@ -184,7 +184,7 @@ impl State {
             }
         }
         // The size may have reached the disk without some of the data.
-        if self.data.len() > image.len() && rng.below(8) == 0 {
+        if self.data.len() > image.len() && rng.u64(..8) == 0 {
             image.resize(self.data.len(), 0);
         }
         image

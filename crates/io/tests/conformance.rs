@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ferrite_io::{Device, Error, FileDevice, PmDevice, PmPolicy, PmemDevice, SimFile, SyncScope};
-use ferrite_pmem::{SimPmem, SplitMix64};
+use ferrite_pmem::SimPmem;
 
 const POLICIES: [PmPolicy; 3] = [
     PmPolicy::FlushEveryWrite,
@@ -306,19 +306,19 @@ enum Op {
 }
 
 fn random_ops(seed: u64, count: usize) -> Vec<Op> {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     (0..count)
-        .map(|_| match rng.below(10) {
+        .map(|_| match rng.u64(..10) {
             0..=3 => Op::Write {
-                offset: rng.below(6000),
-                len: 1 + rng.below(1500) as usize,
-                byte: 1 + rng.below(255) as u8,
+                offset: rng.u64(..6000),
+                len: 1 + rng.u64(..1500) as usize,
+                byte: 1 + rng.u64(..255) as u8,
             },
             4..=5 => Op::Append {
-                len: 1 + rng.below(700) as usize,
-                byte: 1 + rng.below(255) as u8,
+                len: 1 + rng.u64(..700) as usize,
+                byte: 1 + rng.u64(..255) as u8,
             },
-            6 => Op::SetLen(rng.below(8000)),
+            6 => Op::SetLen(rng.u64(..8000)),
             _ => Op::Sync,
         })
         .collect()
@@ -425,7 +425,8 @@ fn simulated_file_crash_keeps_synced_data() {
         let device = SimFile::new("crash");
         let mut model = Model::new();
         let ops = random_ops(seed, 40);
-        let crash_at = SplitMix64::new(seed ^ 0xC0FFEE).below(ops.len() as u64) as usize;
+        let crash_at =
+            fastrand::Rng::with_seed(seed ^ 0xC0FFEE).u64(..(ops.len() as u64).max(1)) as usize;
         for op in &ops[..crash_at] {
             model.apply(*op, &device);
         }
@@ -446,7 +447,8 @@ fn simulated_pm_crash_keeps_what_each_policy_promises() {
             let device = PmDevice::new(SimPmem::new(0), "crash-pm", policy).expect("device");
             let mut model = Model::new();
             let ops = random_ops(seed, 40);
-            let crash_at = SplitMix64::new(seed ^ 0xBEEF).below(ops.len() as u64) as usize;
+            let crash_at =
+                fastrand::Rng::with_seed(seed ^ 0xBEEF).u64(..(ops.len() as u64).max(1)) as usize;
             for op in &ops[..crash_at] {
                 model.apply(*op, &device);
             }

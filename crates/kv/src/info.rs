@@ -78,9 +78,9 @@ fn process_id_hex(which: u64) -> String {
     static SEED: OnceLock<u64> = OnceLock::new();
     let seed = *SEED
         .get_or_init(|| crate::state::unix_ms() as u64 ^ (u64::from(std::process::id()) << 40));
-    let mut rng = ferrite_pmem::SplitMix64::new(seed ^ which);
+    let mut rng = fastrand::Rng::with_seed(seed ^ which);
     (0..5)
-        .map(|_| format!("{:08x}", rng.next_u64() as u32))
+        .map(|_| format!("{:08x}", rng.u64(..) as u32))
         .collect()
 }
 

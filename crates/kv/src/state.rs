@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ferrite_pmem::SplitMix64;
-
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 
@@ -134,7 +132,7 @@ pub struct State {
     /// `used_memory_bytes` at its first reading, once serving.
     pub startup_memory_bytes: u64,
     /// Source of randomness for SPOP, RANDOMKEY, SRANDMEMBER.
-    pub rng: SplitMix64,
+    pub rng: fastrand::Rng,
     /// The thread that frees large deleted values (`lazyfree.rs`).
     pub lazyfree: crate::lazyfree::LazyFree,
     /// Start time, for uptime.
@@ -275,7 +273,7 @@ impl State {
             used_memory_bytes: 0,
             used_memory_peak_bytes: 0,
             startup_memory_bytes: 0,
-            rng: SplitMix64::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
             lazyfree: Default::default(),
             started: Instant::now(),
             start_unix_s: unix_ms() / 1000,

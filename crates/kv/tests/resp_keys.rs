@@ -327,7 +327,7 @@ fn cross_database_writes_during_a_rewrite_reload_exactly() -> anyhow::Result<()>
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("aof-rewrite-cpu-share")
-        .arg("5")
+        .arg("1")
         .query(&mut con)?;
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con)?;
     let mut round = 0u64;

@@ -29,7 +29,6 @@ use ferrite_kv::rewrite::pace::{Pacer, DEFAULT_SHARE_PERCENT};
 use ferrite_kv::rewrite::worker::{rewrite_and_finish, write_parts, Progress};
 use ferrite_kv::state::State;
 use ferrite_kv::types::Value;
-use ferrite_pmem::SplitMix64;
 
 const NAME: &str = "appendonly.aof";
 
@@ -487,12 +486,12 @@ fn every_fault_point(sync_each: bool) {
     );
     let mut models = BTreeMap::new();
     let mut model = |n: u64| models.entry(n).or_insert_with(|| model(n)).clone();
-    let mut rng = SplitMix64::new(0x5eed);
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
     for fault in 1..=total {
         let (fs, log, _) = one_run(Some(fault), 2, sync_each);
         let last = log.pending.map_or(log.acked, |p| p + 1);
         for _ in 0..iters() {
-            let seed = rng.next_u64();
+            let seed = rng.u64(..);
             let image = fs.crash_image(seed);
             let loaded = load(&image)
                 .unwrap_or_else(|e| panic!("fault {fault} seed {seed:#x}: load failed: {e:#}"));

@@ -25,10 +25,11 @@ pub const ENV_SIMD: &str = "FERRITE_PMEM_SIMD";
 pub const ENV_SPLIT_MIN: &str = "FERRITE_PMEM_SPLIT_MIN";
 
 /// `copy_persist` of at least this many bytes is split between its caller
-/// and a helper thread (`split.rs`): below about 256 KiB the hand-over
-/// costs more than the second core saves, from 1 MiB the split wins
-/// (the sweep: docs/pmem.md, "Splitting large persists"; override with
-/// `FERRITE_PMEM_SPLIT_MIN` where a machine's sweep differs).
+/// and a helper thread (`split.rs`): for small copies the hand-over
+/// costs more than the second core saves, for large ones the second
+/// core's store bandwidth wins (the sweep: `docs/results/pmem-persist.md`,
+/// "Why 512 KiB"; override with `FERRITE_PMEM_SPLIT_MIN` where a machine's
+/// sweep differs).
 pub const SPLIT_MIN_DEFAULT: usize = 512 << 10;
 
 /// Copies of at least this many bytes use non-temporal stores on real PM.
@@ -45,16 +46,16 @@ pub const NT_THRESHOLD_DEFAULT: usize = 256;
 ///
 /// Measured, not guessed: `ferrite-bench pmem` sweeps 64 B..4 KiB with both
 /// paths (figure `nt_threshold_sweep_ops_per_s`). On DRAM behind tmpfs
-/// on Intel CPUs cached stores + clwb won up to 512 B and streaming from
-/// 768 B on; re-run the sweep on other hardware and override with
-/// `FERRITE_PMEM_NT_THRESHOLD` if it differs.
+/// on the Intel machine the project was first developed on, cached stores
+/// and clwb won for copies of a few lines and streaming from this size on
+/// (`docs/results/pmem-persist.md`, "Machine"); re-run the sweep on other
+/// hardware and override with `FERRITE_PMEM_NT_THRESHOLD` if it differs.
 pub const NT_THRESHOLD_EMULATED: usize = 768;
 
 /// The emulated-PM threshold on AMD CPUs: every whole line streams.
 ///
 /// On AMD Zen CPUs streaming beat cached stores + clwb at every size of
-/// the sweep, 64 B included (8.9 against 5.6 million 64-byte persists per
-/// second; docs/results/pmem-persist.md).
+/// the sweep, 64 B included (`docs/results/pmem-persist.md`).
 pub const NT_THRESHOLD_EMULATED_AMD: usize = 64;
 
 /// Size of a CPU cache line, the unit of every flush.

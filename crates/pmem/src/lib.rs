@@ -56,6 +56,6 @@ pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
 pub use model::{DramCosts, MediaModel, MediaParams, ModelChoice};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
-pub use sim::{CrashTrigger, SimPmem, SplitMix64};
+pub use sim::{CrashTrigger, SimPmem};
 pub use stats::{FlushStats, MediaRead, MediaWork, MEDIA_LINE};
 pub use stream::{stream_copy, stream_fence};

@@ -5,7 +5,6 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use crate::model::DramCosts;
-use crate::sim::SplitMix64;
 
 /// Bytes of the buffer chased through: well past the last-level cache.
 const BUFFER: usize = 64 << 20;
@@ -35,9 +34,9 @@ pub(crate) fn measure() -> DramCosts {
     // Random: one cycle through every line in a shuffled order (Sattolo's
     // algorithm), so the prefetcher cannot guess the next line.
     let mut order: Vec<usize> = (0..lines).collect();
-    let mut rng = SplitMix64::new(0x5eed);
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
     for i in (1..lines).rev() {
-        let j = rng.below(i as u64) as usize;
+        let j = rng.u64(..(i as u64).max(1)) as usize;
         order.swap(i, j);
     }
     for (k, &line) in order.iter().enumerate() {

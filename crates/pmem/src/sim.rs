@@ -27,32 +27,6 @@ use crate::error::{Error, Result};
 use crate::medium::{MapMode, PmemMedium};
 use crate::stats::{FlushStats, StatsSink, StoreCounts};
 
-/// A small, fast, seedable generator (SplitMix64), so crash images are
-/// reproducible without a dependency.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator started from `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (`bound > 0`).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next_u64() % bound.max(1)
-    }
-}
-
 /// The bookkeeping every simulated medium shares for crash points: an event
 /// counter, an armed crash (event, seed), and the image it captured.
 #[derive(Debug, Default)]
@@ -342,7 +316,7 @@ impl State {
     }
 
     fn crash_image(&self, seed: u64) -> Vec<u8> {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let mut image = self.persisted.clone();
         for (&index, line) in &self.lines {
             let start = index * CACHE_LINE;
@@ -352,7 +326,7 @@ impl State {
                 Line::Dirty => None,
             };
             let volatile = &self.volatile[start..end];
-            match rng.below(4) {
+            match rng.u64(..4) {
                 // Nothing of the line reached the media.
                 0 => {}
                 // The whole current line was evicted.
@@ -363,7 +337,7 @@ impl State {
                 _ => {
                     for word in (0..end - start).step_by(8) {
                         let word_end = (word + 8).min(end - start);
-                        let source = match (rng.below(3), pending) {
+                        let source = match (rng.u64(..3), pending) {
                             (0, _) => continue,
                             (1, Some(snapshot)) => &snapshot[word..word_end],
                             _ => &volatile[word..word_end],

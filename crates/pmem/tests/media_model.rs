@@ -6,7 +6,7 @@ use std::time::Instant;
 use ferrite_pmem::model::{check_model_for_mode, ModelChoice};
 use ferrite_pmem::{
     Dispatch, DramCosts, Error, FlushInstruction, FlushStats, MapMode, MapOptions, MediaModel,
-    MediaParams, MediaRead, MediaWork, PmemMedium, PmemRegion, SplitMix64,
+    MediaParams, MediaRead, MediaWork, PmemMedium, PmemRegion,
 };
 use proptest::prelude::*;
 
@@ -192,12 +192,12 @@ fn one_drain_for_many_writes_pays_the_same_bandwidth() {
 }
 
 /// One operation of the persistence comparison.
-fn apply(region: &PmemRegion, rng: &mut SplitMix64) {
-    let offset = rng.below(1 << 20) as usize;
-    let len = 1 + rng.below(6000) as usize;
-    let byte = rng.next_u64() as u8;
+fn apply(region: &PmemRegion, rng: &mut fastrand::Rng) {
+    let offset = rng.u64(..(1 << 20).max(1)) as usize;
+    let len = 1 + rng.u64(..(6000).max(1)) as usize;
+    let byte = rng.u64(..) as u8;
     let data: Vec<u8> = (0..len).map(|i| byte.wrapping_add(i as u8)).collect();
-    match rng.below(5) {
+    match rng.u64(..5) {
         0 => region.copy_persist(offset, &data).expect("persist"),
         1 => {
             region.copy_nodrain(offset, &data).expect("copy");
@@ -213,7 +213,7 @@ fn apply(region: &PmemRegion, rng: &mut SplitMix64) {
         }
         _ => {
             let word = offset / 8 * 8;
-            region.store_u64(word, rng.next_u64()).expect("store");
+            region.store_u64(word, rng.u64(..)).expect("store");
             region.persist(word, 8).expect("persist");
             let mut back = [0u8; 8];
             region.read(word, &mut back).expect("read");
@@ -226,7 +226,7 @@ fn the_model_never_changes_what_is_persisted() {
     let dir = tempdir();
     let off = cached_region(&dir, "off", ModelChoice::Off);
     let on = cached_region(&dir, "on", ModelChoice::Optane);
-    let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
+    let (mut a, mut b) = (fastrand::Rng::with_seed(7), fastrand::Rng::with_seed(7));
     for _ in 0..300 {
         apply(&off, &mut a);
         apply(&on, &mut b);

@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use ferrite_pmem::SplitMix64;
 use ferrite_sqlite::{Mode, Operation, SeededPrng, SimImages, SimVfs, VfsOptions};
 use rusqlite::{Connection, OpenFlags};
 
@@ -38,20 +37,20 @@ enum Op {
 
 /// The transactions a seed runs, and the state after each prefix of them.
 fn plan(seed: u64) -> (Vec<Vec<Op>>, Vec<State>) {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut states = vec![State::new()];
     let mut txns = Vec::new();
     for t in 0..TXNS {
         let mut state = states[t].clone();
         let mut ops = Vec::new();
-        for _ in 0..1 + rng.below(OPS_PER_TXN) {
-            let key = rng.below(KEYS) as i64;
-            if rng.below(4) == 0 {
+        for _ in 0..1 + rng.u64(..(OPS_PER_TXN).max(1)) {
+            let key = rng.u64(..(KEYS).max(1)) as i64;
+            if rng.u64(..4) == 0 {
                 state.remove(&key);
                 ops.push(Op::Delete(key));
             } else {
-                let len = 1 + rng.below(3000) as usize;
-                let byte = rng.below(256) as u8;
+                let len = 1 + rng.u64(..3000) as usize;
+                let byte = rng.u64(..256) as u8;
                 state.insert(key, vec![byte; len]);
                 ops.push(Op::Put(key, vec![byte; len]));
             }

@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use common::{accepts_appends, crash_iters, payload, read_all, test_config, Medium, Sim, MEDIA};
-use ferrite_pmem::SplitMix64;
 use ferrite_wal::{Durability, Wal};
 
 /// What the workload did: every record appended, and each acknowledged
@@ -32,15 +31,15 @@ fn workload(sim: &Sim, wal: &Wal, seed: u64, threads: usize, per_thread: usize) 
         for t in 0..threads {
             let outcome = &outcome;
             s.spawn(move || {
-                let mut rng = SplitMix64::new(seed ^ (t as u64).wrapping_mul(0x9E37_79B9));
+                let mut rng = fastrand::Rng::with_seed(seed ^ (t as u64).wrapping_mul(0x9E37_79B9));
                 for i in 0..per_thread {
                     let bytes = payload(&mut rng, t, i);
                     let lsn = wal.append(&bytes).expect("append");
                     outcome.lock().expect("lock").appended.insert(lsn, bytes);
-                    if rng.below(4) == 0 && i + 1 < per_thread {
+                    if rng.u64(..4) == 0 && i + 1 < per_thread {
                         continue; // leave some records uncommitted for a while
                     }
-                    let acked = if rng.below(8) == 0 {
+                    let acked = if rng.u64(..8) == 0 {
                         wal.sync().map(|_| ())
                     } else {
                         wal.commit(lsn)
@@ -116,10 +115,10 @@ fn crash_once(
 ) {
     let sim = Sim::new(medium);
     let wal = Wal::open(sim.device.clone(), test_config(durability)).expect("open");
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     // A few crashes land after the end, where everything acknowledged is
     // durable.
-    let at = sim.events() + 1 + rng.below(span + span / 8);
+    let at = sim.events() + 1 + rng.u64(..(span + span / 8).max(1));
     sim.arm_crash(at, seed);
     let outcome = workload(&sim, &wal, seed, threads, per_thread);
     let (image, crash_event) = match sim.take_crash_image() {

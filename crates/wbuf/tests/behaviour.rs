@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrite_io::{Device, Error, SimFile};
-use ferrite_pmem::{SimPmem, SplitMix64};
+use ferrite_pmem::SimPmem;
 use ferrite_wbuf::{WbufConfig, WriteBuffer};
 
 const BLOCK: usize = 1024;
@@ -32,11 +32,11 @@ fn reads_match_a_model_and_each_flush_leaves_a_prefix_in_the_file() {
     };
     let buffer = open(vec![0; config.capacity_bytes], &file, config.clone());
     let mut model: Vec<u8> = Vec::new();
-    let mut rng = SplitMix64::new(7);
+    let mut rng = fastrand::Rng::with_seed(7);
     for i in 0..400 {
-        let len = 1 + rng.below(3 * BLOCK as u64) as usize;
-        let offset = rng.below(20 * BLOCK as u64) as usize;
-        let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        let len = 1 + rng.u64(..(3 * BLOCK as u64).max(1)) as usize;
+        let offset = rng.u64(..(20 * BLOCK as u64).max(1)) as usize;
+        let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8).collect();
         buffer.write_at(offset as u64, &data).expect("write");
         if model.len() < offset + len {
             model.resize(offset + len, 0);
@@ -48,8 +48,8 @@ fn reads_match_a_model_and_each_flush_leaves_a_prefix_in_the_file() {
             // The synced file is exactly the history so far.
             assert_eq!(file.durable_image(), model, "after flush {i}");
         }
-        let at = rng.below(model.len() as u64) as usize;
-        let mut back = vec![0u8; 1 + rng.below(2 * BLOCK as u64) as usize];
+        let at = rng.u64(..(model.len().max(1)) as u64) as usize;
+        let mut back = vec![0u8; 1 + rng.u64(..(2 * BLOCK as u64).max(1)) as usize];
         let n = buffer.read_at(at as u64, &mut back).expect("read");
         assert_eq!(&back[..n], &model[at..(at + back.len()).min(model.len())]);
     }

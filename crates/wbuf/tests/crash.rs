@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use ferrite_io::{Device, DeviceInfo, Result as IoResult, SimFile, SECTOR};
-use ferrite_pmem::{FlushStats, MapMode, PmemMedium, Result as PmResult, SimPmem, SplitMix64};
+use ferrite_pmem::{FlushStats, MapMode, PmemMedium, Result as PmResult, SimPmem};
 use ferrite_wbuf::{WbufConfig, WriteBuffer};
 
 const BLOCK: usize = 1024;
@@ -211,7 +211,7 @@ struct Done {
 /// overwrites (absorption), and now and then one larger than half the
 /// buffer (write-through).
 fn thread_writes(world: &Arc<World>, buffer: &WriteBuffer<Pm>, t: usize, seed: u64) -> Vec<Done> {
-    let mut rng = SplitMix64::new(seed ^ (t as u64 + 1).wrapping_mul(0x9E37));
+    let mut rng = fastrand::Rng::with_seed(seed ^ (t as u64 + 1).wrapping_mul(0x9E37));
     let base = t * BLOCKS_PER_THREAD * BLOCK;
     let span = BLOCKS_PER_THREAD * BLOCK;
     let mut done = Vec::new();
@@ -219,10 +219,10 @@ fn thread_writes(world: &Arc<World>, buffer: &WriteBuffer<Pm>, t: usize, seed: u
         let len = if i % 11 == 10 {
             6 * BLOCK
         } else {
-            1 + rng.below(2 * BLOCK as u64) as usize
+            1 + rng.u64(..(2 * BLOCK as u64).max(1)) as usize
         };
-        let offset = base + rng.below((span - len + 1) as u64) as usize;
-        let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8 | 1).collect();
+        let offset = base + rng.u64(..((span - len + 1).max(1)) as u64) as usize;
+        let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8 | 1).collect();
         let start = world.events();
         buffer.write_at(offset as u64, &data).expect("write");
         let end = world.events();

@@ -3,7 +3,6 @@
 //! reopen.
 
 use ferrite_io::Device;
-use ferrite_pmem::SplitMix64;
 use ferrite_wbuf::{WbufConfig, WriteBuffer};
 
 #[test]
@@ -15,7 +14,7 @@ fn destaged_bytes_are_in_the_file_and_read_back_after_reopen() {
         ..WbufConfig::default()
     };
     let mut model = vec![0u8; 0];
-    let mut rng = SplitMix64::new(3);
+    let mut rng = fastrand::Rng::with_seed(3);
     {
         let buffer = WriteBuffer::open(&pm, &file, config.clone()).expect("open");
         // Sequential whole blocks (merged runs), then unaligned overwrites
@@ -28,9 +27,9 @@ fn destaged_bytes_are_in_the_file_and_read_back_after_reopen() {
             model.extend_from_slice(&data);
         }
         for _ in 0..200 {
-            let len = 1 + rng.below(40_000) as usize;
-            let at = rng.below(model.len() as u64 + 1000) as usize;
-            let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            let len = 1 + rng.u64(..(40_000).max(1)) as usize;
+            let at = rng.u64(..(model.len().max(1)) as u64 + 1000) as usize;
+            let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8).collect();
             buffer.write_at(at as u64, &data).expect("write");
             if model.len() < at + len {
                 model.resize(at + len, 0);

@@ -35,7 +35,10 @@ pub(crate) mod probe;
 mod ratios;
 mod workload;
 
-use probe::{dir_bytes, info_field, mean_and_max, Conn, Done, Samples, WriteLoad};
+use probe::{
+    dir_bytes, info_field, mean_and_max, rewrite, wait_rewrites_idle, Conn, Done, Samples,
+    WriteLoad,
+};
 
 /// Both cores for the servers: the rewrite's point is to use the second
 /// one (Redis's fork child, Ferrite's workers). The bench's own client
@@ -79,6 +82,7 @@ pub struct RewriteArgs {
     #[arg(long)]
     pub steady: Option<f64>,
     /// Only these configurations (default: all of ferrite_t1, ferrite_t2,
+    /// ferrite_t2_base with --baseline-exe,
     /// redis_preamble, redis_aof); ratios missing one read NaN.
     #[arg(long, value_delimiter = ',')]
     pub configs: Vec<String>,
@@ -91,18 +95,48 @@ pub struct RewriteArgs {
     /// kept (and marked `host_disturbed`).
     #[arg(long, default_value_t = 3)]
     pub retries: usize,
+    /// Another build of this program: its `kv-serve` runs as
+    /// `ferrite_t2_base`, interleaved with the others (an A/B of two
+    /// builds in one run). Without it that configuration is skipped.
+    #[arg(long)]
+    pub baseline_exe: Option<PathBuf>,
 }
 
 /// A server configuration of the comparison.
 #[derive(Clone, Copy, Debug)]
 enum System {
-    Ferrite { threads: usize },
-    Redis { preamble: bool },
+    /// `base`: the `--baseline-exe` build.
+    Ferrite {
+        threads: usize,
+        base: bool,
+    },
+    Redis {
+        preamble: bool,
+    },
 }
 
-const CONFIGS: [(&str, System); 4] = [
-    ("ferrite_t1", System::Ferrite { threads: 1 }),
-    ("ferrite_t2", System::Ferrite { threads: 2 }),
+const CONFIGS: [(&str, System); 5] = [
+    (
+        "ferrite_t1",
+        System::Ferrite {
+            threads: 1,
+            base: false,
+        },
+    ),
+    (
+        "ferrite_t2",
+        System::Ferrite {
+            threads: 2,
+            base: false,
+        },
+    ),
+    (
+        "ferrite_t2_base",
+        System::Ferrite {
+            threads: 2,
+            base: true,
+        },
+    ),
     ("redis_preamble", System::Redis { preamble: true }),
     ("redis_aof", System::Redis { preamble: false }),
 ];
@@ -116,6 +150,7 @@ const FERRITE: &str = "ferrite_t2";
 struct Plan {
     pin_loops: bool,
     ferrite_config: Vec<String>,
+    baseline_exe: Option<PathBuf>,
     /// Where each server's output is appended, one file per dataset and
     /// configuration (`v<bytes>-<config>.log`).
     logs: PathBuf,
@@ -180,8 +215,12 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
         "0",
     ];
     match system {
-        System::Ferrite { threads } => {
-            cmd.arg(std::env::current_exe()?)
+        System::Ferrite { threads, base } => {
+            let exe = match (base, &plan.baseline_exe) {
+                (true, Some(exe)) => exe.clone(),
+                _ => std::env::current_exe()?,
+            };
+            cmd.arg(exe)
                 .args(["kv-serve", "--port", &port_text, "--dir"])
                 .arg(dir)
                 .args(common)
@@ -215,40 +254,6 @@ fn spawn(system: System, port: u16, dir: &Path, plan: &Plan) -> Result<Running> 
     }
     let child = cmd.spawn().context("starting a server")?;
     Ok(Running { child, port })
-}
-
-/// Waits until no rewrite is running or scheduled; returns `aof_rewrites`.
-fn wait_rewrites_idle(conn: &mut Conn) -> Result<u64> {
-    let deadline = Instant::now() + REWRITE_TIMEOUT;
-    loop {
-        let info = conn.info("persistence")?;
-        let busy = info_field(&info, "aof_rewrite_in_progress").unwrap_or(0)
-            + info_field(&info, "aof_rewrite_scheduled").unwrap_or(0);
-        if busy == 0 {
-            return info_field(&info, "aof_rewrites").context("INFO has no aof_rewrites");
-        }
-        if Instant::now() > deadline {
-            bail!("the rewrite did not finish in {REWRITE_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Sends BGREWRITEAOF and polls INFO until it has finished; returns the
-/// INFO text after it.
-fn rewrite(conn: &mut Conn) -> Result<String> {
-    let before = wait_rewrites_idle(conn)?;
-    conn.call(&[b"BGREWRITEAOF"])?;
-    loop {
-        if wait_rewrites_idle(conn)? > before {
-            let info = conn.info("persistence")?;
-            if !info.contains("aof_last_bgrewrite_status:ok") {
-                bail!("the rewrite failed: {info}");
-            }
-            return Ok(info);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Loads, steady phase, BGREWRITEAOF, tail; the load and the memory
@@ -568,6 +573,9 @@ fn dataset(
             if !configs.is_empty() && !configs.iter().any(|c| c == label) {
                 continue;
             }
+            if matches!(system, System::Ferrite { base: true, .. }) && plan.baseline_exe.is_none() {
+                continue;
+            }
             let port = BASE_PORT + (index * 100 + run * 10 + i * 2) as u16;
             let result = undisturbed_run(
                 *system,
@@ -707,6 +715,7 @@ pub fn run(args: &RewriteArgs) -> Result<()> {
         let plan = Plan {
             pin_loops: args.pin_loops,
             ferrite_config: args.ferrite_config.clone(),
+            baseline_exe: args.baseline_exe.clone(),
             logs: logs.clone(),
             keys,
             value_bytes: *value_bytes,

@@ -492,6 +492,40 @@ pub(crate) fn dir_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
+/// Waits until no rewrite is running or scheduled; returns `aof_rewrites`.
+pub(super) fn wait_rewrites_idle(conn: &mut Conn) -> Result<u64> {
+    let deadline = Instant::now() + super::REWRITE_TIMEOUT;
+    loop {
+        let info = conn.info("persistence")?;
+        let busy = info_field(&info, "aof_rewrite_in_progress").unwrap_or(0)
+            + info_field(&info, "aof_rewrite_scheduled").unwrap_or(0);
+        if busy == 0 {
+            return info_field(&info, "aof_rewrites").context("INFO has no aof_rewrites");
+        }
+        if Instant::now() > deadline {
+            bail!("the rewrite did not finish in {:?}", super::REWRITE_TIMEOUT);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sends BGREWRITEAOF and polls INFO until it has finished; returns the
+/// INFO text after it.
+pub(super) fn rewrite(conn: &mut Conn) -> Result<String> {
+    let before = wait_rewrites_idle(conn)?;
+    conn.call(&[b"BGREWRITEAOF"])?;
+    loop {
+        if wait_rewrites_idle(conn)? > before {
+            let info = conn.info("persistence")?;
+            if !info.contains("aof_last_bgrewrite_status:ok") {
+                bail!("the rewrite failed: {info}");
+            }
+            return Ok(info);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

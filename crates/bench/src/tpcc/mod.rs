@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ferrite_pmem::SplitMix64;
 use ferrite_sqlite::{Mode, VfsOptions};
 use rusqlite::Connection;
 
@@ -229,7 +228,7 @@ pub fn run(args: &TpccArgs) -> Result<()> {
     let configs = selected_configs(&args.configs)?;
     let disk = report::disk_scratch_dir()?;
     let tmpfs = report::pm_scratch_dir()?;
-    let mut seeds = SplitMix64::new(0x7CC0);
+    let mut seeds = fastrand::Rng::with_seed(0x7CC0);
     let load_constants = Constants::for_load(&mut seeds);
     let run_constants = Constants::for_run(load_constants, &mut seeds);
     let mut results: Results = BTreeMap::new();
@@ -248,7 +247,7 @@ pub fn run(args: &TpccArgs) -> Result<()> {
                     warehouses: w,
                     terminals: args.terminals.max(1),
                     duration,
-                    seed: seeds.next_u64(),
+                    seed: seeds.u64(..),
                     constants: run_constants,
                 };
                 let result = driver::run(config, &template, scratch, spec)?;

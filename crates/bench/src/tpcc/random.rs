@@ -1,8 +1,6 @@
 //! TPC-C's random input rules (clause 2.1.6 and 4.3.2): NURand, random
 //! strings, customer last names.
 
-use ferrite_pmem::SplitMix64;
-
 /// The syllables of customer last names (clause 4.3.2.3).
 const SYLLABLES: [&str; 10] = [
     "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
@@ -19,19 +17,19 @@ pub struct Constants {
 
 impl Constants {
     /// Constants for loading.
-    pub fn for_load(rng: &mut SplitMix64) -> Constants {
+    pub fn for_load(rng: &mut fastrand::Rng) -> Constants {
         Constants {
-            c_last: rng.below(256),
-            c_id: rng.below(1024),
-            ol_i_id: rng.below(8192),
+            c_last: rng.u64(..256),
+            c_id: rng.u64(..1024),
+            ol_i_id: rng.u64(..8192),
         }
     }
 
     /// Constants for the run: C_ID and OL_I_ID are the load's, C_LAST
     /// differs from the load's by 65..=119 but not 96 or 112 (2.1.6.1).
-    pub fn for_run(load: Constants, rng: &mut SplitMix64) -> Constants {
+    pub fn for_run(load: Constants, rng: &mut fastrand::Rng) -> Constants {
         let delta = loop {
-            let d = 65 + rng.below(55);
+            let d = 65 + rng.u64(..55);
             if d != 96 && d != 112 {
                 break d;
             }
@@ -46,21 +44,21 @@ impl Constants {
 /// The workload's random source.
 #[derive(Debug)]
 pub struct Rand {
-    rng: SplitMix64,
+    rng: fastrand::Rng,
     pub constants: Constants,
 }
 
 impl Rand {
     pub fn new(seed: u64, constants: Constants) -> Rand {
         Rand {
-            rng: SplitMix64::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
             constants,
         }
     }
 
     /// Uniform in `[lo, hi]`.
     pub fn uniform(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.rng.below(hi - lo + 1)
+        lo + self.rng.u64(..(hi - lo + 1).max(1))
     }
 
     /// Uniform float in `[lo, hi]` with two decimals.
@@ -106,7 +104,7 @@ impl Rand {
         const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
         let len = self.uniform(lo, hi);
         (0..len)
-            .map(|_| CHARS[self.rng.below(CHARS.len() as u64) as usize] as char)
+            .map(|_| CHARS[self.rng.u64(..(CHARS.len() as u64).max(1)) as usize] as char)
             .collect()
     }
 
@@ -114,7 +112,7 @@ impl Rand {
     pub fn nstring(&mut self, lo: u64, hi: u64) -> String {
         let len = self.uniform(lo, hi);
         (0..len)
-            .map(|_| char::from(b'0' + self.rng.below(10) as u8))
+            .map(|_| char::from(b'0' + self.rng.u64(..10) as u8))
             .collect()
     }
 
@@ -142,7 +140,7 @@ impl Rand {
     pub fn permutation(&mut self, n: u64) -> Vec<u64> {
         let mut v: Vec<u64> = (1..=n).collect();
         for i in (1..v.len()).rev() {
-            let j = self.rng.below(i as u64 + 1) as usize;
+            let j = self.rng.u64(..(i as u64 + 1).max(1)) as usize;
             v.swap(i, j);
         }
         v
@@ -171,7 +169,7 @@ mod tests {
 
     #[test]
     fn nurand_stays_in_range_and_run_c_last_delta_is_legal() {
-        let mut seed = SplitMix64::new(1);
+        let mut seed = fastrand::Rng::with_seed(1);
         let load = Constants::for_load(&mut seed);
         for _ in 0..100 {
             let run = Constants::for_run(load, &mut seed);

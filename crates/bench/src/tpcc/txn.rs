@@ -398,11 +398,10 @@ fn stock_level(db: &Connection, t: Terminal, rand: &mut Rand) -> Result<()> {
 mod tests {
     use super::*;
     use crate::tpcc::random::Constants;
-    use ferrite_pmem::SplitMix64;
 
     #[test]
     fn mix_is_45_43_4_4_4() {
-        let constants = Constants::for_load(&mut SplitMix64::new(3));
+        let constants = Constants::for_load(&mut fastrand::Rng::with_seed(3));
         let mut rand = Rand::new(11, constants);
         let mut counts = [0u32; 5];
         let n = 100_000;

@@ -4,10 +4,10 @@
 //!
 //! Reading the log twice, once by recovery (`Wal::open`, checking every
 //! record's checksum to find the end) and again by the replay, one after
-//! the other, made replaying 200k x 5 KiB records from the page cache take
-//! 1.74 s, about a quarter of it in reading and checksums (see
-//! `docs/results/recovery.md`). So recovery hands each record it keeps to the
-//! replay ([`ferrite_wal::Wal::open_visiting`]): the log is read once, and
+//! the other, spent a large part of a replay in reading and checksums
+//! before any command ran (`docs/results/recovery.md`, "Reading the log
+//! once"). So recovery hands each record it keeps to the replay
+//! ([`ferrite_wal::Wal::open_visiting`]): the log is read once, and
 //! reading overlaps running.
 //!
 //! The records come before recovery's verdict on what follows them. When

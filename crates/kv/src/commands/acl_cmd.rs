@@ -244,7 +244,7 @@ fn fill_random(ctx: &mut Ctx<'_>, out: &mut [u8]) {
     let from_kernel = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(out));
     if from_kernel.is_err() {
         for chunk in out.chunks_mut(8) {
-            let word = ctx.rng().next_u64().to_le_bytes();
+            let word = ctx.rng().u64(..).to_le_bytes();
             chunk.copy_from_slice(&word[..chunk.len()]);
         }
     }

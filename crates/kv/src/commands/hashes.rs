@@ -235,7 +235,7 @@ pub(super) fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.reply.null();
             return Ok(());
         };
-        let pick = ctx.state.rng.below(hash.len() as u64) as usize;
+        let pick = ctx.state.rng.u64(..(hash.len() as u64).max(1)) as usize;
         ctx.reply.bulk_opt(hash.keys().nth(pick).map(|f| &f[..]));
         return Ok(());
     }

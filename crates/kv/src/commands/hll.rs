@@ -190,7 +190,7 @@ pub(super) fn pfselftest(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     let mut expected = vec![0u8; REGISTERS];
     for _ in 0..1000 {
         for (i, e) in expected.iter_mut().enumerate() {
-            *e = (ctx.rng().next_u64() & 63) as u8;
+            *e = (ctx.rng().u64(..) & 63) as u8;
             dense_put(&mut packed, i, *e);
         }
         for (i, &e) in expected.iter().enumerate() {
@@ -203,7 +203,7 @@ pub(super) fn pfselftest(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         }
     }
     let limit = sparse_max_bytes(ctx);
-    let seed = ctx.rng().next_u64();
+    let seed = ctx.rng().u64(..);
     let (mut dense, mut sparse) = (Hll::new(), Hll::new());
     dense.to_dense().map_err(hll_error)?;
     let relative_error = 1.04 / (REGISTERS as f64).sqrt();

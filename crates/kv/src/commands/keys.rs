@@ -426,7 +426,7 @@ pub(super) fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     let rng = &mut state.rng;
     let key = state
         .keyspace
-        .random_key(db, |n| rng.below(n as u64) as usize);
+        .random_key(db, |n| rng.u64(..(n as u64).max(1)) as usize);
     if key.is_none() && !state.keyspace.db(db).is_empty() {
         // Only expired keys are left: Redis's RANDOMKEY deletes the
         // expired keys it meets (each logged as a `DEL`) and answers nil.

@@ -308,7 +308,7 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (None, 1)
     };
     let rng = &mut ctx.state.rng;
-    let mut dice = Dice(|| rng.next_u64());
+    let mut dice = Dice(|| rng.u64(..));
     let text = match version {
         Some(5) => {
             let cols = arg(args, first, 66, 1, 1000)?;

@@ -152,9 +152,9 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         }
         let state = &mut *ctx.state;
         let rng = &mut state.rng;
-        let victim = state
-            .keyspace
-            .eviction_victim(pool, rank, samples, |n| rng.below(n as u64) as usize);
+        let victim = state.keyspace.eviction_victim(pool, rank, samples, |n| {
+            rng.u64(..(n as u64).max(1)) as usize
+        });
         let Some((db, key)) = victim else {
             return false;
         };

@@ -52,8 +52,6 @@ mod zsets;
 
 use std::borrow::Cow;
 
-use ferrite_pmem::SplitMix64;
-
 use crate::keyspace::{segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::resp::{Args, ReplyBuf};
 use crate::state::State;
@@ -294,7 +292,7 @@ impl Ctx<'_> {
     }
 
     /// Random numbers for SPOP, RANDOMKEY and friends.
-    pub fn rng(&mut self) -> &mut SplitMix64 {
+    pub fn rng(&mut self) -> &mut fastrand::Rng {
         &mut self.state.rng
     }
 }

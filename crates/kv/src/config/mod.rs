@@ -251,7 +251,7 @@ pub struct Config {
     pub aof_rewrite_threads: usize,
     /// Percent of the time a rewrite may write (`aof-rewrite-io-share`).
     pub aof_rewrite_io_share_percent: u32,
-    /// Percent of one core a rewrite may use, 0 unlimited (`aof-rewrite-cpu-share`).
+    /// Percent of the machine's CPU time a rewrite may use, 0 unlimited (`aof-rewrite-cpu-share`).
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,

@@ -406,7 +406,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("log-device", None, Enum(LOG_DEVICE), "auto", STARTUP_ONLY, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, or pmem-emulated (a mapped file: survives a process crash, not a power failure)."),
     d!("aof-rewrite-threads", None, num(0, 64), "0", 0, Acts, "Threads of a log rewrite; 0 for one per core."),
     d!("aof-rewrite-io-share", None, num(1, 100), "20", 0, Acts, "Percent of the time a rewrite may spend writing."),
-    d!("aof-rewrite-cpu-share", None, num(0, 10000), "11", 0, Acts, "Percent of one core a rewrite may use; 0 for no limit."),
+    d!("aof-rewrite-cpu-share", None, num(0, 100), "5", 0, Acts, "Percent of the machine's CPU time (all cores) a rewrite may use when no core is idle and it is ahead of its log; 0 for no limit."),
     d!("aof-rewrite-lend-loop-core", None, Bool, "no", 0, Acts, "Let a rewrite burst use the event loop's core (a small-machine mechanism, off by default)."),
     d!("event-loop-unstack", None, Bool, "no", 0, Acts, "Move an unpinned event loop off a core where it keeps waiting (a small-machine mechanism, off by default)."),
     d!("aof-release-log-cache", None, Bool, "yes", 0, Acts, "Drop synced stretches of the log from the page cache."),

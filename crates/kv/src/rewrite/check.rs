@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use ferrite_io::{Device, FileDevice, PmPolicy, PmemDevice};
 
-use super::dir::{AofDir, Layout};
+use super::dir::AofDir;
 use super::fs::RealFs;
 use super::load::{first_generation, read_part};
-use super::manifest::{IncrEntry, IncrKind};
+use super::manifest::IncrKind;
+use super::open_dir::dataset_files;
 use crate::aof::{check_device, CheckReport, LogEnd};
 use crate::error::{Error, Result};
 
@@ -102,15 +103,12 @@ pub fn check_dir(
 ) -> Result<DirCheck> {
     let aof = AofDir::new(Arc::new(RealFs), dir, name);
     let mut out = DirCheck::default();
-    let incrs: Vec<IncrEntry> = match aof.layout()? {
-        Layout::Empty => return Ok(out),
-        Layout::Legacy(log) => vec![log],
-        Layout::Manifest(manifest) => {
-            out.manifest = Some(aof.path(&aof.manifest_name()));
-            out.files.extend(check_bases(&aof, &manifest)?);
-            manifest.incrs
-        }
-    };
+    let files = dataset_files(&aof)?;
+    if let Some(manifest) = &files.manifest {
+        out.manifest = Some(aof.path(&aof.manifest_name()));
+        out.files.extend(check_bases(&aof, manifest)?);
+    }
+    let incrs = files.logs;
     let mut last_device = None;
     for (i, incr) in incrs.iter().enumerate() {
         let path = aof.path(&incr.file);

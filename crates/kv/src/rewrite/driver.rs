@@ -3,25 +3,18 @@
 //! scheduled or automatic rewrite, polling the running one, and the
 //! back-off after failures.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::dir::{AofDir, Layout};
-use super::fs::RealFs;
-use super::import::{find_redis_aof, import, set_aside_redis_file};
-use super::load::load_bases;
+use super::budget::Race;
+use super::dir::AofDir;
 use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::pace::{burst_ahead_keys, Pacer};
 use super::priority::lower_cpu_priority;
 use super::seat::Seat;
 use super::worker::rewrite_and_finish;
-use crate::aof::{
-    open_device_at, open_log, open_log_on, prefetch_logs, replay_old_log, CommandLog, OpenedLog,
-    SyncWait,
-};
-use crate::config::{Config, LogDevice};
+use crate::aof::{open_device_at, CommandLog, SyncWait};
 use crate::error::{Error, Result};
 use crate::state::State;
 
@@ -51,10 +44,20 @@ pub fn io_share(state: &State) -> u32 {
     state.config.aof_rewrite_io_share_percent
 }
 
-/// `aof-rewrite-cpu-share`, in percent of one core, 0 = unlimited
-/// ([`super::pace`]).
+/// `aof-rewrite-cpu-share`, in percent of the machine's CPU time, 0 =
+/// unlimited ([`super::budget`]).
 pub fn cpu_share(state: &State) -> u32 {
     state.config.aof_rewrite_cpu_share_percent
+}
+
+/// The cores the rewrite may run on: those of `aof_rewrite_cpulist`, else
+/// those the server may run on.
+fn rewrite_cores(state: &State) -> u32 {
+    let cores = match state.config.cpulist("aof_rewrite_cpulist") {
+        Some(list) => list.len(),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    u32::try_from(cores).unwrap_or(u32::MAX)
 }
 
 /// `aof-rewrite-lend-loop-core`: whether a burst may take the event
@@ -69,6 +72,10 @@ struct Running {
     done: mpsc::Receiver<Result<Manifest>>,
     /// Lifts the rewrite's pacing ([`Pacer::lift_handle`]).
     lift: Arc<AtomicBool>,
+    /// The rewrite against its log, and the log's size when it started
+    /// ([`Race`]).
+    race: Arc<Race>,
+    log_base: u64,
 }
 
 /// A rewrite whose new log and manifest are being made durable on the
@@ -124,142 +131,10 @@ pub struct Rewriter {
     wake: Wake,
 }
 
-/// Opens the log for `state.config`: from the manifest if there is one
-/// (base parts loaded in parallel, then every incremental log replayed in
-/// order, the last one opened for appending), else the single log.
-pub fn open(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)> {
-    let started = Instant::now();
-    if !state.config.appendonly {
-        return Ok((open_log(state, wake.boxed())?, None));
-    }
-    let config = state.config.clone();
-    std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
-        op: "create data directory",
-        path: config.dir.clone(),
-        source,
-    })?;
-    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
-    let layout = dir.layout()?;
-    let redis = match layout {
-        Layout::Manifest(_) => None,
-        _ => find_redis_aof(&config.dir, &config.appendfilename)?,
-    };
-    let (opened, manifest, kind) = match (layout, redis) {
-        (_, Some(source)) => {
-            dir.remove_orphans(None)?;
-            let kind = match config.log_device {
-                LogDevice::Pmem | LogDevice::PmemEmulated => IncrKind::Pm,
-                LogDevice::File | LogDevice::Auto => IncrKind::File,
-            };
-            let m = import(state, &dir, &source, kind, rewrite_threads(state))?;
-            state.rewrite.base_bytes = m.bases.iter().map(|b| b.bytes).sum();
-            state.rewrite.parts = m.bases.len();
-            let device = open_device_at(&dir.path(&m.incrs[0].file), kind == IncrKind::Pm)?;
-            (open_log_on(state, device, wake.boxed())?, m, kind)
-        }
-        (Layout::Manifest(m), None) => {
-            set_aside_redis_file(&dir)?;
-            dir.remove_orphans(Some(&m))?;
-            // The logs were released from the page cache as they became
-            // durable: the device reads them while the parts load.
-            prefetch_logs(
-                m.incrs
-                    .iter()
-                    .filter(|incr| incr.kind == IncrKind::File)
-                    .map(|incr| dir.path(&incr.file))
-                    .collect(),
-            );
-            let load = load_bases(&dir, &m, rewrite_threads(state), &mut state.keyspace)?;
-            tracing::info!(
-                "loaded {} keys from {} base parts ({} bytes) with {} threads in {} ms",
-                load.keys,
-                load.parts,
-                load.bytes,
-                load.threads,
-                started.elapsed().as_millis()
-            );
-            state.rewrite.base_bytes = load.bytes;
-            state.rewrite.parts = load.parts;
-            let (last, older) = m.incrs.split_last().ok_or_else(|| Error::Rewrite {
-                reason: "manifest without an incremental log".into(),
-            })?;
-            for incr in older {
-                let device = open_device_at(&dir.path(&incr.file), incr.kind == IncrKind::Pm)?;
-                replay_old_log(state, device)?;
-            }
-            check_log_device(&config, last)?;
-            let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
-            let (kind, last_file) = (last.kind, last.file.clone());
-            let mut opened = open_log_on(state, device, wake.boxed())?;
-            let mut m = m;
-            let next = state.keyspace.capture_lsn() + 1;
-            if state.keyspace.replay_needs_decision(next) {
-                // The last log ends below a capture position of the parts
-                // (`ferrite check --fix` cut it there): its next records
-                // would get LSNs the parts claim to hold, and the next
-                // load would skip them. New records go to a new log whose
-                // LSNs start after every capture position.
-                tracing::warn!(
-                    "{}: the log ends at record {} but the base parts hold records up to {}; \
-                     appending to a new log that continues after them",
-                    last_file,
-                    next - 1,
-                    state.keyspace.next_lsn_floor() - 1
-                );
-                drop(opened);
-                m = dir.start(&m, kind)?;
-                let incr = m.incrs.last().map(|i| i.file.clone()).unwrap_or_default();
-                let device = open_device_at(&dir.path(&incr), kind == IncrKind::Pm)?;
-                opened = open_log_on(state, device, wake.boxed())?;
-            }
-            state.keyspace.end_replay_captures();
-            (opened, m, kind)
-        }
-        (Layout::Legacy(_) | Layout::Empty, None) => {
-            dir.remove_orphans(None)?;
-            let opened = open_log(state, wake.boxed())?;
-            let pm = config.dir.join(format!("{}.pm", config.appendfilename));
-            let kind = if Path::new(&pm).exists() {
-                IncrKind::Pm
-            } else {
-                IncrKind::File
-            };
-            let manifest = Manifest {
-                generation: 0,
-                bases: vec![],
-                incrs: vec![IncrEntry {
-                    file: dir.legacy_name(kind),
-                    kind,
-                }],
-            };
-            (opened, manifest, kind)
-        }
-    };
-    state.rewrite.threads = rewrite_threads(state);
-    state.rewrite.load_to_serve_ms = started.elapsed().as_millis() as u64;
-    tracing::info!(
-        "data loaded; serving after {} ms",
-        state.rewrite.load_to_serve_ms
-    );
-    reserve_write_buffers(state.rewrite.threads);
-    let rewriter = Rewriter {
-        dir,
-        manifest,
-        kind,
-        preparing: None,
-        running: None,
-        threads: Vec::new(),
-        next_auto: Instant::now(),
-        size_ref: state.rewrite.base_bytes + state.log.current_size,
-        wake,
-    };
-    Ok((opened, Some(rewriter)))
-}
-
 /// Allocates, off the event loop, the buffers the rewrite workers write
 /// their parts from (`direct.rs`), so that no rewrite pays for their
 /// pages: 4 MiB per worker, held from start-up on.
-fn reserve_write_buffers(workers: usize) {
+pub(super) fn reserve_write_buffers(workers: usize) {
     #[cfg(target_os = "linux")]
     {
         let spawned = std::thread::Builder::new()
@@ -285,30 +160,30 @@ fn reserve_write_buffers(workers: usize) {
     let _ = workers;
 }
 
-/// Refuses a `log-device` that contradicts the device of the log the
-/// manifest appends to, as start-up does for a single log: silently
-/// switching a PM directory to files (or back) is never what was meant.
-fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
-    let matches = match config.log_device {
-        LogDevice::Auto => true,
-        LogDevice::File => last.kind == IncrKind::File,
-        LogDevice::Pmem | LogDevice::PmemEmulated => last.kind == IncrKind::Pm,
-    };
-    if matches {
-        return Ok(());
-    }
-    Err(Error::Config {
-        origin: "log-device".into(),
-        reason: format!(
-            "log-device is {} but the manifest's current log {} is on {}; use the matching log-device",
-            config.log_device.name(),
-            last.file,
-            if last.kind == IncrKind::Pm { "persistent memory" } else { "a file" }
-        ),
-    })
-}
-
 impl Rewriter {
+    /// The rewriter of the data directory `dir`, whose current manifest is
+    /// `manifest` and whose logs are of `kind`; automatic rewrites count
+    /// growth from `size_ref` bytes.
+    pub(super) fn new(
+        dir: AofDir,
+        manifest: Manifest,
+        kind: IncrKind,
+        size_ref: u64,
+        wake: Wake,
+    ) -> Rewriter {
+        Rewriter {
+            dir,
+            manifest,
+            kind,
+            preparing: None,
+            running: None,
+            threads: Vec::new(),
+            next_auto: Instant::now(),
+            size_ref,
+            wake,
+        }
+    }
+
     /// Makes `keyspace` the whole durable dataset (a replica's full sync):
     /// base parts of the next generation written from it and an empty
     /// incremental log, then a manifest naming only them, whose durable
@@ -358,6 +233,11 @@ impl Rewriter {
     pub fn tick(&mut self, state: &mut State, log: &mut dyn CommandLog) {
         self.poll(state);
         self.poll_prepared(state, log);
+        if let Some(running) = &self.running {
+            // The log's size is refreshed by the server's timer.
+            let grown = state.log.current_size.saturating_sub(running.log_base);
+            running.race.log_grew_to(grown);
+        }
         if self.running.is_some() || self.preparing.is_some() {
             note_keyspace_figures(state);
             return;
@@ -465,6 +345,8 @@ impl Rewriter {
             log.append(&record);
         }
         let switched = on_loop.elapsed();
+        log.info(&mut state.log);
+        let log_base = state.log.current_size;
         // Nothing is captured yet: the loop captures segments as the
         // workers go (`keyspace/capture.rs`).
         let snapshots = state.keyspace.begin_rewrite(
@@ -472,14 +354,17 @@ impl Rewriter {
             point.last_in_old,
             Some(Arc::clone(&self.wake.0)),
         );
-        let mut pacer = Pacer::new(io_share(state)).with_cpu_share(cpu_share(state));
+        let workers = u32::try_from(threads).unwrap_or(u32::MAX);
+        let mut pacer = Pacer::new(io_share(state))
+            .with_cpu_share(cpu_share(state), rewrite_cores(state), workers)
+            .with_race(state.config.auto_aof_rewrite_percentage);
         // Where `aof_rewrite_cpulist` places the rewrite, its workers stay
         // there: they do not take the loop's core.
         if lend_loop_core(state) && state.config.cpulist("aof_rewrite_cpulist").is_none() {
             // On the event loop's thread: the seat names it.
             pacer = pacer.with_seat(Seat::for_current_thread());
         }
-        if pacer.cpu_share() > 0 {
+        if pacer.cpu_paced() {
             let largest = snapshots.iter().map(|s| s.keys).max().unwrap_or(0);
             state.keyspace.capture_ahead(burst_ahead_keys(largest));
         }
@@ -496,6 +381,7 @@ impl Rewriter {
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let lift = pacer.lift_handle();
+        let race = pacer.race();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
@@ -504,7 +390,7 @@ impl Rewriter {
                 // event loop's class under a CPU share, whose bursts keep
                 // them to it (`pace.rs`), `SCHED_IDLE` without.
                 crate::cpus::place_current_thread(cpus.as_deref(), "log rewrite");
-                if pacer.cpu_share() == 0 {
+                if !pacer.cpu_paced() {
                     lower_cpu_priority();
                 }
                 let result = rewrite_and_finish(&dir, &started, snapshots, pacer, log_durable);
@@ -541,6 +427,8 @@ impl Rewriter {
             started: requested,
             done,
             lift,
+            race,
+            log_base,
         });
         Ok(())
     }
@@ -638,6 +526,8 @@ impl Rewriter {
                 started: running.started,
                 done,
                 lift: Arc::clone(&running.lift),
+                race: Arc::clone(&running.race),
+                log_base: running.log_base,
             });
             self.poll(state);
         }

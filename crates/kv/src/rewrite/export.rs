@@ -7,14 +7,8 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
-use super::dir::{AofDir, Layout};
-use super::driver::rewrite_threads;
-use super::fs::RealFs;
-use super::load::load_bases;
-use super::manifest::IncrKind;
-use crate::aof::{open_device_at, replay_old_log};
+use super::open_dir::{open_data_dir, Access};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::resp::format_double;
@@ -35,23 +29,10 @@ pub struct ExportStats {
 }
 
 /// Loads `config.dir` the way start-up does (read-only apart from cutting a
-/// torn log tail) into a fresh state.
+/// torn log tail) into a fresh state ([`open_data_dir`], [`Access::Load`]).
 pub fn load_dir(config: &Config) -> Result<State> {
     let mut state = State::new(config.clone());
-    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
-    let incrs = match dir.layout()? {
-        Layout::Empty => vec![],
-        Layout::Legacy(log) => vec![log],
-        Layout::Manifest(m) => {
-            let threads = rewrite_threads(&state);
-            load_bases(&dir, &m, threads, &mut state.keyspace)?;
-            m.incrs
-        }
-    };
-    for incr in incrs {
-        let device = open_device_at(&dir.path(&incr.file), incr.kind == IncrKind::Pm)?;
-        replay_old_log(&mut state, device)?;
-    }
+    open_data_dir(&mut state, Access::Load)?;
     Ok(state)
 }
 

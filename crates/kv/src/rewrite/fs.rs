@@ -14,8 +14,6 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use ferrite_pmem::SplitMix64;
-
 use super::pace::Pacer;
 
 /// A file being written.
@@ -270,9 +268,9 @@ impl SimFs {
     /// file its synced bytes plus a random prefix of the rest.
     pub fn crash_image(&self, seed: u64) -> SimFs {
         let s = self.lock();
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let mut names = s.durable_names.clone();
-        let keep = rng.below(s.pending.len() as u64 + 1) as usize;
+        let keep = rng.u64(..(s.pending.len() as u64 + 1).max(1)) as usize;
         for op in &s.pending[..keep] {
             SimState::apply(&mut names, op);
         }
@@ -280,7 +278,7 @@ impl SimFs {
         for (name, ino) in names {
             let inode = &s.inodes[ino];
             let extra = inode.data.len() - inode.synced;
-            let len = inode.synced + rng.below(extra as u64 + 1) as usize;
+            let len = inode.synced + rng.u64(..(extra as u64 + 1).max(1)) as usize;
             image.inodes.push(Inode {
                 data: inode.data[..len].to_vec(),
                 synced: len,

@@ -4,8 +4,10 @@
 //! - [`part`]: base parts, the compact binary snapshot of a range of
 //!   segments each worker writes.
 //! - [`manifest`]: the file naming the base parts and incremental logs.
-//! - [`dir`]: the data directory's state machine (start, finish, orphans).
+//! - [`dir`]: the data directory's state machine (start, finish, orphans);
+//!   [`open_dir`]: opening one to serve or read it.
 //! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
+//! - [`pace`]: the device and CPU time they may use ([`budget`]: the rules).
 //! - [`fs`]: the file-system trait, real and simulated with faults.
 //! - [`check`]: `ferrite check` of a whole data directory.
 //! - [`import`]: start-up from a Redis append-only file (RESP);
@@ -14,6 +16,7 @@
 //! The keyspace side (point-in-time snapshots by copy-before-write at
 //! segment granularity) is in `keyspace/snapshot.rs`.
 
+pub mod budget;
 pub mod check;
 pub mod dir;
 #[cfg(target_os = "linux")]
@@ -24,6 +27,7 @@ pub mod fs;
 pub mod import;
 pub mod load;
 pub mod manifest;
+pub mod open_dir;
 pub mod pace;
 pub mod part;
 mod priority;

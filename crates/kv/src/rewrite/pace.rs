@@ -1,5 +1,7 @@
-//! Pacing of the base parts' writes: `aof-rewrite-io-share`, the share of
-//! the time the rewrite may keep the device busy writing.
+//! Pacing of a rewrite: the device time of the base parts' writes
+//! (`aof-rewrite-io-share`, here) and the workers' CPU time
+//! (`aof-rewrite-cpu-share`, whose rules are in `budget.rs`), both lifted
+//! while the rewrite is behind its new log (`budget::Race`).
 //!
 //! A rewrite writes the whole dataset; at the device's full speed it slows
 //! everything else the machine does where writing costs CPU (a virtual
@@ -15,32 +17,26 @@
 //! time elapsed (serialising the next buffer overlaps the wait). A write
 //! counts up to its completion, not its return: the time the writer then
 //! spent waiting for a core (read from `/proc/thread-self/schedstat`) is
-//! left out, or a `SCHED_IDLE` worker on a machine the clients keep busy
-//! would be paced for the scheduler's delays as if they were the
-//! device's (1M x 1 KiB under redis-benchmark: rewrites of 10.2-13.1 s
-//! with that wait counted, 6.6-9.2 s without, SET/s during them 0.72 and
-//! 0.76 of the rate before, medians of 6). The
-//! device's own speed sets the pace: a fast device lets a fast rewrite
-//! through, and when the log's syncs slow the device the
-//! rewrite's writes take longer and it backs off by as much.
+//! left out, or a worker on a machine the clients keep busy would be
+//! paced for the scheduler's delays as if they were the device's
+//! (`docs/results/rewrite-io.md`). The device's own speed sets the pace:
+//! a fast device lets a fast rewrite through, and when the log's syncs
+//! slow the device the rewrite's writes take longer and it backs off by
+//! as much.
 //!
 //! Idle device time carries over, up to [`CATCH_UP`] of it, and a new
 //! pacer starts with that much: a worker that spent a while serialising
 //! may then write at full speed for a while, and a rewrite with little to
-//! write (about `CATCH_UP * share / (1 - share)` of device time: 25 ms at
-//! the default 20%, 15-25 MB here with 4 MiB writes) is not paced at
-//! all. With a bound of 250 ms a whole 1M x 100 B rewrite (120 MB) went
-//! through at the device's full speed, and its clients lost the most in
-//! the shortest rewrites. Full runs at 100 B
-//! (7 rewrites each; SET/s during over steady, against Redis's during its
-//! rewrite, duration over Redis's): 250 ms 0.64 and 0.56, 1.80 and 1.63,
-//! 0.30 and 0.20; 100 ms 0.68, 1.91, 0.32; none 0.76, 2.28, 0.52 (over
-//! the duration bound of 0.5).
+//! write (about `CATCH_UP * share / (1 - share)` of device time) is not
+//! paced at all. A longer bound let whole small rewrites through at the
+//! device's full speed, and their clients lost the most in the shortest
+//! rewrites (`docs/results/rewrite-io.md`, "Kept and dropped").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::budget::{machine_idle, CpuBudget, Race};
 use super::seat::Seat;
 use crate::cpus::{run_queue_wait, thread_cpu_time};
 
@@ -50,15 +46,16 @@ use crate::cpus::{run_queue_wait, thread_cpu_time};
 /// device's full speed.
 pub const CATCH_UP: Duration = Duration::from_millis(100);
 
-/// `aof-rewrite-io-share` when not configured, in percent. With 4 MiB
-/// writes from huge pages each second of device time carries about twice
-/// the bytes of 1 MiB writes from small pages, and 40% rewrote 1M x 1 KiB in
-/// 5.8 s at 0.76 of the clients' rate before it, 20% in 7.6 s at 0.85 and
-/// 10% in 13.9 s at 0.96 (medians of 8 alternating rewrites, one server
-/// under redis-benchmark), against Redis's 15-21 s; at 100 B the share
-/// moved neither (0.74, 0.71, 0.74: the catch-up credit covers most of a
-/// 120 MB part, and the workers' CPU sets the pace).
+/// `aof-rewrite-io-share` when not configured, in percent of the
+/// device's time. A share of time rather than a rate scales with the
+/// device: a fast one lets a fast rewrite through. A fifth leaves the log
+/// four fifths of the device (its syncs then find a rewrite write in
+/// flight at most a fifth of the time), and a rewrite behind its log is
+/// not held to it at all (`budget::Race`). Figures for 10% to 40%:
+/// `docs/results/rewrite-io.md`.
 pub const DEFAULT_SHARE_PERCENT: u32 = 20;
+
+pub use super::budget::DEFAULT_CPU_SHARE_PERCENT;
 
 #[derive(Debug)]
 struct State {
@@ -88,20 +85,20 @@ pub struct PaceTotals {
     pub rest: Duration,
 }
 
-/// The device-time budget shared by the workers of one rewrite, and their
-/// CPU-time budget (`aof-rewrite-cpu-share`, [`Pacer::cpu_rest`]).
+/// The device-time budget shared by the workers of one rewrite, their
+/// CPU-time budget (`aof-rewrite-cpu-share`, [`Pacer::cpu_rest`]), and the
+/// race against the log that lifts both ([`Race`]).
 #[derive(Debug)]
 pub struct Pacer {
     percent: u32,
-    /// The CPU share, percent of one core; 0 = unlimited.
-    cpu_percent: u32,
-    /// A worker's CPU time per burst under the share ([`CPU_BURST`]).
+    /// A worker's CPU time between two looks at the budget ([`CPU_BURST`]).
     cpu_burst: Duration,
-    /// When the bursts' periods are counted from.
-    cpu_started: Instant,
     catch_up: Duration,
     state: Mutex<State>,
     cpu: Mutex<CpuBudget>,
+    /// Whether the CPU budget is unlimited (share 0: `SCHED_IDLE`).
+    cpu_unlimited: bool,
+    race: Arc<Race>,
     /// Set when nobody is left to share the machine with (shutdown): no
     /// more rests, for the device or the CPU ([`Pacer::lift_handle`]).
     lifted: Arc<AtomicBool>,
@@ -109,26 +106,17 @@ pub struct Pacer {
     seat: Option<Arc<Seat>>,
 }
 
-/// `aof-rewrite-cpu-share` when not configured: percent of one core, 0 =
-/// unlimited (see [`Burst`]). 11 rather than 15: with the workers' write
-/// buffers kept from start-up, a lower share still finishes within half
-/// of Redis's rewrite time, and at 1M x 100 B under the bench's load the
-/// clients lose about the share (11%: 0.885 of their steady rate in
-/// rewrites of 0.69-0.81 s; 15%: 0.85 in 0.51-0.52 s), and at 1M x 1 KiB
-/// 11% gave 0.899 in 3.2-3.4 s (`docs/results/rewrite-cpu-share.md`).
-pub const DEFAULT_CPU_SHARE_PERCENT: u32 = 11;
-
-/// CPU time a worker runs in one burst under a CPU share ([`Burst`]).
-/// At 1M x 100 B and 15% (3 runs each, then 3 more at 6 ms), the
-/// clients kept 0.849 of their steady rate with bursts of 1 ms, 0.852 with
-/// 3 ms, 0.872 with 6 ms and 0.832 with 12 ms, in rewrites of about
-/// the same length.
+/// CPU time a worker runs between two looks at the CPU budget ([`Burst`]).
+/// Short bursts cost a system call each (the thread's CPU clock) and a
+/// wake-up; long ones keep a core from the clients for longer at a time.
+/// A few milliseconds is a scheduler time slice; lengths from 1 to 12 ms
+/// are compared in `docs/results/rewrite-cpu-share.md`.
 pub const CPU_BURST: Duration = Duration::from_millis(6);
 
 /// Keys the event loop keeps captured ahead of each worker under a CPU
-/// share: about two thirds of a burst's worth at 1M x 100 B (at 110-125 ns
-/// a key; the loop tops the feed up while the worker runs), so that a
-/// worker does not stop in the middle of a burst to wait for the loop.
+/// share: about a burst's worth of small keys (the loop tops the feed up
+/// while the worker runs), so that a worker does not stop in the middle
+/// of a burst to wait for the loop.
 const BURST_AHEAD_KEYS: usize = 32 * 1024;
 
 /// ... but at most a part's keys over this many, so that a small dataset
@@ -145,49 +133,31 @@ pub fn burst_ahead_keys(largest_part: u64) -> usize {
     BURST_AHEAD_KEYS.min(step)
 }
 
-#[derive(Debug)]
-struct CpuBudget {
-    /// CPU time the workers ran in bursts that ended so far.
-    used: Duration,
-    /// Time they rested to keep to the share.
-    rested: Duration,
-}
-
-/// One worker's place in the rewrite's CPU bursts, under a CPU share
-/// (`aof-rewrite-cpu-share`, percent of one core for all workers
-/// together).
+/// One worker's place in the rewrite's CPU budget (`budget.rs`).
 ///
-/// Each worker runs [`CPU_BURST`] of CPU time, then sleeps until the next
-/// period boundary, the same instants for every worker of the rewrite:
-/// `started + k * period`, with `period = workers * CPU_BURST * 100 /
-/// share`. The workers run in the normal scheduling class, one per CPU
-/// (`worker.rs`), and the event loop keeps a burst's worth of segments
-/// captured ahead of each ([`BURST_AHEAD_KEYS`]).
+/// A worker runs [`CPU_BURST`] of CPU time, then charges it to the budget
+/// shared by all workers and rests if the budget is in debt, to a period
+/// boundary the workers share. The workers run in the normal scheduling
+/// class, one per CPU (`worker.rs`), and the event loop keeps a burst's
+/// worth of segments captured ahead of each ([`BURST_AHEAD_KEYS`]).
 ///
 /// Why bursts and not `SCHED_IDLE` (which the workers use without a
 /// share): a `SCHED_IDLE` thread fills every idle moment of a core, and
 /// each such moment then ends with an interrupt to preempt it, where an
-/// idle polling core notices a wake-up by itself. Under load at 1M x
-/// 100 B the cores took about 10,000 rescheduling interrupts a second
-/// during a rewrite against almost none outside one, and three quarters
-/// of the workers' profile samples fell on the return from an interrupt.
-/// Sleeping between bursts leaves the cores idle as they were; the clients
-/// then lose about the workers' CPU time, spread over as long as the share
-/// makes the rewrite last (`docs/results/rewrite-cpu-share.md`).
+/// idle polling core notices a wake-up by itself; most of the workers'
+/// profile samples then fell on the return from an interrupt. Sleeping
+/// between bursts leaves the cores idle as they were.
 ///
 /// Why together: on a small machine the event loop and its clients wait
 /// for each other, so a worker holding the clients' core idles the loop's
-/// core, which the other worker can then use for nothing. Two threads in
-/// a closed loop over 4 connections on two cores lost 11-23 ms of their
-/// round trips to 28 ms of work in bursts taken together, against 26-34 ms
-/// taken by one worker or in `SCHED_IDLE`; in the server the clients still
-/// lost about the workers' whole CPU time.
+/// core, which the other worker can then use for nothing; a job run in
+/// bursts on both cores at the same instants cost a closed loop of clients
+/// less than the same job taken by one worker
+/// (`docs/results/rewrite-cpu-share.md`).
 ///
-/// Where every core is busy and the event loop can move, a burst instead
-/// takes the loop's core, one worker at a time, the loop waiting on the
-/// other cores meanwhile ([`Seat`]): at 1M x 100 B and 11% the clients
-/// then kept 0.923 of their steady rate against 0.886 (medians of 5 x 3
-/// alternated runs, `docs/results/rewrite-cpu-share.md`).
+/// Where every core is busy and the event loop can move, a burst may
+/// instead take the loop's core, one worker at a time, the loop waiting
+/// on the other cores meanwhile ([`Seat`], off by default).
 #[derive(Debug)]
 pub struct Burst {
     /// The thread's CPU time when its current burst started.
@@ -197,8 +167,8 @@ pub struct Burst {
     /// since `mark` is at most the time since `wall`, so until that is a
     /// burst's length the CPU clock (a system call) need not be read.
     wall: Instant,
-    /// Between two burst starts; zero without a share.
-    period: Duration,
+    /// Whether the budget is unlimited: nothing to count.
+    free: bool,
     /// The loop's core, held during the burst.
     seat: Option<Arc<Seat>>,
 }
@@ -211,48 +181,73 @@ impl Drop for Burst {
     }
 }
 
+/// The number of cores the calling thread may run on.
+fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+}
+
 impl Pacer {
     /// A pacer letting writes keep the device busy `percent` of the time
-    /// (clamped to 1..=100; 100 never waits).
+    /// (clamped to 1..=100; 100 never waits), its workers held to the
+    /// default CPU share of this machine.
     pub fn new(percent: u32) -> Pacer {
         Pacer::with_catch_up(percent, CATCH_UP)
     }
 
     /// A pacer whose idle time carries over up to `catch_up`.
     fn with_catch_up(percent: u32, catch_up: Duration) -> Pacer {
+        let now = Instant::now();
+        let cores = cores();
         Pacer {
             percent: percent.clamp(1, 100),
-            cpu_percent: DEFAULT_CPU_SHARE_PERCENT,
             cpu_burst: CPU_BURST,
-            cpu_started: Instant::now(),
             catch_up,
             state: Mutex::new(State {
                 in_flight: 0,
-                mark: Instant::now(),
+                mark: now,
                 next: None,
                 totals: PaceTotals::default(),
             }),
-            cpu: Mutex::new(CpuBudget {
-                used: Duration::ZERO,
-                rested: Duration::ZERO,
-            }),
+            cpu: Mutex::new(CpuBudget::new(
+                DEFAULT_CPU_SHARE_PERCENT,
+                cores,
+                cores,
+                CPU_BURST,
+                now,
+            )),
+            cpu_unlimited: false,
+            race: Arc::new(Race::new(100)),
             lifted: Arc::default(),
             seat: None,
         }
     }
 
-    /// This pacer, its workers held to `percent` of one core together
-    /// (0 = unlimited), their bursts' periods counted from now.
-    pub fn with_cpu_share(mut self, percent: u32) -> Pacer {
-        self.cpu_percent = percent;
-        self.cpu_started = Instant::now();
+    /// This pacer, its `workers` workers held to `percent` of the CPU time
+    /// of a machine of `cores` cores together (0 = unlimited).
+    pub fn with_cpu_share(mut self, percent: u32, cores: u32, workers: u32) -> Pacer {
+        let budget = CpuBudget::new(percent, cores, workers, self.cpu_burst, Instant::now());
+        self.cpu_unlimited = budget.unlimited();
+        self.cpu = Mutex::new(budget);
         self
+    }
+
+    /// This pacer, racing its log at `auto-aof-rewrite-percentage`
+    /// `percentage` ([`Race`]).
+    pub fn with_race(mut self, percentage: u32) -> Pacer {
+        self.race = Arc::new(Race::new(percentage));
+        self
+    }
+
+    /// The race against the log, for the event loop to report the log's
+    /// growth to.
+    pub fn race(&self) -> Arc<Race> {
+        Arc::clone(&self.race)
     }
 
     /// This pacer, its bursts (under a CPU share) taking the event loop's
     /// core from `seat` ([`Seat`]).
     pub fn with_seat(mut self, seat: Seat) -> Pacer {
-        self.seat = (self.cpu_percent > 0).then(|| Arc::new(seat));
+        self.seat = (!self.cpu_unlimited).then(|| Arc::new(seat));
         self
     }
 
@@ -273,85 +268,91 @@ impl Pacer {
         self.lifted.load(Ordering::Relaxed)
     }
 
+    /// Whether the writes and bursts may go unpaced: shut down, or behind
+    /// the log.
+    fn is_free(&self) -> bool {
+        self.is_lifted() || self.race.behind()
+    }
+
     /// This pacer with bursts of `burst` of CPU time (tests: short ones).
     #[cfg(test)]
     fn with_cpu_burst(mut self, burst: Duration) -> Pacer {
         self.cpu_burst = burst;
+        self.budget().set_burst(burst);
         self
     }
 
-    /// The calling worker's first burst, starting now, as one of
-    /// `workers` sharing the CPU share.
-    pub fn burst(&self, workers: u32) -> Burst {
-        let period = match self.cpu_percent {
-            0 => Duration::ZERO,
-            share => self.cpu_burst * workers.max(1) * 100 / share,
-        };
+    /// The calling worker's first burst, starting now.
+    pub fn burst(&self) -> Burst {
         if let Some(seat) = &self.seat {
             seat.take();
         }
         Burst {
             mark: thread_cpu_time(),
             wall: Instant::now(),
-            period,
+            free: self.cpu_unlimited,
             seat: self.seat.clone(),
         }
     }
 
-    /// When the burst after `now` starts: the first period boundary
-    /// strictly after it.
-    fn next_burst_at(&self, now: Instant, period: Duration) -> Instant {
-        if period.is_zero() {
-            return now;
-        }
-        let since = now.saturating_duration_since(self.cpu_started).as_nanos();
-        let periods = since / period.as_nanos() + 1;
-        // Periods are milliseconds: u32 of them is weeks of rewrite.
-        self.cpu_started + period * u32::try_from(periods).unwrap_or(u32::MAX)
+    fn budget(&self) -> std::sync::MutexGuard<'_, CpuBudget> {
+        self.cpu.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker wrote `bytes` more into its part ([`Race`]).
+    pub fn wrote(&self, bytes: u64) {
+        self.race.wrote(bytes);
     }
 
     /// For a worker between two pieces of work: once it has run its burst
-    /// of CPU time ([`CPU_BURST`]) since its burst started, sleeps until the
-    /// next burst ([`Burst`]). Nothing without a share.
+    /// of CPU time ([`CPU_BURST`]) since its burst started, charges it to
+    /// the budget and rests as long as the budget says ([`Burst`]).
+    /// Nothing without a share, after shutdown, or behind the log.
     pub fn cpu_rest(&self, burst: &mut Burst) {
-        if burst.period.is_zero() || self.is_lifted() || burst.wall.elapsed() < self.cpu_burst {
+        if burst.free || self.is_lifted() || burst.wall.elapsed() < self.cpu_burst {
             return;
         }
-        let (Some(mark), Some(now)) = (burst.mark, thread_cpu_time()) else {
+        let (Some(mark), Some(cpu_now)) = (burst.mark, thread_cpu_time()) else {
             return;
         };
-        let used = now.saturating_sub(mark);
+        let used = cpu_now.saturating_sub(mark);
         if used < self.cpu_burst {
             return;
         }
+        let now = Instant::now();
+        let resume = {
+            let mut budget = self.budget();
+            if budget.idle_due(now) {
+                if let Some(idle) = machine_idle() {
+                    budget.idle_sample(now, idle);
+                }
+            }
+            budget.charge(now, used, self.race.behind())
+        };
+        burst.mark = Some(cpu_now);
+        burst.wall = now;
+        let Some(resume) = resume else {
+            return;
+        };
         if let Some(seat) = &burst.seat {
             seat.leave();
         }
-        let at = Instant::now();
-        let rest = self
-            .next_burst_at(at, burst.period)
-            .saturating_duration_since(at);
-        std::thread::sleep(rest);
+        self.race.rest(resume.saturating_duration_since(now));
         if let Some(seat) = &burst.seat {
             seat.take();
         }
-        {
-            let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-            cpu.used += used;
-            cpu.rested += at.elapsed();
-        }
+        self.budget().rested(now.elapsed());
         burst.mark = thread_cpu_time();
         burst.wall = Instant::now();
     }
 
     /// Runs `work` outside the worker's burst: its CPU time is not
-    /// counted towards [`CPU_BURST`]. For leaving out the keys the
-    /// clients superseded: how many there are follows the clients'
-    /// writes, and counted, that work could take a small share whole (at
-    /// 1% of a core, 90k SET/s at 1M x 100 B kept a rewrite from ever
-    /// reaching its segments).
+    /// charged to the budget. For leaving out the keys the clients
+    /// superseded: how many there are follows the clients' writes, and
+    /// charged, that work could take a small share whole and keep a
+    /// rewrite from ever reaching its segments.
     pub fn uncharged<T>(&self, burst: &mut Burst, work: impl FnOnce() -> T) -> T {
-        if burst.period.is_zero() {
+        if burst.free {
             return work();
         }
         let before = thread_cpu_time();
@@ -364,16 +365,21 @@ impl Pacer {
         result
     }
 
-    /// The CPU share, in percent of one core (0 = unlimited).
-    pub fn cpu_share(&self) -> u32 {
-        self.cpu_percent
+    /// Whether the workers have a CPU budget (else they run unpaced in
+    /// `SCHED_IDLE`).
+    pub fn cpu_paced(&self) -> bool {
+        !self.cpu_unlimited
     }
 
-    /// CPU time run in finished bursts and time rested between them so far
-    /// (nothing without a share).
+    /// The CPU budget's rate now, percent of one core, and its idle term.
+    pub fn cpu_rate(&self) -> (u64, u64) {
+        let budget = self.budget();
+        (budget.rate(), budget.spare())
+    }
+
+    /// CPU time run in bursts and time rested between them so far.
     pub fn cpu_totals(&self) -> (Duration, Duration) {
-        let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        (cpu.used, cpu.rested)
+        self.budget().totals()
     }
 
     /// A pacer that never waits.
@@ -421,7 +427,7 @@ impl Pacer {
 
     /// How long a write about to start at `now` should wait first.
     fn wait_at(&self, now: Instant) -> Duration {
-        if self.percent >= 100 || self.is_lifted() {
+        if self.percent >= 100 || self.is_free() {
             return Duration::ZERO;
         }
         self.lock()
@@ -440,7 +446,7 @@ impl Pacer {
         let rest_from = Instant::now();
         let wait = self.wait_at(rest_from);
         if !wait.is_zero() {
-            std::thread::sleep(wait);
+            self.race.rest(wait);
         }
         let queued_before = run_queue_wait();
         let started = Instant::now();
@@ -613,21 +619,6 @@ mod tests {
     }
 
     #[test]
-    fn every_worker_starts_its_bursts_at_the_same_boundaries() {
-        let pacer = Pacer::new(100).with_cpu_share(20).with_cpu_burst(3 * MS);
-        let t0 = pacer.cpu_started;
-        // Two workers at 20% of a core: 3 ms each every 30 ms.
-        let period = pacer.burst(2).period;
-        assert_eq!(period, 30 * MS);
-        assert_eq!(pacer.burst(1).period, 15 * MS);
-        assert_eq!(pacer.next_burst_at(t0 + MS, period), t0 + 30 * MS);
-        assert_eq!(pacer.next_burst_at(t0 + 29 * MS, period), t0 + 30 * MS);
-        // A worker at a boundary waits for the next one, not none.
-        assert_eq!(pacer.next_burst_at(t0 + 30 * MS, period), t0 + 60 * MS);
-        assert_eq!(pacer.next_burst_at(t0 + 95 * MS, period), t0 + 120 * MS);
-    }
-
-    #[test]
     fn a_burst_ahead_but_a_small_part_in_several_steps() {
         assert_eq!(burst_ahead_keys(500_000), BURST_AHEAD_KEYS);
         assert_eq!(burst_ahead_keys(10_000), 1_250);
@@ -643,24 +634,26 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_rests_after_its_burst_until_the_next_boundary() {
+    fn a_worker_rests_once_its_bursts_spent_the_budget() {
         if thread_cpu_time().is_none() {
             return; // no thread CPU clock: nothing is paced either
         }
         // Short bursts: the tests run beside others on few cores.
-        let pacer = Pacer::new(100).with_cpu_share(50).with_cpu_burst(MS / 2);
-        let mut burst = pacer.burst(1);
-        assert_eq!(burst.period, MS);
+        let pacer = Pacer::new(100)
+            .with_cpu_share(10, 1, 1)
+            .with_cpu_burst(MS / 2);
+        let mut burst = pacer.burst();
         // Within its burst a worker goes on.
         let before = Instant::now();
         pacer.cpu_rest(&mut burst);
         assert_eq!(pacer.cpu_totals(), (Duration::ZERO, Duration::ZERO));
-        spin_for_cpu(MS / 2);
-        let due = pacer.next_burst_at(Instant::now(), burst.period);
+        // 2 ms of CPU is more than the budget can hold as credit (two
+        // bursts' worth), however long the spin took: a debt, paid at 10%
+        // of a core in 10 ms at most.
+        spin_for_cpu(2 * MS);
         pacer.cpu_rest(&mut burst);
-        assert!(Instant::now() >= due, "rested until the next boundary");
         let (used, rested) = pacer.cpu_totals();
-        assert!(used >= MS / 2, "{used:?}");
+        assert!(used >= 2 * MS, "{used:?}");
         assert!(rested > Duration::ZERO && rested <= Instant::now() - before);
         // A new burst starts: the next call does not rest again.
         pacer.cpu_rest(&mut burst);
@@ -668,22 +661,48 @@ mod tests {
     }
 
     #[test]
+    fn behind_its_log_a_rewrite_rests_for_nothing() {
+        let pacer = Pacer::with_catch_up(10, Duration::ZERO)
+            .with_cpu_share(1, 1, 1)
+            .with_cpu_burst(MS / 2);
+        let t0 = Instant::now();
+        pacer.started_at(t0);
+        // 5 ms of device time at 10% earns 45 ms of rest.
+        assert_eq!(pacer.finished_at(t0 + 5 * MS, Duration::ZERO), 45 * MS);
+        assert_eq!(pacer.wait_at(t0 + 5 * MS), 45 * MS);
+        // The log grew by more than the parts hold: no device rest...
+        pacer.race().log_grew_to(1);
+        assert_eq!(pacer.wait_at(t0 + 5 * MS), Duration::ZERO);
+        // ... and no CPU rest.
+        if thread_cpu_time().is_some() {
+            let mut burst = pacer.burst();
+            spin_for_cpu(MS);
+            pacer.cpu_rest(&mut burst);
+            assert_eq!(pacer.cpu_totals().1, Duration::ZERO);
+        }
+        // Caught up, the share holds again.
+        pacer.wrote(1);
+        assert_eq!(pacer.wait_at(t0 + 5 * MS), 45 * MS);
+    }
+
+    #[test]
     fn a_lifted_pacer_rests_no_more() {
         let pacer = Pacer::with_catch_up(10, Duration::ZERO)
-            .with_cpu_share(1)
+            .with_cpu_share(1, 1, 1)
             .with_cpu_burst(MS / 2);
-        let write = || std::thread::sleep(5 * MS);
-        pacer.write(write);
-        // 5 ms of writing at 10% would earn 45 ms of rest.
-        assert!(pacer.wait_at(Instant::now()) > 30 * MS);
+        let t0 = Instant::now();
+        pacer.started_at(t0);
+        // 5 ms of writing at 10% earns 45 ms of rest.
+        assert_eq!(pacer.finished_at(t0 + 5 * MS, Duration::ZERO), 45 * MS);
+        assert_eq!(pacer.wait_at(t0 + 5 * MS), 45 * MS);
         pacer.lift_handle().store(true, Ordering::Relaxed);
-        assert_eq!(pacer.wait_at(Instant::now()), Duration::ZERO);
+        assert_eq!(pacer.wait_at(t0 + 5 * MS), Duration::ZERO);
         if thread_cpu_time().is_some() {
-            let mut burst = pacer.burst(1);
+            let mut burst = pacer.burst();
             spin_for_cpu(MS);
             let before = Instant::now();
             pacer.cpu_rest(&mut burst);
-            // A burst at 1% would rest 50 ms.
+            // A burst at 1% of a core would rest 50 ms.
             assert!(before.elapsed() < 20 * MS);
             assert_eq!(pacer.cpu_totals().1, Duration::ZERO);
         }
@@ -694,8 +713,8 @@ mod tests {
         if thread_cpu_time().is_none() {
             return;
         }
-        let pacer = Pacer::new(100).with_cpu_share(1).with_cpu_burst(MS);
-        let mut burst = pacer.burst(1);
+        let pacer = Pacer::new(100).with_cpu_share(1, 1, 1).with_cpu_burst(MS);
+        let mut burst = pacer.burst();
         let start = burst.mark.expect("read");
         pacer.uncharged(&mut burst, || spin_for_cpu(2 * MS));
         let moved = burst.mark.expect("set") - start;
@@ -704,8 +723,8 @@ mod tests {
         pacer.cpu_rest(&mut burst);
         assert_eq!(pacer.cpu_totals().1, Duration::ZERO);
         // Without a share nothing is read and the mark stays.
-        let unpaced = Pacer::new(100).with_cpu_share(0);
-        let mut free = unpaced.burst(1);
+        let unpaced = Pacer::new(100).with_cpu_share(0, 1, 1);
+        let mut free = unpaced.burst();
         let mark = free.mark;
         unpaced.uncharged(&mut free, || ());
         assert_eq!(free.mark, mark);
@@ -713,9 +732,11 @@ mod tests {
 
     #[test]
     fn a_zero_cpu_share_never_rests() {
-        let pacer = Pacer::new(20).with_cpu_share(0).with_cpu_burst(MS / 2);
-        let mut burst = pacer.burst(2);
-        assert_eq!(burst.period, Duration::ZERO);
+        let pacer = Pacer::new(20)
+            .with_cpu_share(0, 2, 2)
+            .with_cpu_burst(MS / 2);
+        let mut burst = pacer.burst();
+        assert!(burst.free && !pacer.cpu_paced());
         if thread_cpu_time().is_some() {
             spin_for_cpu(MS / 2);
         }

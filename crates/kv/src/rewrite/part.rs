@@ -207,6 +207,11 @@ impl<W: Write> PartWriter<W> {
         })
     }
 
+    /// Bytes encoded so far, the open block's included.
+    pub fn bytes(&self) -> u64 {
+        self.totals.bytes + self.block.len() as u64
+    }
+
     /// Appends every key of one segment.
     pub fn write_segment(&mut self, db: u16, seg: u16, segment: &Segment) -> std::io::Result<()> {
         if self.block_at != Some((db, seg)) || self.block_flags != 0 {

@@ -46,7 +46,6 @@ fn write_one(
     progress: &Progress,
     pacer: &Arc<Pacer>,
     mut promotion: Promotion,
-    workers: u32,
 ) -> Result<BaseEntry> {
     let file = dir.base_name(header.generation, header.index as usize);
     let path = dir.path(&file);
@@ -59,7 +58,9 @@ fn write_one(
     let mut writer = PartWriter::new(out, &header).map_err(io("write"))?;
     let mut segments = SegmentQueue::new();
     let mut more = true;
-    let mut burst = pacer.burst(workers);
+    let mut burst = pacer.burst();
+    // What the part held when the pacer last heard of it ([`Pacer::wrote`]).
+    let mut reported = writer.bytes();
     loop {
         // With none left here, the segments the event loop captured for
         // this worker since it last looked (waiting for them if need be).
@@ -108,6 +109,9 @@ fn write_one(
             .keys
             .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
         snapshot.release(segment);
+        let bytes = writer.bytes();
+        pacer.wrote(bytes.saturating_sub(reported));
+        reported = bytes;
         promotion.check();
         pacer.cpu_rest(&mut burst);
     }
@@ -182,13 +186,13 @@ pub fn write_parts(
                 std::thread::Builder::new()
                     .name(format!("rewrite-{index}"))
                     .spawn_scoped(scope, move || {
-                        let promotion = if pacer.cpu_share() == 0 {
+                        let promotion = if !pacer.cpu_paced() {
                             Promotion::for_worker(index, started)
                         } else {
                             take_own_cpu(index);
                             Promotion::never()
                         };
-                        write_one(dir, header, snapshot, &progress, pacer, promotion, count)
+                        write_one(dir, header, snapshot, &progress, pacer, promotion)
                     })
             })
             .collect();
@@ -207,15 +211,16 @@ pub fn write_parts(
             .collect()
     });
     let paced = pacer.totals();
-    let cpu = match pacer.cpu_share() {
-        0 => String::new(),
-        share => {
+    let cpu = match pacer.cpu_paced() {
+        false => String::new(),
+        true => {
             let (used, rested) = pacer.cpu_totals();
+            let (rate, spare) = pacer.cpu_rate();
             let seat = pacer
                 .bursts_on_loop_core()
                 .map_or(String::new(), |n| format!(", {n} on the event loop's core"));
             format!(
-                "; at {share}% of a core in bursts, rested {} ms for {} ms of bursts{seat}",
+                "; CPU budget {rate}% of a core at the end ({spare}% of it from idle cores), rested {} ms for {} ms of bursts{seat}",
                 rested.as_millis(),
                 used.as_millis()
             )

@@ -40,6 +40,7 @@ use crate::commands::{execute, unwatch_all, Ctx, Propagation};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::rewrite::driver::Wake;
+use crate::rewrite::open_dir::{open_data_dir, Access, Opened};
 use crate::state::{unix_ms, State};
 use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
 
@@ -204,7 +205,7 @@ impl Server {
         });
         let (opened, rewriter) = match device {
             Some(device) => (open_log_on(&mut state, device, wake.boxed())?, None),
-            None => crate::rewrite::driver::open(&mut state, wake)?,
+            None => open_data_dir(&mut state, Access::Serve(wake))?.into_serving()?,
         };
         let mut listeners = Vec::new();
         let mut tls_listeners = Vec::new();
@@ -534,7 +535,7 @@ impl Server {
         let wake = Wake::new(move || {
             let _ = waker.wake();
         });
-        match crate::rewrite::driver::open(&mut self.state, wake) {
+        match open_data_dir(&mut self.state, Access::Serve(wake)).and_then(Opened::into_serving) {
             Ok((opened, rewriter)) => {
                 self.log = opened.log;
                 self.rewriter = rewriter;

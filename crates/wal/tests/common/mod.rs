@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ferrite_io::{Device, PmDevice, PmPolicy, SimFile};
-use ferrite_pmem::{SimPmem, SplitMix64};
+use ferrite_pmem::SimPmem;
 use ferrite_wal::{Durability, LogReader, Wal, WalConfig};
 
 /// Which simulated medium.
@@ -131,11 +131,11 @@ pub fn read_all(device: Arc<dyn Device>) -> Vec<(u64, Vec<u8>)> {
 }
 
 /// A payload that says who wrote it and is checkable.
-pub fn payload(rng: &mut SplitMix64, writer: usize, seq: usize) -> Vec<u8> {
-    let len = 8 + rng.below(200) as usize;
+pub fn payload(rng: &mut fastrand::Rng, writer: usize, seq: usize) -> Vec<u8> {
+    let len = 8 + rng.u64(..200) as usize;
     let mut bytes = format!("w{writer}:{seq}:").into_bytes();
     while bytes.len() < len {
-        bytes.push(b'a' + rng.below(26) as u8);
+        bytes.push(b'a' + rng.u64(..26) as u8);
     }
     bytes
 }

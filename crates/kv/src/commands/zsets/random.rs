@@ -3,8 +3,6 @@
 
 use std::borrow::Cow;
 
-use ferrite_pmem::SplitMix64;
-
 use super::{reply_members, zset_ref, CmdError, CmdResult, Ctx};
 use crate::commands::{errors, int_arg};
 use crate::resp::Args;
@@ -23,7 +21,7 @@ pub(in crate::commands) const COUNT_RANGE: &str =
 /// `len` takes every index in order; a smaller one distinct indices in
 /// random order.
 pub(in crate::commands) fn pick_indices(
-    rng: &mut SplitMix64,
+    rng: &mut fastrand::Rng,
     len: usize,
     count: i64,
 ) -> Vec<usize> {
@@ -32,7 +30,9 @@ pub(in crate::commands) fn pick_indices(
     }
     if count < 0 {
         let picks = count.unsigned_abs();
-        return (0..picks).map(|_| rng.below(len as u64) as usize).collect();
+        return (0..picks)
+            .map(|_| rng.u64(..(len as u64).max(1)) as usize)
+            .collect();
     }
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     if count >= len {
@@ -44,7 +44,7 @@ pub(in crate::commands) fn pick_indices(
         let mut seen = std::collections::HashSet::with_capacity(count);
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
-            let i = rng.below(len as u64) as usize;
+            let i = rng.u64(..(len as u64).max(1)) as usize;
             if seen.insert(i) {
                 out.push(i);
             }
@@ -54,7 +54,7 @@ pub(in crate::commands) fn pick_indices(
     // A partial Fisher-Yates shuffle over the indices.
     let mut all: Vec<usize> = (0..len).collect();
     for i in 0..count {
-        let j = i + rng.below((len - i) as u64) as usize;
+        let j = i + rng.u64(..((len - i) as u64).max(1)) as usize;
         all.swap(i, j);
     }
     all.truncate(count);
@@ -94,7 +94,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.reply.null();
             return Ok(());
         };
-        let at = ctx.state.rng.below(z.len() as u64) as usize;
+        let at = ctx.state.rng.u64(..(z.len() as u64).max(1)) as usize;
         let member = z.range_by_rank(at, at).next().map(|(m, _)| m.to_vec());
         ctx.reply.bulk_opt(member.as_deref());
         return Ok(());
