@@ -193,8 +193,8 @@ fn one_drain_for_many_writes_pays_the_same_bandwidth() {
 
 /// One operation of the persistence comparison.
 fn apply(region: &PmemRegion, rng: &mut fastrand::Rng) {
-    let offset = rng.u64(..(1 << 20).max(1)) as usize;
-    let len = 1 + rng.u64(..(6000).max(1)) as usize;
+    let offset = rng.u64(..1 << 20) as usize;
+    let len = 1 + rng.u64(..6000) as usize;
     let byte = rng.u64(..) as u8;
     let data: Vec<u8> = (0..len).map(|i| byte.wrapping_add(i as u8)).collect();
     match rng.u64(..5) {

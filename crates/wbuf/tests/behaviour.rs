@@ -34,8 +34,8 @@ fn reads_match_a_model_and_each_flush_leaves_a_prefix_in_the_file() {
     let mut model: Vec<u8> = Vec::new();
     let mut rng = fastrand::Rng::with_seed(7);
     for i in 0..400 {
-        let len = 1 + rng.u64(..(3 * BLOCK as u64).max(1)) as usize;
-        let offset = rng.u64(..(20 * BLOCK as u64).max(1)) as usize;
+        let len = 1 + rng.u64(..3 * BLOCK as u64) as usize;
+        let offset = rng.u64(..20 * BLOCK as u64) as usize;
         let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8).collect();
         buffer.write_at(offset as u64, &data).expect("write");
         if model.len() < offset + len {
@@ -49,7 +49,7 @@ fn reads_match_a_model_and_each_flush_leaves_a_prefix_in_the_file() {
             assert_eq!(file.durable_image(), model, "after flush {i}");
         }
         let at = rng.u64(..(model.len().max(1)) as u64) as usize;
-        let mut back = vec![0u8; 1 + rng.u64(..(2 * BLOCK as u64).max(1)) as usize];
+        let mut back = vec![0u8; 1 + rng.u64(..2 * BLOCK as u64) as usize];
         let n = buffer.read_at(at as u64, &mut back).expect("read");
         assert_eq!(&back[..n], &model[at..(at + back.len()).min(model.len())]);
     }

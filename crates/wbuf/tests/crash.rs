@@ -219,7 +219,7 @@ fn thread_writes(world: &Arc<World>, buffer: &WriteBuffer<Pm>, t: usize, seed: u
         let len = if i % 11 == 10 {
             6 * BLOCK
         } else {
-            1 + rng.u64(..(2 * BLOCK as u64).max(1)) as usize
+            1 + rng.u64(..2 * BLOCK as u64) as usize
         };
         let offset = base + rng.u64(..((span - len + 1).max(1)) as u64) as usize;
         let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8 | 1).collect();

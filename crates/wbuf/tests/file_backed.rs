@@ -27,7 +27,7 @@ fn destaged_bytes_are_in_the_file_and_read_back_after_reopen() {
             model.extend_from_slice(&data);
         }
         for _ in 0..200 {
-            let len = 1 + rng.u64(..(40_000).max(1)) as usize;
+            let len = 1 + rng.u64(..40_000) as usize;
             let at = rng.u64(..(model.len().max(1)) as u64 + 1000) as usize;
             let data: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8).collect();
             buffer.write_at(at as u64, &data).expect("write");
