@@ -16,6 +16,7 @@ use anyhow::Result;
 pub mod idle;
 pub mod kv;
 mod kv_blocking;
+mod kv_streams;
 pub mod kvload;
 pub mod pmem;
 pub mod report;
@@ -68,7 +69,7 @@ pub enum Experiment {
     Tpcc(tpcc::TpccArgs),
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
     /// setting): throughput by appendfsync level and log medium, memory.
-    Kv(Common),
+    Kv(kv::KvArgs),
     /// Paper 002's figures (issue #5): Ferrite's parallel log rewrite vs
     /// redis-server 7 BGREWRITEAOF under a SET load: rewrite time,
     /// throughput and p99 during it, memory (PSS), recovery time.
@@ -92,7 +93,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
-        Experiment::Kv(common) => kv::run(&common.resolved()),
+        Experiment::Kv(args) => kv::run(&args),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does.
