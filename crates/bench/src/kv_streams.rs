@@ -349,7 +349,13 @@ fn one_run(
 ) -> Result<BTreeMap<String, BTreeMap<String, f64>>> {
     let (p1, p16, group) = sizes(quick);
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    for (label, &port) in ports {
+    // Odd runs go through the servers in the other order, so a load that
+    // rises or falls during a run does not always favour the same side.
+    let mut order: Vec<(&String, &u16)> = ports.iter().collect();
+    if run % 2 == 1 {
+        order.reverse();
+    }
+    for (label, &port) in order {
         let sha = &shas[label];
         let figures = out.entry(label.clone()).or_default();
         let evalsha = [
