@@ -4,8 +4,10 @@
 //! SET and GET of 256-byte values from 50 clients, pipeline 1 and 16, for
 //! `appendfsync always | everysec | no`, Redis's AOF on the disk and
 //! Ferrite's log on the disk and on emulated PM; plus resident memory for
-//! one million 100-byte values; and blocking pops (`kv_blocking`): BLPOP
-//! woken by LPUSH, and 1,000 blocked clients woken in FIFO order.
+//! one million 100-byte values; blocking pops (`kv_blocking`): BLPOP
+//! woken by LPUSH, and 1,000 blocked clients woken in FIFO order; and
+//! scripts and streams (`kv_streams`): EVALSHA, XADD, a consumer group and
+//! memory per stream entry. `--only` runs a subset of these parts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,22 +26,22 @@ const PIPELINES: [usize; 2] = [1, 16];
 const MEMORY_KEYS: usize = 1_000_000;
 const MEMORY_VALUE_BYTES: usize = 100;
 const SERVER_CORE: &str = "0";
-const CLIENT_CORE: &str = "1";
-const BASE_PORT: u16 = 17000;
+pub(crate) const CLIENT_CORE: &str = "1";
+pub(crate) const BASE_PORT: u16 = 17000;
 
 /// One server configuration of the matrix.
 #[derive(Clone, Debug)]
-struct ServerSpec {
+pub(crate) struct ServerSpec {
     /// `redis` or `ferrite`.
-    system: &'static str,
+    pub(crate) system: &'static str,
     /// `off` (no log), `always`, `everysec`, `no`.
-    fsync: &'static str,
+    pub(crate) fsync: &'static str,
     /// `disk` or `pm` (Ferrite only).
-    medium: &'static str,
+    pub(crate) medium: &'static str,
 }
 
 impl ServerSpec {
-    fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match (self.system, self.fsync) {
             ("redis", "off") => "redis_off".into(),
             ("redis", f) => format!("redis_{f}"),
@@ -95,7 +97,7 @@ pub(crate) fn wait_for_port(port: u16) -> Result<()> {
     Ok(())
 }
 
-fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running> {
+pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
     let mut cmd = Command::new("taskset");
@@ -244,7 +246,7 @@ fn measure(
     Ok(samples.into_iter().map(|(k, v)| (k, median(&v))).collect())
 }
 
-fn resident_bytes(pid: u32) -> Result<u64> {
+pub(crate) fn resident_bytes(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kb: u64 = status
         .lines()
@@ -405,8 +407,37 @@ fn blocking(report: &mut Report, disk: &Path, common: &Common) -> Result<()> {
     Ok(())
 }
 
+/// The parts of the experiment, to run a subset while developing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// SET and GET by `appendfsync` level and log medium.
+    Throughput,
+    /// BLPOP woken by LPUSH, 1,000 blocked clients woken in order.
+    Blocking,
+    /// Resident memory for a million 100-byte values.
+    Memory,
+    /// EVALSHA, XADD, a consumer group, memory per stream entry.
+    Streams,
+}
+
+/// Options of the kv experiment.
+#[derive(Clone, Debug, clap::Args)]
+pub struct KvArgs {
+    /// The options every experiment takes.
+    #[command(flatten)]
+    pub common: Common,
+    /// Only these parts (comma-separated; default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Part>,
+    /// SET/GET over TLS against redis-server's TLS instead (`kv_tls.rs`).
+    #[arg(long)]
+    pub tls: bool,
+}
+
 /// Runs the experiment.
-pub fn run(common: &Common) -> Result<()> {
+pub fn run(args: &KvArgs) -> Result<()> {
+    let common = &args.common.clone().resolved();
+    let wanted = |part: Part| args.only.is_empty() || args.only.contains(&part);
     ensure_redis()?;
     let mut report = Report::new("kv", common.quick, common.runs());
     let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
@@ -418,37 +449,52 @@ pub fn run(common: &Common) -> Result<()> {
         pm.display()
     ));
     let mut results: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    for (i, spec) in matrix().iter().enumerate() {
-        let dir = if spec.medium == "pm" {
-            pm.join(spec.label())
-        } else {
-            disk.join(spec.label())
-        };
-        let figures = measure(spec, BASE_PORT + i as u16, &dir, common)?;
-        println!(
-            "{:<22} {}",
-            spec.label(),
-            figures
-                .iter()
-                .map(|(k, v)| format!("{k}={v:.0}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        results.insert(spec.label(), figures);
+    if wanted(Part::Throughput) {
+        for (i, spec) in matrix().iter().enumerate() {
+            let dir = if spec.medium == "pm" {
+                pm.join(spec.label())
+            } else {
+                disk.join(spec.label())
+            };
+            let figures = measure(spec, BASE_PORT + i as u16, &dir, common)?;
+            println!(
+                "{:<22} {}",
+                spec.label(),
+                figures
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            results.insert(spec.label(), figures);
+        }
+        add_ratios(&mut report, &results);
     }
-    add_ratios(&mut report, &results);
-    blocking(&mut report, &disk, common)?;
-    let mem = memory(&disk.join("memory"), BASE_PORT + 100)?;
-    if let (Some(f), Some(r)) = (mem.get("ferrite"), mem.get("redis")) {
-        report.ratio("memory_1m_keys_vs_redis", f / r);
+    if wanted(Part::Blocking) {
+        blocking(&mut report, &disk, common)?;
     }
-    report.figure("memory_resident_bytes", &mem);
-    report.figure("throughput_rps", &results);
-    let json = report.write(&common.out)?;
-    let svg = plot(&common.out, &results)?;
+    if wanted(Part::Memory) {
+        let mem = memory(&disk.join("memory"), BASE_PORT + 100)?;
+        if let (Some(f), Some(r)) = (mem.get("ferrite"), mem.get("redis")) {
+            report.ratio("memory_1m_keys_vs_redis", f / r);
+        }
+        report.figure("memory_resident_bytes", &mem);
+    }
+    if wanted(Part::Streams) {
+        crate::kv_streams::run(&mut report, &disk, &pm, common)?;
+    }
+    let json = if results.is_empty() {
+        report.write(&common.out)?
+    } else {
+        report.figure("throughput_rps", &results);
+        let json = report.write(&common.out)?;
+        let svg = plot(&common.out, &results)?;
+        println!("wrote {}", svg.display());
+        json
+    };
     for (k, v) in report.ratios() {
         println!("{k:<48} {v:.3}");
     }
-    println!("wrote {} and {}", json.display(), svg.display());
+    println!("wrote {}", json.display());
     Ok(())
 }

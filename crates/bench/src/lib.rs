@@ -16,6 +16,7 @@ use anyhow::Result;
 pub mod idle;
 pub mod kv;
 mod kv_blocking;
+mod kv_streams;
 mod kv_tls;
 pub mod kvload;
 mod media_validation;
@@ -81,16 +82,6 @@ impl Common {
     }
 }
 
-/// Options of the kv experiment.
-#[derive(Clone, Debug, clap::Args)]
-pub struct KvArgs {
-    #[command(flatten)]
-    pub common: Common,
-    /// SET/GET over TLS against redis-server's TLS instead (`kv_tls.rs`).
-    #[arg(long)]
-    pub tls: bool,
-}
-
 /// The experiments.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum Experiment {
@@ -114,7 +105,7 @@ pub enum Experiment {
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
     /// setting): throughput by appendfsync level and log medium, memory;
     /// with `--tls`, SET/GET over TLS against redis-server's TLS.
-    Kv(KvArgs),
+    Kv(kv::KvArgs),
     /// Paper 002's figures (issue #5): Ferrite's parallel log rewrite vs
     /// redis-server 7 BGREWRITEAOF under a SET load: rewrite time,
     /// throughput and p99 during it, memory (PSS), recovery time.
@@ -151,7 +142,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Wbuf(common) => wbuf::run(&common.resolved()),
         Experiment::Tpcc(args) => tpcc::run(&args),
         Experiment::Kv(args) if args.tls => kv_tls::run(&args.common.resolved()),
-        Experiment::Kv(args) => kv::run(&args.common.resolved()),
+        Experiment::Kv(args) => kv::run(&args),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does.
