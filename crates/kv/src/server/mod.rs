@@ -13,12 +13,14 @@ pub(crate) mod blocking;
 mod busy;
 mod client_evict;
 mod conn;
+mod cron;
 pub(crate) mod failover;
 mod master_link;
 pub mod notify;
 mod obuf;
 pub mod pubsub;
 mod rdb_file;
+mod reload;
 pub mod repl;
 mod replicas;
 mod timeout;
@@ -40,7 +42,7 @@ use crate::commands::{execute, unwatch_all, Ctx, Propagation};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::rewrite::driver::Wake;
-use crate::rewrite::open_dir::{open_data_dir, Access, Opened};
+use crate::rewrite::open_dir::{open_data_dir, Access};
 use crate::state::{unix_ms, State};
 use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
 
@@ -493,61 +495,6 @@ impl Server {
         self.close_killed();
     }
 
-    /// SAVE: appends what ran so far, makes the log durable, and replies.
-    fn save(&mut self, reply: &mut crate::resp::ReplyBuf) {
-        self.state.save_requested = false;
-        self.log_command();
-        self.log.flush();
-        match (self.log.sync_wait())() {
-            Ok(()) => {
-                self.state.start_unix_s = unix_ms() / 1000;
-                self.state.rewrite.changes_since_save = 0;
-                reply.ok();
-            }
-            Err(e) => reply.error(&format!("ERR SAVE could not make the log durable: {e}")),
-        }
-    }
-
-    /// DEBUG RELOAD and LOADAOF: every command so far is in the log, so
-    /// closing it (which flushes and syncs it), emptying the keyspace and
-    /// opening the data directory again as at start-up loads the dataset
-    /// back from Ferrite's own files: base parts, then the logs replayed.
-    fn reload(&mut self) {
-        self.state.reload_requested = false;
-        if let Some(rewriter) = &mut self.rewriter {
-            rewriter.wait(&mut self.state);
-        }
-        if let Err(e) = self.log.close() {
-            self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
-            return;
-        }
-        self.reopen_data("DEBUG RELOAD");
-    }
-
-    /// Empties the keyspace and loads the data directory again as at
-    /// start-up (the log is closed).
-    fn reopen_data(&mut self, why: &str) {
-        let databases = self.state.keyspace.databases();
-        self.state.keyspace = crate::keyspace::Keyspace::new(databases);
-        // Function libraries are in the log too: loaded back with the rest.
-        self.state.functions = Default::default();
-        let waker = Arc::clone(&self.waker);
-        let wake = Wake::new(move || {
-            let _ = waker.wake();
-        });
-        match open_data_dir(&mut self.state, Access::Serve(wake)).and_then(Opened::into_serving) {
-            Ok((opened, rewriter)) => {
-                self.log = opened.log;
-                self.rewriter = rewriter;
-            }
-            Err(e) => {
-                tracing::error!("{why} could not load the data back: {e}");
-                self.state.log_failure = Some(format!("reloading for {why}: {e}"));
-            }
-        }
-        self.state.keyspace.now_ms = unix_ms();
-    }
-
     /// Closes the connections CLIENT KILL named.
     fn close_killed(&mut self) {
         for id in std::mem::take(&mut self.state.killed_clients) {
@@ -714,89 +661,6 @@ impl Server {
         self.ids.remove(&id);
         self.conns[index] = None;
         self.free.push(index);
-    }
-
-    /// Housekeeping `hz` times a second: active expiry, the everysec sync,
-    /// memory figures, CONFIG SET changes that the log must see.
-    fn timer(&mut self) {
-        self.state.keyspace.now_ms = unix_ms();
-        let state = &mut self.state;
-        state.instantaneous.tick(&state.stats, Instant::now());
-        let cron = !self.state.cron_paused;
-        if cron {
-            notify::prepare(&mut self.state);
-        }
-        // A replica leaves expiry to its master, which sends the DELs.
-        if cron
-            && self.state.active_expire_enabled
-            && !self.state.keyspace.expiry_paused
-            && !self.state.repl.is_replica()
-        {
-            let started = Instant::now();
-            self.state
-                .keyspace
-                .active_expire(ACTIVE_EXPIRE_SEGMENTS_PER_TICK);
-            let ms = started.elapsed().as_millis() as u64;
-            crate::commands::diagnostics::latency_event(&mut self.state, "expire-cycle", ms);
-        }
-        // Expired keys: `expired` notifications and invalidations.
-        notify::settle(&mut self.state);
-        self.log_command();
-        if let Some(backlog) = &mut self.state.repl.backlog {
-            backlog.resize(self.state.config.repl_backlog_size_bytes as usize);
-        }
-        self.replicas_cron();
-        self.failover_cron();
-        self.link_cron(true);
-        crate::aof::apply_config(&mut *self.log, &self.state.config);
-        self.log.tick();
-        if let Some(rewriter) = &mut self.rewriter {
-            self.log.info(&mut self.state.log);
-            rewriter.tick(&mut self.state, &mut *self.log);
-        }
-        self.state.refresh_used_memory();
-        self.log.info(&mut self.state.log);
-        self.release_idle_query_buffers();
-        self.check_output_limits();
-        self.close_idle_clients();
-    }
-
-    /// Frees the empty query buffers of connections idle for
-    /// [`conn::QUERY_BUF_IDLE_MS`], so idle clients hold no input memory.
-    fn release_idle_query_buffers(&mut self) {
-        let now = self.state.keyspace.now_ms;
-        for conn in self.conns.iter_mut().flatten() {
-            if !conn.inbuf.is_empty() || conn.inbuf.capacity() == 0 {
-                continue;
-            }
-            if let Some(info) = self.state.clients.get_mut(&conn.session.id) {
-                if now - info.last_ms >= conn::QUERY_BUF_IDLE_MS {
-                    conn.inbuf = Vec::new();
-                    info.qbuf_free = 0;
-                    let bytes = client_evict::footprint(&self.state, conn).total();
-                    self.state.client_memory.resize(conn.session.id, bytes);
-                    // The next count compares with the ledger's new figure.
-                    conn.session.mem_counted = None;
-                }
-            }
-        }
-    }
-
-    /// Moves a requested or running rewrite on at once rather than at the
-    /// next timer tick: starts one BGREWRITEAOF asked for, switches the log
-    /// when the new manifest is durable, and finishes when the workers are
-    /// done. Waiting for ticks (100 ms apart at `hz` 10) added up to 200 ms
-    /// to a rewrite of 1M x 100 B that takes about 400 ms.
-    fn rewrite_step(&mut self) {
-        let Some(rewriter) = &mut self.rewriter else {
-            return;
-        };
-        if self.state.rewrite.scheduled {
-            self.log.info(&mut self.state.log);
-        } else if !rewriter.busy() {
-            return;
-        }
-        rewriter.tick(&mut self.state, &mut *self.log);
     }
 
     /// Writes this iteration's records, then sends every reply the log has
