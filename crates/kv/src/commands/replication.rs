@@ -205,14 +205,7 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .blocking
         .unblock_all_for_role_change(&mut state.keyspace);
     let repl = &mut state.repl;
-    repl.master = Some(Master {
-        host,
-        port,
-        link: Link::Connect,
-        down_since_ms: 0,
-        last_io_ms: unix_ms(),
-        transfer: (0, 0),
-    });
+    repl.master = Some(Master::new(host, port));
     repl.changed = true;
     ctx.reply.ok();
     Ok(())

@@ -13,7 +13,7 @@
 //! said to go on without it), and writes resume only when the roles have
 //! changed — a write paused here then meets a replica and is refused.
 
-use super::repl::{Link, Master};
+use super::repl::Master;
 use super::Server;
 use crate::state::{unix_ms, State};
 
@@ -62,14 +62,7 @@ impl Server {
         state
             .blocking
             .unblock_all_for_role_change(&mut state.keyspace);
-        state.repl.master = Some(Master {
-            host,
-            port,
-            link: Link::Connect,
-            down_since_ms: 0,
-            last_io_ms: unix_ms(),
-            transfer: (0, 0),
-        });
+        state.repl.master = Some(Master::new(host, port));
         state.repl.changed = true;
         // As Redis: this server's replicas resync, with it or the new master.
         self.disconnect_replicas();

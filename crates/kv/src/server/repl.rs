@@ -132,6 +132,20 @@ pub struct Master {
     pub transfer: (u64, u64),
 }
 
+impl Master {
+    /// A master to connect to, the link not started yet.
+    pub fn new(host: String, port: u16) -> Master {
+        Master {
+            host,
+            port,
+            link: Link::Connect,
+            down_since_ms: 0,
+            last_io_ms: unix_ms(),
+            transfer: (0, 0),
+        }
+    }
+}
+
 /// Replication, as the commands see it.
 #[derive(Debug)]
 pub struct Repl {
