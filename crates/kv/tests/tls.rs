@@ -428,7 +428,10 @@ fn garbage_half_open_and_unread_tls_clients_do_not_stall_a_plain_client() {
     let mut hog = connect(server.tls, &config);
     call(&mut hog, &["SET", "big", &"z".repeat(100_000)], b"+OK\r\n");
     for _ in 0..200 {
-        send(&mut hog, &["GET", "big"]).unwrap();
+        // The server may close it (output limit) before all are sent.
+        if send(&mut hog, &["GET", "big"]).is_err() {
+            break;
+        }
     }
     // Meanwhile a plain client and a new TLS client are served.
     for i in 0..50 {
