@@ -65,7 +65,7 @@ pub(super) fn accept_all(
             continue;
         }
         let session = if tls {
-            match super::tls::session(admission.config) {
+            match super::tls::server_side(admission.config) {
                 Some(session) => Some(session),
                 None => continue,
             }

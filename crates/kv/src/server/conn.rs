@@ -69,7 +69,7 @@ pub struct Conn {
     pub soft_over_since: Option<Instant>,
     /// Bytes of the last reply round written in full ([`Conn::write_pending`]).
     pub last_round: usize,
-    /// The TLS session of a connection accepted on a `tls-port`
+    /// The rustls state of a connection accepted on a `tls-port`
     /// (`tls.rs`); `None` for plain connections.
     pub tls: Option<Box<rustls::ServerConnection>>,
 }

@@ -164,14 +164,14 @@ pub(super) fn write(conn: &mut Conn, sent: &mut u64) -> io::Result<bool> {
     }
 }
 
-/// A new server-side TLS session for a connection accepted on a TLS
+/// New server-side rustls state for a connection accepted on a TLS
 /// port, with the context in force now.
-pub(super) fn session(config: &crate::config::Config) -> Option<Box<rustls::ServerConnection>> {
+pub(super) fn server_side(config: &crate::config::Config) -> Option<Box<rustls::ServerConnection>> {
     let context = config.tls.context.as_ref()?;
     match rustls::ServerConnection::new(std::sync::Arc::clone(context)) {
         Ok(tls) => Some(Box::new(tls)),
         Err(e) => {
-            tracing::warn!("cannot start a TLS session: {e}");
+            tracing::warn!("cannot start a TLS connection: {e}");
             None
         }
     }
