@@ -67,6 +67,13 @@ pub struct PmDevice<M: PmemMedium> {
     len: AtomicU64,
     /// Serialises length changes and keeps the header monotonic with them.
     extend: Mutex<()>,
+    /// Device offset from which every byte of the medium is known to be
+    /// zero, in memory and in what a crash would leave: nothing was stored
+    /// there since the device was opened, and it lay past the medium's end
+    /// at open (space the medium grew by reads as zeros). Growth zeroes only
+    /// the part of its range below it, so a log preallocating fresh space
+    /// does not write every line twice. Raised before any store past it.
+    clean_from: AtomicU64,
     poison: Poison,
 }
 
@@ -91,7 +98,13 @@ impl PmDevice<PmemRegion> {
         if !existed {
             crate::file::sync_parent_dir(path)?;
         }
-        PmDevice::new(region, path, policy)
+        let device = PmDevice::new(region, path, policy)?;
+        if !existed {
+            // A file created just now holds zeros only (the header aside,
+            // which lies before device offset 0).
+            device.clean_from.store(0, Ordering::Release);
+        }
+        Ok(device)
     }
 }
 
@@ -104,12 +117,16 @@ impl<M: PmemMedium> PmDevice<M> {
             medium.grow(PM_INITIAL_CAPACITY)?;
         }
         let len = read_header(&medium, &path)?;
+        // Bytes inside the medium at open may be stale (an earlier, longer
+        // life of the file, or stores past a length that never landed).
+        let clean_from = (medium.len() - PM_HEADER_LEN) as u64;
         Ok(PmDevice {
             medium,
             path,
             policy,
             len: AtomicU64::new(len),
             extend: Mutex::new(()),
+            clean_from: AtomicU64::new(clean_from),
             poison: Poison::default(),
         })
     }
@@ -162,6 +179,12 @@ impl<M: PmemMedium> PmDevice<M> {
     /// Copies `data` to medium offset `at` by the policy; durable on return
     /// unless the policy is `DrainOnSync`.
     fn store(&self, at: usize, data: &[u8]) -> Result<()> {
+        // The clean range shrinks before the bytes land, so a growth that
+        // reads it never skips zeroing bytes that are being stored.
+        let end = (at.saturating_sub(PM_HEADER_LEN) + data.len()) as u64;
+        if end > self.clean_from.load(Ordering::Acquire) {
+            self.clean_from.fetch_max(end, Ordering::AcqRel);
+        }
         match self.policy {
             PmPolicy::FlushEveryWrite => {
                 self.medium.write(at, data)?;
@@ -174,8 +197,11 @@ impl<M: PmemMedium> PmDevice<M> {
     }
 
     /// Zeroes device bytes `[from, to)` (stale bytes of an earlier, longer
-    /// life of the file), persisted by the next drain.
+    /// life of the file), persisted by the next drain. Bytes at and past
+    /// `clean_from` are zero already and are left alone. Called with the
+    /// extend lock held.
     fn zero(&self, from: u64, to: u64) -> Result<()> {
+        let to = to.min(self.clean_from.load(Ordering::Acquire));
         if to > from {
             let (at, _) = self.at(from, (to - from) as usize)?;
             self.medium.memset_nodrain(at, 0, (to - from) as usize)?;

@@ -38,6 +38,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+mod combine;
 pub mod cpu;
 mod error;
 #[cfg(feature = "libpmem")]
@@ -54,7 +55,7 @@ mod stream;
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};
 pub use medium::{MapMode, PmemMedium};
-pub use model::{DramCosts, MediaModel, MediaParams, ModelChoice};
+pub use model::{DramCosts, HostCosts, MediaModel, MediaParams, ModelChoice};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
 pub use sim::{CrashTrigger, SimPmem};
 pub use stats::{FlushStats, MediaRead, MediaWork, MEDIA_LINE};

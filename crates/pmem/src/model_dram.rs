@@ -4,7 +4,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::model::DramCosts;
+use crate::cpu::{FlushInstruction, CACHE_LINE};
+use crate::model::{DramCosts, HostCosts};
 
 /// Bytes of the buffer chased through: well past the last-level cache.
 const BUFFER: usize = 64 << 20;
@@ -49,6 +50,66 @@ pub(crate) fn measure() -> DramCosts {
         seq_ns,
         line_copy_ns,
     }
+}
+
+/// Measures the host's cost per line stored and flushed, for each flush
+/// instruction the CPU has, and per fence: a persist of one line and one of
+/// sixteen lines differ by fifteen lines' cost; the rest of the one-line
+/// persist is the fence's. Lines are walked in order through a buffer
+/// larger than the second-level cache, as a log or a page write would.
+pub(crate) fn measure_host() -> HostCosts {
+    let mut buffer = vec![0u8; 4 << 20];
+    let mut line_ns = [0.0f64; 3];
+    let mut fence_ns = f64::INFINITY;
+    let kinds = [
+        FlushInstruction::Clwb,
+        FlushInstruction::Clflushopt,
+        FlushInstruction::Clflush,
+    ];
+    for (slot, kind) in line_ns.iter_mut().zip(kinds) {
+        if !kind.is_supported() {
+            continue;
+        }
+        let one = persist_ns(&mut buffer, kind, 1);
+        let sixteen = persist_ns(&mut buffer, kind, 16);
+        let line = ((sixteen - one) / 15.0).max(0.0);
+        *slot = line;
+        fence_ns = fence_ns.min((one - line).max(0.0));
+    }
+    HostCosts {
+        clwb_line_ns: line_ns[0],
+        clflushopt_line_ns: line_ns[1],
+        clflush_line_ns: line_ns[2],
+        fence_ns: if fence_ns.is_finite() { fence_ns } else { 0.0 },
+    }
+}
+
+/// Nanoseconds per persist of `lines` consecutive lines (a store to each,
+/// a flush of each with `kind`, one fence).
+fn persist_ns(buffer: &mut [u8], kind: FlushInstruction, lines: usize) -> f64 {
+    let count = buffer.len() / CACHE_LINE;
+    let persists = 2048 / lines.max(1);
+    let mut best = f64::INFINITY;
+    let mut at = 0usize;
+    for _ in 0..PIECES {
+        let start = Instant::now();
+        for _ in 0..persists {
+            for _ in 0..lines {
+                let offset = (at % count) * CACHE_LINE;
+                at += 1;
+                if let Some(byte) = buffer.get_mut(offset) {
+                    *byte = byte.wrapping_add(1);
+                }
+                // SAFETY: `offset` is inside `buffer`, which is mapped and
+                // writable (the store above touched it).
+                unsafe { crate::arch::flush_lines(kind, buffer.as_ptr().add(offset), 1) };
+            }
+            crate::arch::fence();
+        }
+        best = best.min(start.elapsed().as_nanos() as f64 / persists as f64);
+    }
+    black_box(&buffer);
+    best
 }
 
 /// Timed pieces per measurement: the fastest counts, as a shared host's

@@ -142,6 +142,12 @@ impl PmemRegion {
         } else {
             MapMode::Emulated
         };
+        if mode == MapMode::RealPm && len > existing {
+            // As in `grow`: the space allocated here must outlast a power
+            // failure before anything exposes it.
+            file.sync_data()
+                .map_err(|e| Error::io("fdatasync", &path, e))?;
+        }
         let dispatch = options.dispatch.unwrap_or_else(|| Dispatch::for_mode(mode));
         check_flush_for_mode(&dispatch, mode)?;
         let model = model::for_region(model_choice.unwrap_or_else(model::selected), mode)?;
@@ -154,7 +160,7 @@ impl PmemRegion {
             mode,
             dispatch,
             populate: options.populate,
-            sink: StatsSink::with_model(model),
+            sink: StatsSink::with_model(model, dispatch.flush),
             grow_lock: Mutex::new(()),
         };
         region.map_range(0, len)?;
@@ -308,6 +314,15 @@ impl PmemMedium for PmemRegion {
             });
         }
         allocate(&self.file, &self.path, mapped, new_len)?;
+        if self.mode == MapMode::RealPm {
+            // On real PM a crash may be a power failure: the extension must
+            // be durable before a length word covering it is, since the
+            // grown space may be exposed as zeros without ever being stored
+            // to (and a store's MAP_SYNC fault would be what persisted it).
+            self.file
+                .sync_data()
+                .map_err(|e| Error::io("fdatasync", &self.path, e))?;
+        }
         self.map_range(mapped, new_len)?;
         self.mapped.store(new_len, Ordering::Release);
         Ok(())

@@ -33,6 +33,8 @@ use std::sync::atomic::{
 };
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use crate::combine::{Combine, LINES_PER_MEDIA};
+use crate::cpu::FlushInstruction;
 use crate::model::MediaModel;
 
 /// Size of a media write unit on Optane-class PM: the DIMM combines 64-byte
@@ -208,9 +210,6 @@ const LAST_READ: usize = 14;
 /// When the media model's reservations for this thread's requests since
 /// its last drain end (ns since the model's epoch); 0 for none.
 const RESERVED_END: usize = 15;
-/// Cache lines per media line.
-const LINES_PER_MEDIA: u64 = (MEDIA_LINE / 64) as u64;
-const FULL_MASK: u64 = (1 << LINES_PER_MEDIA) - 1;
 
 /// Accounting is on unless switched off (to measure its own cost).
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -323,66 +322,6 @@ struct Slot {
 }
 
 const _: () = assert!(std::mem::size_of::<Slot>() == 128);
-
-/// What one request range did to the combining buffer.
-#[derive(Clone, Copy, Debug, Default)]
-struct Combine {
-    /// The open line after it (`OPEN`'s encoding).
-    open: u64,
-    opened: u64,
-    sequential: u64,
-    rmw: u64,
-}
-
-impl Combine {
-    /// Cache lines of `[first_cl, end_cl)` inside media line `media`, as a
-    /// mask of the line's four cache lines.
-    fn mask(media: u64, first_cl: u64, end_cl: u64) -> u64 {
-        let base = media * LINES_PER_MEDIA;
-        let low = first_cl.max(base) - base;
-        let high = end_cl.min(base + LINES_PER_MEDIA) - base;
-        FULL_MASK & ((1 << high) - 1) & !((1 << low) - 1)
-    }
-
-    /// A request for cache lines `mask` of media line `media`: merged into
-    /// the open line, or closing it and opening this one.
-    fn request(&mut self, media: u64, mask: u64) {
-        let open_line = self.open >> 4;
-        if self.open != 0 && open_line == media + 1 {
-            self.open |= mask;
-            return;
-        }
-        if self.open != 0 && self.open & FULL_MASK != FULL_MASK {
-            self.rmw += 1;
-        }
-        if self.open != 0 && open_line == media {
-            // The open line is `media - 1`: this one follows it.
-            self.sequential += 1;
-        }
-        self.opened += 1;
-        self.open = ((media + 1) << 4) | mask;
-    }
-
-    /// Requests for cache lines `[first_cl, end_cl)` (not empty). The media
-    /// lines strictly inside the range are whole and sequential, so they
-    /// are counted in one step however long the range.
-    fn range(&mut self, first_cl: u64, end_cl: u64) {
-        let first = first_cl / LINES_PER_MEDIA;
-        let last = (end_cl - 1) / LINES_PER_MEDIA;
-        self.request(first, Combine::mask(first, first_cl, end_cl));
-        if last == first {
-            return;
-        }
-        if last - first > 1 {
-            self.request(first + 1, FULL_MASK);
-            let more = last - first - 2;
-            self.opened += more;
-            self.sequential += more;
-            self.open = (last << 4) | FULL_MASK;
-        }
-        self.request(last, Combine::mask(last, first_cl, end_cl));
-    }
-}
 
 impl Slot {
     #[inline]
@@ -514,6 +453,8 @@ pub(crate) struct StatsSink {
     slots: Box<[Slot]>,
     /// The media model charging this region's drains and reads, if on.
     model: Option<Arc<MediaModel>>,
+    /// The region's flush instruction, for the model's charge.
+    flush: FlushInstruction,
 }
 
 /// Every live sink, for the process-wide total, plus what dropped sinks left.
@@ -540,14 +481,19 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
 
 impl StatsSink {
     pub(crate) fn new() -> Arc<StatsSink> {
-        StatsSink::with_model(None)
+        StatsSink::with_model(None, FlushInstruction::Clwb)
     }
 
-    /// A sink whose drains and reads `model` charges (none: accounting only).
-    pub(crate) fn with_model(model: Option<Arc<MediaModel>>) -> Arc<StatsSink> {
+    /// A sink whose drains and reads `model` charges (none: accounting
+    /// only), for a region that writes lines back with `flush`.
+    pub(crate) fn with_model(
+        model: Option<Arc<MediaModel>>,
+        flush: FlushInstruction,
+    ) -> Arc<StatsSink> {
         let sink = Arc::new(StatsSink {
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             model,
+            flush,
         });
         let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
         registry.live.retain(|weak| weak.strong_count() > 0);
@@ -583,8 +529,14 @@ impl StatsSink {
         slot.record_stores(shared, offset, len, counts);
         if let Some(model) = &self.model {
             if !shared {
-                // The module starts on the lines now; the drain waits.
-                let end = model.reserve(slot.take_since_drain());
+                // The module started on the lines as they were issued; the
+                // drain waits (a `clflush` waits at once: each line is
+                // written back before the next one is).
+                let work = slot.take_since_drain();
+                let end = model.reserve(work, counts.lines_flushed, self.flush);
+                if self.flush == FlushInstruction::Clflush && counts.lines_flushed > 0 {
+                    model.wait_for(end, true);
+                }
                 if end > slot.get(RESERVED_END) {
                     slot.set(RESERVED_END, end);
                 }
@@ -604,7 +556,7 @@ impl StatsSink {
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
         slot.settle(shared);
-        self.charge_drain(slot, shared);
+        self.charge_drain(slot, shared, counts.lines_flushed);
     }
 
     /// Whether to count: accounting is on, or a media model needs the
@@ -615,15 +567,15 @@ impl StatsSink {
     }
 
     /// Under the media model, spins for the media work since this thread's
-    /// last drain.
+    /// last drain, `flushed` lines of which were just written back.
     #[inline]
-    fn charge_drain(&self, slot: &Slot, shared: bool) {
+    fn charge_drain(&self, slot: &Slot, shared: bool, flushed: u64) {
         if let Some(model) = &self.model {
             if !shared {
-                let end = model.reserve(slot.take_since_drain());
+                let end = model.reserve(slot.take_since_drain(), flushed, self.flush);
                 let end = end.max(slot.get(RESERVED_END));
                 slot.set(RESERVED_END, 0);
-                model.wait_for(end);
+                model.wait_for(end, self.flush == FlushInstruction::Clflush);
             }
         }
     }
@@ -667,7 +619,7 @@ impl StatsSink {
         slot.add(shared, MSYNCS, 1);
         slot.add(shared, LINES_FLUSHED, end_cl - first_cl);
         slot.requests(shared, first_cl, end_cl);
-        self.charge_drain(slot, shared);
+        self.charge_drain(slot, shared, 0);
     }
 
     /// Records a fence: this thread's touched media lines become writes.
@@ -678,7 +630,7 @@ impl StatsSink {
         }
         let (slot, shared) = self.slot();
         slot.settle(shared);
-        self.charge_drain(slot, shared);
+        self.charge_drain(slot, shared, 0);
     }
 }
 
