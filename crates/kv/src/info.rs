@@ -13,11 +13,12 @@ use crate::state::State;
 type SectionWriter = fn(&State, &mut String);
 
 /// Every section in output order: name, title, in the default set.
-const SECTIONS: [(&str, &str, bool, SectionWriter); 13] = [
+const SECTIONS: [(&str, &str, bool, SectionWriter); 14] = [
     ("server", "Server", true, server),
     ("clients", "Clients", true, clients),
     ("memory", "Memory", true, memory),
     ("persistence", "Persistence", true, persistence),
+    ("pmem", "Pmem", false, pmem),
     ("stats", "Stats", true, stats),
     ("replication", "Replication", true, replication),
     ("cpu", "CPU", true, cpu),
@@ -256,6 +257,32 @@ fn ferrite_log(state: &State, out: &mut String) {
         log.load_ms,
         log.truncated_bytes,
         state.log_failure.as_deref().unwrap_or(""),
+    );
+}
+
+/// Ferrite's own section (not in the default set, as Redis has no such
+/// section): what the log's appends cost persistent-memory media, by the
+/// flush accounting of the current log file (`docs/pmem.md`). On a log
+/// that is not on PM every count is zero.
+fn pmem(state: &State, out: &mut String) {
+    let log = &state.log;
+    let flush = log.flush.unwrap_or_default();
+    let model = ferrite_pmem::model::selected();
+    let _ = write!(
+        out,
+        "pmem_log:{}\r\npmem_model:{}\r\npmem_user_bytes:{}\r\npmem_lines_flushed:{}\r\npmem_fences:{}\r\npmem_bytes_nt:{}\r\npmem_requests:{}\r\npmem_media_lines:{}\r\npmem_media_bytes:{}\r\npmem_read_modify_writes:{}\r\npmem_absorbed:{}\r\npmem_media_bytes_per_user_byte:{:.4}\r\n",
+        if log.flush.is_some() { &log.pmem_mode } else { "none" },
+        model.name(),
+        log.payload_bytes,
+        flush.lines_flushed,
+        flush.fences,
+        flush.bytes_nt,
+        flush.requests,
+        flush.media_lines,
+        flush.media_bytes(),
+        flush.read_modify_writes,
+        flush.absorbed,
+        flush.media_bytes_per_user_byte(log.payload_bytes),
     );
 }
 

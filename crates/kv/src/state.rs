@@ -66,6 +66,12 @@ pub struct LogInfo {
     pub postponed_writes: u64,
     /// Cache lines flushed per appended record (PM devices).
     pub flushes_per_write: f64,
+    /// The log device's flush and media accounting since it was opened
+    /// (PM devices; `None` on a file), for INFO pmem.
+    pub flush: Option<ferrite_pmem::FlushStats>,
+    /// Payload bytes of the records appended to the current log device:
+    /// the user bytes INFO pmem divides media bytes by.
+    pub payload_bytes: u64,
     /// Replay at start-up: commands and milliseconds.
     pub loaded_commands: u64,
     /// See `loaded_commands`.

@@ -267,8 +267,8 @@ fn info_sections_as_redis_selects_them() {
     assert!(field(&default, "used_cpu_user").is_some());
     assert!(!default.contains("rejected_calls"));
     let everything = bulk(&mut c, &["INFO", "everything"]);
-    assert_eq!(titles(&everything).len(), 13);
-    assert_eq!(titles(&bulk(&mut c, &["INFO", "all"])).len(), 13);
+    assert_eq!(titles(&everything).len(), 14);
+    assert_eq!(titles(&bulk(&mut c, &["INFO", "all"])).len(), 14);
     assert_eq!(
         titles(&bulk(&mut c, &["INFO", "default"])),
         titles(&default)

@@ -70,6 +70,9 @@ pub struct WalLog {
     /// derived from them.
     file_base_bytes: u64,
     device_bytes_base: u64,
+    /// The wal's payload bytes counter when the current file was opened,
+    /// so INFO pmem divides the file's media bytes by its own records.
+    payload_bytes_base: u64,
 }
 
 impl WalLog {
@@ -92,6 +95,7 @@ impl WalLog {
         })?;
         Ok(WalLog {
             device_bytes_base: wal.stats().device_bytes,
+            payload_bytes_base: wal.stats().payload_bytes,
             wal,
             committer,
             fsync,
@@ -275,18 +279,21 @@ impl CommandLog for WalLog {
         into.delayed_fsync = stats.delayed_syncs;
         into.postponed_writes = stats.postponed_writes;
         into.flushes_per_write = stats.flushes_per_record().unwrap_or(0.0);
+        into.flush = stats.flush;
+        into.payload_bytes = stats.payload_bytes - self.payload_bytes_base;
     }
 
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
         let old_path = self.wal.device().path().to_path_buf();
         let new_path = next.path().to_path_buf();
-        let device_bytes = self.wal.stats().device_bytes;
+        let before = self.wal.stats();
         self.wal.switch(next)?;
         // The loop is the only appender, so nothing came in between.
         let last_in_old = self.wal.next_lsn() - 1;
         debug_assert_eq!(last_in_old, self.appended);
         self.file_base_bytes = ferrite_wal::record::LOG_HEADER_LEN as u64;
-        self.device_bytes_base = device_bytes;
+        self.device_bytes_base = before.device_bytes;
+        self.payload_bytes_base = before.payload_bytes;
         Ok(SwitchPoint {
             last_in_old,
             old_path,
