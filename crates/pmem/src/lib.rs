@@ -45,6 +45,7 @@ mod error;
 pub mod libpmem;
 mod medium;
 pub mod model;
+mod model_clock;
 mod model_dram;
 mod region;
 pub mod sim;

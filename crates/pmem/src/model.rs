@@ -38,7 +38,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
 use crate::cpu::FlushInstruction;
 use crate::error::{Error, Result};
@@ -274,7 +273,7 @@ pub struct MediaModel {
     host: HostCosts,
     line_write_ns: f64,
     line_read_ns: f64,
-    epoch: Instant,
+    clock: crate::model_clock::Clock,
     busy_until: Box<[AtomicU64]>,
 }
 
@@ -288,7 +287,7 @@ impl MediaModel {
             host: HostCosts::default(),
             line_write_ns: line / params.dimm_write_gbps,
             line_read_ns: line / params.dimm_read_gbps,
-            epoch: Instant::now(),
+            clock: crate::model_clock::Clock::new(),
             busy_until: (0..params.dimms.max(1))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
@@ -318,7 +317,7 @@ impl MediaModel {
     }
 
     fn now_ns(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.clock.now_ns()
     }
 
     /// Nanoseconds of module time `work` takes.
@@ -330,14 +329,22 @@ impl MediaModel {
     /// (the module works while the thread goes on) and returns when the
     /// reservation ends, in ns since the model's epoch; 0 for no work.
     /// `flushed` lines were written back with `flush` just now: the module
-    /// started on them when the first was issued.
-    pub(crate) fn reserve(&self, work: MediaWork, flushed: u64, flush: FlushInstruction) -> u64 {
+    /// started on them when the first was issued. Also returns the time it
+    /// read, if it read one (0 otherwise): reading the clock costs tens of
+    /// ns in a virtual machine, so a drain reuses it.
+    pub(crate) fn reserve(
+        &self,
+        work: MediaWork,
+        flushed: u64,
+        flush: FlushInstruction,
+    ) -> (u64, u64) {
         let cost = self.write_ns(work);
         if cost <= 0.0 {
-            return 0;
+            return (0, 0);
         }
+        let read = self.now_ns();
         let issued = (flushed as f64 * self.host.line_ns(flush)) as u64;
-        let now = self.now_ns().saturating_sub(issued);
+        let now = read.saturating_sub(issued);
         let dimm = (work.last_line * MEDIA_LINE as u64 / self.params.interleave_bytes) as usize
             % self.busy_until.len();
         let clock = &self.busy_until[dimm];
@@ -345,7 +352,7 @@ impl MediaModel {
         loop {
             let end = busy.max(now) + cost as u64;
             match clock.compare_exchange_weak(busy, end, Relaxed, Relaxed) {
-                Ok(_) => return end,
+                Ok(_) => return (end, read),
                 Err(seen) => busy = seen,
             }
         }
@@ -354,7 +361,8 @@ impl MediaModel {
     /// A drain: spins until the thread's reservations ending at `end` fit
     /// in the write queue (`serial`: until they are written), less the
     /// fence the caller issues next, plus the drain's extra latency.
-    pub(crate) fn wait_for(&self, end: u64, serial: bool) {
+    /// `read` is a time the caller read just before (0 for none).
+    pub(crate) fn wait_for(&self, end: u64, serial: bool, read: u64) {
         let queue = if serial {
             0.0
         } else {
@@ -363,12 +371,15 @@ impl MediaModel {
         let slack = (queue + self.host.fence_ns) as u64;
         let target = end.saturating_sub(slack);
         let extra = self.params.drain_extra_ns;
+        if (target == 0 || target <= read) && extra <= 0.0 {
+            return;
+        }
         let now = self.now_ns();
         if target <= now && extra <= 0.0 {
             return;
         }
         let until = target.max(now) as f64 + extra;
-        spin_until(self.epoch + Duration::from_nanos(until as u64));
+        self.clock.spin_until(until as u64);
     }
 
     /// Nanoseconds a read of `read`'s lines costs beyond DRAM's.
@@ -389,16 +400,8 @@ impl MediaModel {
     pub(crate) fn charge_read(&self, read: MediaRead) {
         let ns = self.read_ns(read);
         if ns >= 1.0 {
-            spin_until(Instant::now() + Duration::from_nanos(ns as u64));
+            self.clock.spin_until(self.now_ns() + ns as u64);
         }
-    }
-}
-
-/// Busy-waits until `deadline`: the thread stays on its core, as it would
-/// stalled on a fence.
-fn spin_until(deadline: Instant) {
-    while Instant::now() < deadline {
-        std::hint::spin_loop();
     }
 }
 

@@ -533,9 +533,9 @@ impl StatsSink {
                 // drain waits (a `clflush` waits at once: each line is
                 // written back before the next one is).
                 let work = slot.take_since_drain();
-                let end = model.reserve(work, counts.lines_flushed, self.flush);
+                let (end, read) = model.reserve(work, counts.lines_flushed, self.flush);
                 if self.flush == FlushInstruction::Clflush && counts.lines_flushed > 0 {
-                    model.wait_for(end, true);
+                    model.wait_for(end, true, read);
                 }
                 if end > slot.get(RESERVED_END) {
                     slot.set(RESERVED_END, end);
@@ -572,10 +572,10 @@ impl StatsSink {
     fn charge_drain(&self, slot: &Slot, shared: bool, flushed: u64) {
         if let Some(model) = &self.model {
             if !shared {
-                let end = model.reserve(slot.take_since_drain(), flushed, self.flush);
+                let (end, read) = model.reserve(slot.take_since_drain(), flushed, self.flush);
                 let end = end.max(slot.get(RESERVED_END));
                 slot.set(RESERVED_END, 0);
-                model.wait_for(end, self.flush == FlushInstruction::Clflush);
+                model.wait_for(end, self.flush == FlushInstruction::Clflush, read);
             }
         }
     }
