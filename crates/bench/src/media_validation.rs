@@ -51,6 +51,13 @@ pub struct Validation {
     /// Nanoseconds per persist by model, flush instruction and size
     /// (cached stores, then the instruction, then a fence).
     pub flush_ns_per_op: Figure,
+    /// 64-byte writes, sixteen per fence, GB/s by model and pattern: the
+    /// bandwidth-bound shape, with the host's fence (which bounds one
+    /// persist at a time) paid once per sixteen lines.
+    pub batched_64_gb_per_s: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The host's persist costs the model credits, measured at its
+    /// start-up (ns): per line for each flush instruction, per fence.
+    pub host_costs_ns: BTreeMap<String, f64>,
 }
 
 fn models() -> [(ModelChoice, &'static str); 2] {
@@ -117,6 +124,27 @@ fn bandwidth(
     Ok(out)
 }
 
+/// 64-byte writes, sixteen copied and flushed per drain, sequential and
+/// random: GB/s by pattern.
+fn batched_64(region: &PmemRegion, time: Duration) -> Result<BTreeMap<String, f64>> {
+    const PER_FENCE: usize = 16;
+    let mut out = BTreeMap::new();
+    let mut rng = fastrand::Rng::with_seed(64);
+    let data = [0xA5u8; 64];
+    for (pattern, random) in [("sequential", false), ("random", true)] {
+        let batches = rate(time, |i| {
+            for k in 0..PER_FENCE {
+                let at = offset_of(i * PER_FENCE + k, 64, random, &mut rng);
+                region.copy_nodrain(at, &data)?;
+            }
+            region.drain();
+            Ok(())
+        })?;
+        out.insert(pattern.to_string(), batches * (PER_FENCE * 64) as f64 / 1e9);
+    }
+    Ok(out)
+}
+
 fn latency(region: &PmemRegion, time: Duration) -> Result<BySize> {
     let mut out = BySize::new();
     let data = vec![0xC3u8; *LATENCY_SIZES.last().unwrap_or(&65536)];
@@ -154,10 +182,20 @@ pub fn run(common: &Common, report: &mut Report, dir: &Path) -> Result<Validatio
         let region = map(dir, "validate", best, choice)?;
         let mut writes = Vec::new();
         let mut reads = Vec::new();
+        let mut batched = Vec::new();
         for _ in 0..common.runs() {
             writes.push(bandwidth(&region, time, &SIZES, false)?);
             reads.push(bandwidth(&region, time, &READ_SIZES, true)?);
+            batched.push(BTreeMap::from([(64, batched_64(&region, time)?)]));
         }
+        let batched = median_figure(&batched.iter().map(transpose).collect::<Vec<_>>());
+        validation.batched_64_gb_per_s.insert(
+            name.into(),
+            batched
+                .into_iter()
+                .filter_map(|(pattern, sizes)| Some((pattern, *sizes.get(&64)?)))
+                .collect(),
+        );
         validation
             .write_gb_per_s
             .insert(name.into(), median_figure(&writes));
@@ -200,8 +238,31 @@ pub fn run(common: &Common, report: &mut Report, dir: &Path) -> Result<Validatio
         }
         validation.flush_ns_per_op.insert(name.into(), by_flush);
     }
+    if let Some(model) = ferrite_pmem::model::active() {
+        let host = model.host();
+        validation.host_costs_ns = BTreeMap::from([
+            ("clwb_line".to_string(), host.clwb_line_ns),
+            ("clflushopt_line".to_string(), host.clflushopt_line_ns),
+            ("clflush_line".to_string(), host.clflush_line_ns),
+            ("fence".to_string(), host.fence_ns),
+        ]);
+    }
     add_ratios(report, &validation);
     Ok(validation)
+}
+
+/// A run's batched figure keyed by pattern then size, as `median_figure`
+/// takes it.
+fn transpose(run: &BTreeMap<usize, BTreeMap<String, f64>>) -> BTreeMap<String, BySize> {
+    let mut out: BTreeMap<String, BySize> = BTreeMap::new();
+    for (size, patterns) in run {
+        for (pattern, value) in patterns {
+            out.entry(pattern.clone())
+                .or_default()
+                .insert(*size, *value);
+        }
+    }
+    out
 }
 
 /// The median over runs of each (pattern, size) point.
@@ -252,6 +313,18 @@ fn add_ratios(report: &mut Report, v: &Validation) {
                 w("random", 256),
             ),
         ];
+        let batched = |pattern: &str| {
+            v.batched_64_gb_per_s
+                .get(name)
+                .and_then(|b| b.get(pattern))
+                .copied()
+        };
+        if let (Some(seq), Some(random)) = (batched("sequential"), batched("random")) {
+            report.ratio(
+                format!("model_{name}_write_seq_vs_random_64_sixteen_per_fence"),
+                seq / random,
+            );
+        }
         for (key, ours, theirs) in pairs {
             if let (Some(a), Some(b)) = (ours, theirs) {
                 report.ratio(format!("model_{name}_{key}"), a / b);
@@ -312,4 +385,8 @@ pub fn print(v: &Validation) {
     for (model, sizes) in &v.persist_p50_ns {
         println!("{model:<7} persist p50 ns {sizes:?}");
     }
+    for (model, patterns) in &v.batched_64_gb_per_s {
+        println!("{model:<7} 64 B x16 per fence GB/s {patterns:?}");
+    }
+    println!("host persist costs ns {:?}", v.host_costs_ns);
 }
