@@ -325,16 +325,23 @@ impl MediaModel {
         work.lines as f64 * self.line_write_ns + work.read_modify_writes as f64 * self.line_read_ns
     }
 
-    /// Reserves the module's time for `work` as its requests are issued
-    /// (the module works while the thread goes on) and returns when the
-    /// reservation ends, in ns since the model's epoch; 0 for no work.
-    /// `flushed` lines were written back with `flush` just now: the module
-    /// started on them when the first was issued. Also returns the time it
-    /// read, if it read one (0 otherwise): reading the clock costs tens of
-    /// ns in a virtual machine, so a drain reuses it.
+    /// When `flushed` lines written back with `flush` just now were
+    /// issued: the host's measured cost of them earlier.
+    pub(crate) fn issue_time(&self, flushed: u64, flush: FlushInstruction) -> u64 {
+        let issued = (flushed as f64 * self.host.line_ns(flush)) as u64;
+        self.now_ns().saturating_sub(issued)
+    }
+
+    /// Reserves the module's time for `work`, whose requests began to be
+    /// issued at `start` (ns since the model's epoch; `None`: they are
+    /// `flushed` lines written back with `flush` just now), back to back
+    /// after the module's earlier work: the module works while the thread
+    /// goes on. Returns when the reservation ends (0 for no work) and the
+    /// time it read, if it read one (0 otherwise), for the drain to reuse.
     pub(crate) fn reserve(
         &self,
         work: MediaWork,
+        start: Option<u64>,
         flushed: u64,
         flush: FlushInstruction,
     ) -> (u64, u64) {
@@ -342,15 +349,20 @@ impl MediaModel {
         if cost <= 0.0 {
             return (0, 0);
         }
-        let read = self.now_ns();
-        let issued = (flushed as f64 * self.host.line_ns(flush)) as u64;
-        let now = read.saturating_sub(issued);
+        let (begin, read) = match start {
+            Some(start) => (start, 0),
+            None => {
+                let read = self.now_ns();
+                let issued = (flushed as f64 * self.host.line_ns(flush)) as u64;
+                (read.saturating_sub(issued), read)
+            }
+        };
         let dimm = (work.last_line * MEDIA_LINE as u64 / self.params.interleave_bytes) as usize
             % self.busy_until.len();
         let clock = &self.busy_until[dimm];
         let mut busy = clock.load(Relaxed);
         loop {
-            let end = busy.max(now) + cost as u64;
+            let end = busy.max(begin) + cost as u64;
             match clock.compare_exchange_weak(busy, end, Relaxed, Relaxed) {
                 Ok(_) => return (end, read),
                 Err(seen) => busy = seen,

@@ -207,9 +207,9 @@ const DRAIN_RMW: usize = 13;
 /// The last media line read through the API, plus one (the media model's
 /// read buffer); 0 for none.
 const LAST_READ: usize = 14;
-/// When the media model's reservations for this thread's requests since
-/// its last drain end (ns since the model's epoch); 0 for none.
-const RESERVED_END: usize = 15;
+/// When this thread issued its first request since its last drain, plus
+/// one (ns since the media model's epoch); 0 for none.
+const FIRST_ISSUE: usize = 15;
 
 /// Accounting is on unless switched off (to measure its own cost).
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -528,18 +528,21 @@ impl StatsSink {
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
         if let Some(model) = &self.model {
-            if !shared {
-                // The module started on the lines as they were issued; the
-                // drain waits (a `clflush` waits at once: each line is
-                // written back before the next one is).
-                let work = slot.take_since_drain();
-                let (end, read) = model.reserve(work, counts.lines_flushed, self.flush);
-                if self.flush == FlushInstruction::Clflush && counts.lines_flushed > 0 {
-                    model.wait_for(end, true, read);
-                }
-                if end > slot.get(RESERVED_END) {
-                    slot.set(RESERVED_END, end);
-                }
+            if shared {
+                return;
+            }
+            let flushed = counts.lines_flushed;
+            if self.flush == FlushInstruction::Clflush && flushed > 0 {
+                // Each `clflush`ed line is written back before the next
+                // one is: the thread waits for them at once.
+                let (end, read) = model.reserve(slot.take_since_drain(), None, flushed, self.flush);
+                model.wait_for(end, true, read);
+            } else if slot.get(FIRST_ISSUE) == 0 && (flushed > 0 || counts.bytes_nt > 0) {
+                // The module starts on the lines as they are issued; the
+                // drain reserves them from here, reading the clock once per
+                // drain rather than once per write (a read costs tens of
+                // ns in a virtual machine, which would pass for media time).
+                slot.set(FIRST_ISSUE, model.issue_time(flushed, self.flush) + 1);
             }
         }
     }
@@ -572,9 +575,10 @@ impl StatsSink {
     fn charge_drain(&self, slot: &Slot, shared: bool, flushed: u64) {
         if let Some(model) = &self.model {
             if !shared {
-                let (end, read) = model.reserve(slot.take_since_drain(), flushed, self.flush);
-                let end = end.max(slot.get(RESERVED_END));
-                slot.set(RESERVED_END, 0);
+                let start = slot.get(FIRST_ISSUE).checked_sub(1);
+                slot.set(FIRST_ISSUE, 0);
+                let work = slot.take_since_drain();
+                let (end, read) = model.reserve(work, start, flushed, self.flush);
                 model.wait_for(end, self.flush == FlushInstruction::Clflush, read);
             }
         }
