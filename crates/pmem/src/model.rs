@@ -9,12 +9,14 @@
 //!
 //! - **Writes.** The media accounting (`stats.rs`) turns flushed and
 //!   streamed cache lines into 256-byte media lines through the DIMM's
-//!   write-combining buffer. As a thread issues them, the media lines it
-//!   opens occupy the DIMM for `256 B / dimm_write_gbps` each, and each
-//!   read-modify-write of a partial line for `256 B / dimm_read_gbps` more:
-//!   every emulated DIMM has a busy-until clock (modules interleaved every
-//!   `interleave_bytes`), so threads writing to one DIMM share its
-//!   bandwidth, and the DIMM works while the thread goes on. At a drain the
+//!   write-combining buffer. The media lines a thread opens occupy the DIMM
+//!   for `256 B / dimm_write_gbps` each, and each read-modify-write of a
+//!   partial line for `256 B / dimm_read_gbps` more, back to back from when
+//!   the first of them since the thread's previous drain was issued (the
+//!   drain reserves them): every emulated DIMM has a busy-until clock
+//!   (modules interleaved every `interleave_bytes`), so threads writing to
+//!   one DIMM share its bandwidth, and the DIMM works while the thread goes
+//!   on. At a drain the
 //!   thread waits until its lines' reservations are within the write queue
 //!   (`write_queue_lines`): a lone small persist returns at DRAM speed, as
 //!   stores are durable once in the memory controller's queue (ADR), while
