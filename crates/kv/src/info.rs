@@ -257,6 +257,13 @@ fn ferrite_log(state: &State, out: &mut String) {
         log.truncated_bytes,
         state.log_failure.as_deref().unwrap_or(""),
     );
+    // A log behind a write buffer: its counters, as dm-writecache names
+    // them, each prefixed `wbuf_`.
+    if log.device == "wbuf" {
+        for (name, value) in &log.device_counters {
+            let _ = write!(out, "wbuf_{name}:{value}\r\n");
+        }
+    }
 }
 
 fn ferrite_rewrite(state: &State, out: &mut String) {

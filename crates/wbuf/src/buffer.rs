@@ -641,4 +641,8 @@ impl<M: PmemMedium + 'static> Device for WriteBuffer<M> {
         }
         lock(&self.inner.poison).clone()
     }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.stats().named()
+    }
 }

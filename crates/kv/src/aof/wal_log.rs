@@ -275,6 +275,7 @@ impl CommandLog for WalLog {
         into.delayed_fsync = stats.delayed_syncs;
         into.postponed_writes = stats.postponed_writes;
         into.flushes_per_write = stats.flushes_per_record().unwrap_or(0.0);
+        into.device_counters = device.counters();
     }
 
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
