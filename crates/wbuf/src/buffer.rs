@@ -559,12 +559,22 @@ impl<M: PmemMedium> Inner<M> {
         Ok(n)
     }
 
-    /// Truncates or extends the file, alone and after a round, so no
-    /// buffered block can later bring back bytes past the new end.
+    /// Truncates or extends the file, alone. A truncation runs after a
+    /// round, so no buffered block can later bring back bytes past the new
+    /// end. An extension needs no round (every buffered block lies below
+    /// the old end, and the new bytes are zeros no block covers), only the
+    /// file's own extension and sync: a log that preallocates its file
+    /// this way does not destage the whole buffer on the writer's thread.
     fn set_len(&self, len: u64) -> Result<()> {
         self.check_poison()?;
         let _alone = self.gate.write().unwrap_or_else(PoisonError::into_inner);
         let _round = lock(&self.destage_lock);
+        if len >= self.len.load(Ordering::Acquire) {
+            self.backing.set_len(len)?;
+            self.sync_backing()?;
+            self.len.store(len, Ordering::Release);
+            return Ok(());
+        }
         self.round()?;
         self.backing.set_len(len)?;
         self.sync_backing()?;
