@@ -311,18 +311,38 @@ impl<M: PmemMedium> Inner<M> {
     fn lock_block(&self, lbn: u64) -> MutexGuard<'_, State> {
         let mut state = lock(&self.state);
         while state.is_locked(lbn) {
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = self.wait_changed(state);
         }
         state.lock_block(lbn);
         state
     }
 
+    /// Waits on `changed`, counted in `changed_waiters` (under the state
+    /// lock, so a signaller that looks at the count under the lock after
+    /// changing the state cannot miss this waiter).
+    pub fn wait_changed<'a>(&self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        state.changed_waiters += 1;
+        let mut state = self
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.changed_waiters -= 1;
+        state
+    }
+
+    /// Releases the state lock and signals `changed` if anyone waits on it.
+    fn signal_changed(&self, state: MutexGuard<'_, State>) {
+        let waiting = state.changed_waiters > 0;
+        drop(state);
+        if waiting {
+            self.changed.notify_all();
+        }
+    }
+
     fn unlock_block(&self, lbn: u64) {
-        lock(&self.state).unlock_block(lbn);
-        self.changed.notify_all();
+        let mut state = lock(&self.state);
+        state.unlock_block(lbn);
+        self.signal_changed(state);
     }
 
     /// One block's write, under its write lock.
@@ -397,8 +417,7 @@ impl<M: PmemMedium> Inner<M> {
         let mut state = lock(&self.state);
         let replaced = state.publish(slot, seq, Instant::now());
         let wake = self.should_wake(&state);
-        drop(state);
-        self.changed.notify_all();
+        self.signal_changed(state);
         if wake {
             self.wake.notify_all();
         }
@@ -464,11 +483,13 @@ impl<M: PmemMedium> Inner<M> {
                 continue;
             }
             self.wake.notify_all();
+            state.changed_waiters += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.changed_waiters -= 1;
         };
         state.space_waiters -= 1;
         drop(state);
