@@ -7,7 +7,9 @@
 //! one million 100-byte values; blocking pops (`kv_blocking`): BLPOP
 //! woken by LPUSH, and 1,000 blocked clients woken in FIFO order; and
 //! scripts and streams (`kv_streams`): EVALSHA, XADD, a consumer group and
-//! memory per stream entry. `--only` runs a subset of these parts.
+//! memory per stream entry; and `appendfsync always` with the log on a
+//! file, on PM and behind a PM write buffer (`kv_wbuf_log`). `--only` runs
+//! a subset of these parts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
