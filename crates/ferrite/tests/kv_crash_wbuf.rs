@@ -94,3 +94,63 @@ fn a_log_without_its_buffer_or_on_another_device_is_refused() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `ferrite check` and `ferrite export` read a log on a write buffer
+/// through its buffer: after a kill -9, with the buffers in their own
+/// directory, they need `--log-wbuf-dir`, and with it they see every
+/// acknowledged write.
+#[test]
+fn check_and_export_read_the_log_through_its_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let buffers = tempfile::tempdir().unwrap();
+    let wbuf_dir = buffers.path().to_str().expect("a UTF-8 temporary path");
+    let flags = [
+        "--appendfsync",
+        "always",
+        "--log-device",
+        "wbuf",
+        "--log-wbuf-dir",
+        wbuf_dir,
+    ];
+    let (mut child, port) = common::start_server(dir.path(), &flags);
+    let mut c = common::Client::connect(port).unwrap();
+    for i in 0..20 {
+        let key = format!("k{i}");
+        let reply = c.call(&[b"SET", key.as_bytes(), b"v"]).unwrap();
+        assert_eq!(reply, common::Reply::Simple("OK".into()));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    let ferrite = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+            .args(args)
+            .output()
+            .expect("ferrite runs")
+    };
+    let data = dir.path().to_str().unwrap();
+    let without = ferrite(&["check", data]);
+    assert!(!without.status.success(), "checked without the buffer");
+    let stderr = String::from_utf8_lossy(&without.stderr);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+
+    let with = ferrite(&["check", "--log-wbuf-dir", wbuf_dir, data]);
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(with.status.success(), "{stdout}");
+
+    let out = dir.path().join("export.aof");
+    let exported = ferrite(&[
+        "export",
+        "--log-wbuf-dir",
+        wbuf_dir,
+        data,
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&exported.stdout);
+    assert!(stdout.contains(": 20 keys"), "{stdout}");
+}
