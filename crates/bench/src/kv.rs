@@ -7,7 +7,9 @@
 //! one million 100-byte values; blocking pops (`kv_blocking`): BLPOP
 //! woken by LPUSH, and 1,000 blocked clients woken in FIFO order; and
 //! scripts and streams (`kv_streams`): EVALSHA, XADD, a consumer group and
-//! memory per stream entry. `--only` runs a subset of these parts.
+//! memory per stream entry; and `appendfsync always` with the log on a
+//! file, on PM and behind a PM write buffer (`kv_wbuf_log`). `--only` runs
+//! a subset of these parts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,6 +144,32 @@ pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running>
 
 /// redis-benchmark's requests per second for SET and GET.
 fn redis_benchmark(port: u16, pipeline: usize, requests: usize) -> Result<BTreeMap<String, f64>> {
+    redis_benchmark_tests(port, "set,get", pipeline, requests, 2)
+}
+
+/// redis-benchmark's requests per second for the one test `op` (`set`).
+pub(crate) fn redis_benchmark_op(
+    port: u16,
+    op: &str,
+    pipeline: usize,
+    requests: usize,
+) -> Result<f64> {
+    let figures = redis_benchmark_tests(port, op, pipeline, requests, 1)?;
+    figures
+        .get(op)
+        .copied()
+        .with_context(|| format!("redis-benchmark gave no {op} figure: {figures:?}"))
+}
+
+/// redis-benchmark's requests per second for `tests` (its `-t` list),
+/// expecting at least `expected` figures.
+fn redis_benchmark_tests(
+    port: u16,
+    tests: &str,
+    pipeline: usize,
+    requests: usize,
+    expected: usize,
+) -> Result<BTreeMap<String, f64>> {
     let output = Command::new("taskset")
         .args([
             "-c",
@@ -150,7 +178,7 @@ fn redis_benchmark(port: u16, pipeline: usize, requests: usize) -> Result<BTreeM
             "-p",
             &port.to_string(),
             "-t",
-            "set,get",
+            tests,
         ])
         .args(["-d", &VALUE_BYTES.to_string(), "-c", &CLIENTS.to_string()])
         .args([
@@ -172,7 +200,7 @@ fn redis_benchmark(port: u16, pipeline: usize, requests: usize) -> Result<BTreeM
             }
         }
     }
-    if out.len() < 2 {
+    if out.len() < expected {
         bail!("redis-benchmark gave no figures: {text}");
     }
     Ok(out)
@@ -418,6 +446,9 @@ pub enum Part {
     Memory,
     /// EVALSHA, XADD, a consumer group, memory per stream entry.
     Streams,
+    /// `appendfsync always` with the log on a file, on PM, and on a file
+    /// behind a PM write buffer (`kv_wbuf_log`).
+    WbufLog,
 }
 
 /// Options of the kv experiment.
@@ -482,6 +513,10 @@ pub fn run(args: &KvArgs) -> Result<()> {
     }
     if wanted(Part::Streams) {
         crate::kv_streams::run(&mut report, &disk, &pm, common)?;
+    }
+    if wanted(Part::WbufLog) {
+        let svg = crate::kv_wbuf_log::run(&mut report, &disk, &pm, common)?;
+        println!("wrote {}", svg.display());
     }
     let json = if results.is_empty() {
         report.write(&common.out)?

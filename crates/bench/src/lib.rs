@@ -18,6 +18,7 @@ pub mod kv;
 mod kv_blocking;
 mod kv_streams;
 mod kv_tls;
+mod kv_wbuf_log;
 pub mod kvload;
 mod media_validation;
 pub mod pmem;

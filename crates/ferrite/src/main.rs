@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ferrite_kv::aof::{CheckReport, LogEnd};
 use ferrite_kv::config::Config;
-use ferrite_kv::rewrite::check::{check_dir, Checked, FileCheck};
+use ferrite_kv::rewrite::check::{check_dir_with_wbuf, Checked, FileCheck};
 use ferrite_kv::rewrite::export::{export_state, load_dir};
 
 /// jemalloc (as Redis 7.0 ships with) behind a counter of the bytes
@@ -57,6 +57,11 @@ enum Command {
         /// The log's file name (`appendfilename`).
         #[arg(long, default_value = "appendonly.aof")]
         appendfilename: String,
+        /// Where the logs' write buffers are (`log-wbuf-dir`; default: the
+        /// data directory). A log on a write buffer is checked through its
+        /// buffer, whose staged blocks are written into the log file first.
+        #[arg(long)]
+        log_wbuf_dir: Option<PathBuf>,
         /// The data directory.
         dir: PathBuf,
     },
@@ -73,6 +78,10 @@ enum Command {
         /// The log's file name (`appendfilename`).
         #[arg(long, default_value = "appendonly.aof")]
         appendfilename: String,
+        /// Where the logs' write buffers are (`log-wbuf-dir`; default: the
+        /// data directory).
+        #[arg(long)]
+        log_wbuf_dir: Option<PathBuf>,
         /// The data directory.
         dir: PathBuf,
         /// The file to write.
@@ -140,8 +149,15 @@ fn ask(question: &str) -> bool {
     std::io::stdin().lock().read_line(&mut line).is_ok() && line.trim().eq_ignore_ascii_case("y")
 }
 
-fn check(dir: PathBuf, name: &str, fix: bool, yes: bool) -> anyhow::Result<ExitCode> {
-    let outcome = check_dir(&dir, name, fix, |q| yes || ask(q))?;
+fn check(
+    dir: PathBuf,
+    name: &str,
+    wbuf_dir: Option<PathBuf>,
+    fix: bool,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let wbuf_dir = wbuf_dir.unwrap_or_else(|| dir.clone());
+    let outcome = check_dir_with_wbuf(&dir, name, &wbuf_dir, fix, |q| yes || ask(q))?;
     let mut out = std::io::stdout().lock();
     if outcome.files.is_empty() {
         writeln!(out, "{}: no log found (nothing to check)", dir.display())?;
@@ -215,10 +231,18 @@ fn print_log_end(
     }
 }
 
-fn export(dir: PathBuf, name: &str, file: PathBuf) -> anyhow::Result<ExitCode> {
+fn export(
+    dir: PathBuf,
+    name: &str,
+    wbuf_dir: Option<PathBuf>,
+    file: PathBuf,
+) -> anyhow::Result<ExitCode> {
     let config = Config {
         dir: dir.clone(),
         appendfilename: name.to_string(),
+        log_wbuf_dir: wbuf_dir
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
         ..Config::default()
     };
     let state = load_dir(&config).with_context(|| format!("loading {}", dir.display()))?;
@@ -253,13 +277,15 @@ fn main() -> ExitCode {
             fix,
             yes,
             appendfilename,
+            log_wbuf_dir,
             dir,
-        } => check(dir, &appendfilename, fix, yes),
+        } => check(dir, &appendfilename, log_wbuf_dir, fix, yes),
         Command::Export {
             appendfilename,
+            log_wbuf_dir,
             dir,
             file,
-        } => export(dir, &appendfilename, file),
+        } => export(dir, &appendfilename, log_wbuf_dir, file),
         Command::Sqlite { action } => sqlite(action),
     };
     match result {

@@ -6,8 +6,9 @@
 //! ran (INCR, APPEND, LPUSH, and INCR with LPUSH in one MULTI/EXEC, whose
 //! keys lie in different segments) plus SET; after every restart the dataset must
 //! be exactly the acknowledged commands, plus at most each client's one
-//! command in flight at the kill. Runs for the file log and the emulated-PM
-//! log; `FERRITE_CRASH_ITERS` sets the rounds per device.
+//! command in flight at the kill. Runs for the file log, the emulated-PM
+//! log and the log on a write buffer (each new log with its own buffer);
+//! `FERRITE_CRASH_ITERS` sets the rounds per device.
 
 mod common;
 
@@ -341,6 +342,7 @@ fn crash_rounds(device: &str) {
     // asked to use the other kind of device refuses to start on it.
     let (want, other) = match device {
         "file" => (" file", "pmem-emulated"),
+        "wbuf" => (".wbuf wbuf", "file"),
         _ => (".pm pm", "file"),
     };
     let incrs: Vec<&str> = manifest
@@ -367,4 +369,9 @@ fn kill_9_during_rewrites_loses_nothing_file_log() {
 #[test]
 fn kill_9_during_rewrites_loses_nothing_emulated_pm_log() {
     crash_rounds("pmem-emulated");
+}
+
+#[test]
+fn kill_9_during_rewrites_loses_nothing_wbuf_log() {
+    crash_rounds("wbuf");
 }

@@ -152,6 +152,12 @@ pub trait Device: Send + Sync + fmt::Debug {
 
     /// Why the device refuses writes, if it does.
     fn poisoned(&self) -> Option<String>;
+
+    /// The device's own counters, by name, for reports such as INFO (a
+    /// write buffer's slot occupancy and hits); none by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`, or fails with

@@ -258,6 +258,13 @@ fn ferrite_log(state: &State, out: &mut String) {
         log.truncated_bytes,
         state.log_failure.as_deref().unwrap_or(""),
     );
+    // A log behind a write buffer: its counters, as dm-writecache names
+    // them, each prefixed `wbuf_`.
+    if log.device == "wbuf" {
+        for (name, value) in &log.device_counters {
+            let _ = write!(out, "wbuf_{name}:{value}\r\n");
+        }
+    }
 }
 
 /// Ferrite's own section (not in the default set, as Redis has no such

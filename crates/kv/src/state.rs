@@ -78,6 +78,8 @@ pub struct LogInfo {
     pub load_ms: u64,
     /// Bytes cut from a torn tail at start-up.
     pub truncated_bytes: u64,
+    /// The log device's own counters (a write buffer's), by name.
+    pub device_counters: Vec<(&'static str, u64)>,
 }
 
 /// What CLIENT LIST shows of a connection.

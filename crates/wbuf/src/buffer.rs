@@ -311,18 +311,38 @@ impl<M: PmemMedium> Inner<M> {
     fn lock_block(&self, lbn: u64) -> MutexGuard<'_, State> {
         let mut state = lock(&self.state);
         while state.is_locked(lbn) {
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = self.wait_changed(state);
         }
         state.lock_block(lbn);
         state
     }
 
+    /// Waits on `changed`, counted in `changed_waiters` (under the state
+    /// lock, so a signaller that looks at the count under the lock after
+    /// changing the state cannot miss this waiter).
+    pub fn wait_changed<'a>(&self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        state.changed_waiters += 1;
+        let mut state = self
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.changed_waiters -= 1;
+        state
+    }
+
+    /// Releases the state lock and signals `changed` if anyone waits on it.
+    fn signal_changed(&self, state: MutexGuard<'_, State>) {
+        let waiting = state.changed_waiters > 0;
+        drop(state);
+        if waiting {
+            self.changed.notify_all();
+        }
+    }
+
     fn unlock_block(&self, lbn: u64) {
-        lock(&self.state).unlock_block(lbn);
-        self.changed.notify_all();
+        let mut state = lock(&self.state);
+        state.unlock_block(lbn);
+        self.signal_changed(state);
     }
 
     /// One block's write, under its write lock.
@@ -397,8 +417,7 @@ impl<M: PmemMedium> Inner<M> {
         let mut state = lock(&self.state);
         let replaced = state.publish(slot, seq, Instant::now());
         let wake = self.should_wake(&state);
-        drop(state);
-        self.changed.notify_all();
+        self.signal_changed(state);
         if wake {
             self.wake.notify_all();
         }
@@ -464,11 +483,13 @@ impl<M: PmemMedium> Inner<M> {
                 continue;
             }
             self.wake.notify_all();
+            state.changed_waiters += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.changed_waiters -= 1;
         };
         state.space_waiters -= 1;
         drop(state);
@@ -559,12 +580,22 @@ impl<M: PmemMedium> Inner<M> {
         Ok(n)
     }
 
-    /// Truncates or extends the file, alone and after a round, so no
-    /// buffered block can later bring back bytes past the new end.
+    /// Truncates or extends the file, alone. A truncation runs after a
+    /// round, so no buffered block can later bring back bytes past the new
+    /// end. An extension needs no round (every buffered block lies below
+    /// the old end, and the new bytes are zeros no block covers), only the
+    /// file's own extension and sync: a log that preallocates its file
+    /// this way does not destage the whole buffer on the writer's thread.
     fn set_len(&self, len: u64) -> Result<()> {
         self.check_poison()?;
         let _alone = self.gate.write().unwrap_or_else(PoisonError::into_inner);
         let _round = lock(&self.destage_lock);
+        if len >= self.len.load(Ordering::Acquire) {
+            self.backing.set_len(len)?;
+            self.sync_backing()?;
+            self.len.store(len, Ordering::Release);
+            return Ok(());
+        }
         self.round()?;
         self.backing.set_len(len)?;
         self.sync_backing()?;
@@ -640,5 +671,9 @@ impl<M: PmemMedium + 'static> Device for WriteBuffer<M> {
             return None;
         }
         lock(&self.inner.poison).clone()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.stats().named()
     }
 }

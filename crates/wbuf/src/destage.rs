@@ -40,10 +40,7 @@ impl<M: PmemMedium> Inner<M> {
             if let Some(cutoff) = state.settled_cutoff() {
                 break cutoff;
             }
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = self.wait_changed(state);
         };
         let taken = state.start_round();
         drop(state);

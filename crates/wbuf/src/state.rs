@@ -61,6 +61,10 @@ pub(crate) struct State {
     /// When the oldest dirty block became dirty (at most).
     pub oldest_dirty: Option<Instant>,
     /// Writers waiting for a slot.
+    /// Threads waiting on `Inner::changed` now: the hot paths (a block's
+    /// unlock, a publish) signal it only when someone waits, sparing a
+    /// futex call per write.
+    pub changed_waiters: usize,
     pub space_waiters: usize,
     pub shutdown: bool,
 }
@@ -87,6 +91,7 @@ impl State {
             writeback: 0,
             oldest_dirty: None,
             space_waiters: 0,
+            changed_waiters: 0,
             shutdown: false,
         }
     }

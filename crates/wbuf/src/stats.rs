@@ -49,6 +49,31 @@ impl WbufStats {
     pub fn ssd_bytes_per_user_byte(&self) -> f64 {
         self.ssd_bytes as f64 / (self.user_bytes.max(1)) as f64
     }
+
+    /// Every counter with its name (dm-writecache's names where it has
+    /// them), in a fixed order: what INFO prints as `wbuf_<name>`.
+    pub fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("blocks", self.blocks),
+            ("free", self.free),
+            ("dirty", self.dirty),
+            ("under_writeback", self.under_writeback),
+            ("clean", self.clean),
+            ("read_hits", self.read_hits),
+            ("read_misses", self.read_misses),
+            ("write_hits_uncommitted", self.write_hits_uncommitted),
+            ("write_hits_committed", self.write_hits_committed),
+            ("write_misses", self.write_misses),
+            ("bypassed", self.bypassed),
+            ("waits", self.waits),
+            ("flushes", self.flushes),
+            ("rounds", self.rounds),
+            ("file_syncs", self.file_syncs),
+            ("user_bytes", self.user_bytes),
+            ("ssd_bytes", self.ssd_bytes),
+            ("absorbed_bytes", self.absorbed_bytes),
+        ]
+    }
 }
 
 /// The counters that are not derived from slot states.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod ledger;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

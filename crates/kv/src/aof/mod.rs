@@ -27,6 +27,7 @@ mod prefetch;
 mod record;
 mod replay;
 mod wal_log;
+mod wbuf_log;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -41,10 +42,15 @@ pub use open::{
 pub use prefetch::prefetch_logs;
 pub(crate) use record::SCRATCH_KEEP_BYTES;
 pub use wal_log::WalLog;
+pub use wbuf_log::{
+    create_wbuf_file, log_wbuf_config, open_log_device, open_wbuf_log, wbuf_dir, wbuf_path,
+    LOG_WBUF_BLOCK_BYTES,
+};
 
 use crate::commands::Propagation;
 use crate::config::{AppendFsync, Config};
 use crate::error::{Error, Result};
+use crate::rewrite::manifest::IncrKind;
 use crate::state::LogInfo;
 
 /// Position of a record in the log: its LSN (`ferrite_wal::Lsn`; the first
@@ -196,6 +202,9 @@ pub struct LogFiles {
     pub file: PathBuf,
     /// The log on a persistent-memory device (`appendfilename` + `.pm`).
     pub pm: PathBuf,
+    /// The log in a file behind a write buffer (`appendfilename` +
+    /// `.wbuf`; its buffer is [`wbuf_path`] of it).
+    pub wbuf: PathBuf,
 }
 
 impl LogFiles {
@@ -204,25 +213,36 @@ impl LogFiles {
         LogFiles {
             file: dir.join(name),
             pm: dir.join(format!("{name}.pm")),
+            wbuf: dir.join(format!("{name}.wbuf")),
         }
     }
 
-    /// The log that exists (and whether it is the PM one), if exactly one
-    /// does; an error if both hold data.
-    pub fn existing(&self) -> Result<Option<(PathBuf, bool)>> {
+    /// The log that exists and its device kind, if exactly one does; an
+    /// error if two do. A file or PM log counts when it holds data; a
+    /// write buffer's log as soon as its file exists, since its records
+    /// may all still be in the buffer.
+    pub fn existing(&self) -> Result<Option<(PathBuf, IncrKind)>> {
         let non_empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);
-        match (non_empty(&self.file), non_empty(&self.pm)) {
-            (true, true) => Err(Error::Config {
-                origin: self.file.display().to_string(),
+        let found: Vec<(PathBuf, IncrKind)> = [
+            (non_empty(&self.file), &self.file, IncrKind::File),
+            (non_empty(&self.pm), &self.pm, IncrKind::Pm),
+            (self.wbuf.exists(), &self.wbuf, IncrKind::Wbuf),
+        ]
+        .into_iter()
+        .filter(|(present, _, _)| *present)
+        .map(|(_, path, kind)| (path.clone(), kind))
+        .collect();
+        match found.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.clone())),
+            [a, b, ..] => Err(Error::Config {
+                origin: a.0.display().to_string(),
                 reason: format!(
                     "both {} and {} exist; move the one you do not want away",
-                    self.file.display(),
-                    self.pm.display()
+                    a.0.display(),
+                    b.0.display()
                 ),
             }),
-            (true, false) => Ok(Some((self.file.clone(), false))),
-            (false, true) => Ok(Some((self.pm.clone(), true))),
-            (false, false) => Ok(None),
         }
     }
 }

@@ -12,9 +12,11 @@ use ferrite_wal::Recovery;
 
 use super::replay::{open_and_replay, Replayer};
 use super::wal_log::{wal_config, WalLog};
+use super::wbuf_log::open_wbuf_log;
 use super::{CommandLog, LogFiles, NullLog};
 use crate::config::{Config, LogDevice};
 use crate::error::{Error, Result};
+use crate::rewrite::manifest::IncrKind;
 use crate::state::{unix_ms, State};
 
 fn open_pm(path: &Path) -> Result<Arc<dyn Device>> {
@@ -52,15 +54,27 @@ pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
         ),
     };
     let device: Arc<dyn Device> = match (config.log_device, existing) {
-        (LogDevice::File, Some((found, true))) => return Err(wrong_kind(&found)),
-        (LogDevice::Pmem | LogDevice::PmemEmulated, Some((found, false))) => {
+        (LogDevice::File, Some((found, kind))) if kind != IncrKind::File => {
             return Err(wrong_kind(&found))
         }
-        (LogDevice::File, _) | (LogDevice::Auto, Some((_, false))) => {
+        (LogDevice::Pmem | LogDevice::PmemEmulated, Some((found, kind)))
+            if kind != IncrKind::Pm =>
+        {
+            return Err(wrong_kind(&found))
+        }
+        (LogDevice::Wbuf, Some((found, kind))) if kind != IncrKind::Wbuf => {
+            return Err(wrong_kind(&found))
+        }
+        (LogDevice::File, _) | (LogDevice::Auto, Some((_, IncrKind::File))) => {
             Arc::new(FileDevice::open(&files.file)?)
         }
-        (LogDevice::Pmem | LogDevice::PmemEmulated, _) | (LogDevice::Auto, Some((_, true))) => {
-            open_pm(&files.pm)?
+        (LogDevice::Pmem | LogDevice::PmemEmulated, _)
+        | (LogDevice::Auto, Some((_, IncrKind::Pm))) => open_pm(&files.pm)?,
+        // The buffer exists before its log file does (`wbuf_log`): a new
+        // log creates both, an existing one needs its buffer.
+        (LogDevice::Wbuf, None) => open_wbuf_log(&files.wbuf, config, true)?,
+        (LogDevice::Wbuf, Some(_)) | (LogDevice::Auto, Some((_, IncrKind::Wbuf))) => {
+            open_wbuf_log(&files.wbuf, config, false)?
         }
         (LogDevice::Auto, None) => {
             let pm = open_pm(&files.pm)?;
@@ -81,7 +95,8 @@ pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
             mode: mode.map_or("a disk file", |m| m.name()).to_string(),
         });
     }
-    if mode == Some(MapMode::Emulated) {
+    // A write buffer warns about its own PM when it opens.
+    if mode == Some(MapMode::Emulated) && device.info().kind != ferrite_io::DeviceKind::Wbuf {
         tracing::warn!(
             "THE LOG IS ON EMULATED PERSISTENT MEMORY ({}): acknowledged writes survive a crash of the process, NOT a power failure or a kernel crash",
             device.path().display()

@@ -47,6 +47,23 @@ pub fn wal_config(fsync: AppendFsync, durable_on_write: bool) -> WalConfig {
     }
 }
 
+/// Lets go of the device a switch left behind. A write buffer's close
+/// destages everything it holds and syncs the file (its records are
+/// durable in the buffer already): a thread of its own does that, not the
+/// event loop. Other devices close at once.
+fn close_off_loop(old: Arc<dyn Device>) {
+    if old.info().kind != ferrite_io::DeviceKind::Wbuf {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("log-close".into())
+        .spawn(move || drop(old));
+    if let Err(e) = spawned {
+        // The device went with the failed closure: it closed here.
+        tracing::warn!("could not close the old log off the event loop: {e}");
+    }
+}
+
 /// The AOF on a wal; see the module documentation of [`super`].
 #[derive(Debug)]
 pub struct WalLog {
@@ -281,13 +298,15 @@ impl CommandLog for WalLog {
         into.flushes_per_write = stats.flushes_per_record().unwrap_or(0.0);
         into.flush = stats.flush;
         into.payload_bytes = stats.payload_bytes - self.payload_bytes_base;
+        into.device_counters = device.counters();
     }
 
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
         let old_path = self.wal.device().path().to_path_buf();
         let new_path = next.path().to_path_buf();
         let before = self.wal.stats();
-        self.wal.switch(next)?;
+        let old = self.wal.switch(next)?;
+        close_off_loop(old);
         // The loop is the only appender, so nothing came in between.
         let last_in_old = self.wal.next_lsn() - 1;
         debug_assert_eq!(last_in_old, self.appended);

@@ -68,6 +68,10 @@ pub enum LogDevice {
     /// A memory-mapped file treated as PM: survives a crash of the process,
     /// **not** a power failure or kernel crash.
     PmemEmulated,
+    /// A file on the disk behind a persistent-memory write buffer
+    /// (`ferrite-wbuf`, `log-wbuf-dir`, `log-wbuf-size`): an append is
+    /// durable once it is in the buffer, which destages to the file.
+    Wbuf,
 }
 
 impl LogDevice {
@@ -78,6 +82,7 @@ impl LogDevice {
             LogDevice::File => "file",
             LogDevice::Pmem => "pmem",
             LogDevice::PmemEmulated => "pmem-emulated",
+            LogDevice::Wbuf => "wbuf",
         }
     }
 
@@ -87,6 +92,7 @@ impl LogDevice {
             "file" => Some(LogDevice::File),
             "pmem" => Some(LogDevice::Pmem),
             "pmem-emulated" => Some(LogDevice::PmemEmulated),
+            "wbuf" => Some(LogDevice::Wbuf),
             _ => None,
         }
     }
@@ -205,6 +211,11 @@ pub struct Config {
     pub aof_load_truncated: bool,
     /// The log's device (`log-device`).
     pub log_device: LogDevice,
+    /// Directory of the logs' write buffers with `log-device wbuf`
+    /// (`log-wbuf-dir`; empty: the data directory).
+    pub log_wbuf_dir: String,
+    /// Bytes of persistent memory per log's write buffer (`log-wbuf-size`).
+    pub log_wbuf_size_bytes: u64,
     /// Password of the default user (`requirepass`).
     pub requirepass: Option<String>,
     /// Most connected clients (`maxclients`).
@@ -360,6 +371,8 @@ impl Default for Config {
             appendfilename: String::new(),
             aof_load_truncated: false,
             log_device: LogDevice::Auto,
+            log_wbuf_dir: String::new(),
+            log_wbuf_size_bytes: 64 << 20,
             requirepass: None,
             maxclients: 0,
             timeout_s: 0,

@@ -153,7 +153,7 @@ const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
 pub const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 const ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 const PROPAGATION_ERROR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
-const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated"];
+const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated", "wbuf"];
 
 // Why directives have no effect in Ferrite, by subject.
 const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
@@ -403,7 +403,9 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("tls-session-cache-size", None, num(0, I32_MAX), "20480", 0, Acts, "Sessions the cache keeps (0: no bound)."),
     d!("tls-session-cache-timeout", None, num(0, I32_MAX), "300", 0, Acts, "Seconds a cached session can be resumed."),
     // Ferrite's own.
-    d!("log-device", None, Enum(LOG_DEVICE), "auto", STARTUP_ONLY, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, or pmem-emulated (a mapped file: survives a process crash, not a power failure)."),
+    d!("log-device", None, Enum(LOG_DEVICE), "auto", STARTUP_ONLY, Acts, "What the log is stored on: auto (persistent memory when dir is on DAX, else a file), file, pmem, pmem-emulated (a mapped file: survives a process crash, not a power failure), or wbuf (a file behind a persistent-memory write buffer)."),
+    d!("log-wbuf-dir", None, Text, "", PROTECTED | STARTUP_ONLY, Acts, "With log-device wbuf: the directory of the logs' write buffers, on persistent memory (DAX; elsewhere a mapped file that survives a process crash, not a power failure); empty for the data directory."),
+    d!("log-wbuf-size", None, memory(1 << 20, I64_MAX, false), "67108864", STARTUP_ONLY, Acts, "With log-device wbuf: bytes of persistent memory in each new log's write buffer."),
     d!("aof-rewrite-threads", None, num(0, 64), "0", 0, Acts, "Threads of a log rewrite; 0 for one per core."),
     d!("aof-rewrite-io-share", None, num(1, 100), "20", 0, Acts, "Percent of the time a rewrite may spend writing."),
     d!("aof-rewrite-cpu-share", None, num(0, 100), "5", 0, Acts, "Percent of the machine's CPU time (all cores) a rewrite may use when no core is idle and it is ahead of its log; 0 for no limit."),

@@ -83,15 +83,39 @@ impl DirCheck {
     }
 }
 
-fn open_log(path: &std::path::Path, kind: IncrKind) -> Result<Arc<dyn Device>> {
+fn open_log(aof: &AofDir, file: &str, kind: IncrKind) -> Result<Arc<dyn Device>> {
+    let path = aof.path(file);
     Ok(match kind {
-        IncrKind::Pm => Arc::new(PmemDevice::open(path, PmPolicy::DrainEveryWrite)?),
-        IncrKind::File => Arc::new(FileDevice::open_existing(path)?),
+        IncrKind::Pm => Arc::new(PmemDevice::open(&path, PmPolicy::DrainEveryWrite)?),
+        IncrKind::File => Arc::new(FileDevice::open_existing(&path)?),
+        // The log as acknowledged is the file plus its buffer: the
+        // buffer's recovery writes what it holds past its destage mark to
+        // the file, then the file is checked.
+        IncrKind::Wbuf => {
+            let buffer = aof.wbuf_path(file);
+            if !buffer.exists() {
+                return Err(Error::Config {
+                    origin: "log-wbuf-dir".into(),
+                    reason: format!(
+                        "the log {} is on a write buffer, but its buffer {} does not exist",
+                        path.display(),
+                        buffer.display()
+                    ),
+                });
+            }
+            let config = ferrite_wbuf::WbufConfig {
+                block_bytes: crate::aof::LOG_WBUF_BLOCK_BYTES,
+                background: false,
+                ..ferrite_wbuf::WbufConfig::default()
+            };
+            Arc::new(ferrite_wbuf::WriteBuffer::open(&buffer, &path, config)?)
+        }
     })
 }
 
 /// Checks the data directory `dir` whose files are named `name*`
-/// (`appendfilename`). With `fix`, a torn or corrupt tail of the last log is
+/// (`appendfilename`), the buffers of its write-buffer logs in `dir` too
+/// ([`check_dir_with_wbuf`] names another directory). With `fix`, a torn or corrupt tail of the last log is
 /// truncated at its first bad record if `confirm` agrees; it is asked with a
 /// description of what would be lost. A damaged or unreadable manifest, or
 /// one naming a missing file, is an error naming the file.
@@ -101,7 +125,19 @@ pub fn check_dir(
     fix: bool,
     confirm: impl FnOnce(&str) -> bool,
 ) -> Result<DirCheck> {
-    let aof = AofDir::new(Arc::new(RealFs), dir, name);
+    check_dir_with_wbuf(dir, name, dir, fix, confirm)
+}
+
+/// [`check_dir`] with the write buffers of the logs in `wbuf_dir`
+/// (`log-wbuf-dir`).
+pub fn check_dir_with_wbuf(
+    dir: &std::path::Path,
+    name: &str,
+    wbuf_dir: &std::path::Path,
+    fix: bool,
+    confirm: impl FnOnce(&str) -> bool,
+) -> Result<DirCheck> {
+    let aof = AofDir::new(Arc::new(RealFs), dir, name).with_wbuf_dir(wbuf_dir.to_path_buf());
     let mut out = DirCheck::default();
     let files = dataset_files(&aof)?;
     if let Some(manifest) = &files.manifest {
@@ -112,7 +148,7 @@ pub fn check_dir(
     let mut last_device = None;
     for (i, incr) in incrs.iter().enumerate() {
         let path = aof.path(&incr.file);
-        let device = open_log(&path, incr.kind)?;
+        let device = open_log(&aof, &incr.file, incr.kind)?;
         let report = check_device(&device)?;
         let last = i + 1 == incrs.len();
         if last {

@@ -42,6 +42,9 @@ pub struct AofDir {
     pub dir: PathBuf,
     /// `appendfilename`: every file of the AOF starts with it.
     pub name: String,
+    /// Where the buffers of logs on write buffers live (`log-wbuf-dir`;
+    /// the data directory unless [`AofDir::with_wbuf_dir`] says otherwise).
+    pub wbuf_dir: PathBuf,
 }
 
 /// What start-up finds in a data directory.
@@ -62,7 +65,19 @@ impl AofDir {
             fs,
             dir: dir.to_path_buf(),
             name: name.to_string(),
+            wbuf_dir: dir.to_path_buf(),
         }
+    }
+
+    /// The same directory with the logs' write buffers in `wbuf_dir`.
+    pub fn with_wbuf_dir(mut self, wbuf_dir: PathBuf) -> AofDir {
+        self.wbuf_dir = wbuf_dir;
+        self
+    }
+
+    /// The buffer file of the write-buffer log `file`.
+    pub fn wbuf_path(&self, file: &str) -> PathBuf {
+        crate::aof::wbuf_path(&self.wbuf_dir, Path::new(file))
     }
 
     /// Path of file `file` in the directory.
@@ -82,11 +97,13 @@ impl AofDir {
 
     /// File name of the incremental log of generation `generation` on a
     /// `kind` device: `.pm` at the end on persistent memory, as the legacy
-    /// log has, so that a listing shows which files are PM mappings.
+    /// log has, so that a listing shows which files are PM mappings;
+    /// `.wbuf` behind a write buffer (whose buffer adds `.pm` to that).
     pub fn incr_name(&self, generation: u64, kind: IncrKind) -> String {
         match kind {
             IncrKind::File => format!("{}.{generation}.incr", self.name),
             IncrKind::Pm => format!("{}.{generation}.incr.pm", self.name),
+            IncrKind::Wbuf => format!("{}.{generation}.incr.wbuf", self.name),
         }
     }
 
@@ -95,6 +112,7 @@ impl AofDir {
         match kind {
             IncrKind::File => self.name.clone(),
             IncrKind::Pm => format!("{}.pm", self.name),
+            IncrKind::Wbuf => format!("{}.wbuf", self.name),
         }
     }
 
@@ -161,28 +179,44 @@ impl AofDir {
         if let Some(manifest) = self.read_manifest()? {
             return Ok(Layout::Manifest(manifest));
         }
-        let file = self.exists_non_empty(&self.legacy_name(IncrKind::File))?;
-        let pm = self.exists_non_empty(&self.legacy_name(IncrKind::Pm))?;
-        Ok(match (file, pm) {
-            (true, true) => {
-                return Err(Error::Config {
-                    origin: self.dir.display().to_string(),
-                    reason: format!(
-                        "both {0} and {0}.pm exist; move the one you do not want away",
-                        self.name
-                    ),
-                })
+        // A write buffer's log counts as soon as its file exists: its
+        // records may all still be in the buffer.
+        let wbuf_name = self.legacy_name(IncrKind::Wbuf);
+        let wbuf = self
+            .fs
+            .len(&self.path(&wbuf_name))
+            .map_err(self.io_err("stat", &wbuf_name))?
+            .is_some();
+        let mut found = Vec::new();
+        for (present, kind) in [
+            (
+                self.exists_non_empty(&self.legacy_name(IncrKind::File))?,
+                IncrKind::File,
+            ),
+            (
+                self.exists_non_empty(&self.legacy_name(IncrKind::Pm))?,
+                IncrKind::Pm,
+            ),
+            (wbuf, IncrKind::Wbuf),
+        ] {
+            if present {
+                found.push(IncrEntry {
+                    file: self.legacy_name(kind),
+                    kind,
+                });
             }
-            (true, false) => Layout::Legacy(IncrEntry {
-                file: self.legacy_name(IncrKind::File),
-                kind: IncrKind::File,
+        }
+        match found.as_slice() {
+            [] => Ok(Layout::Empty),
+            [one] => Ok(Layout::Legacy(one.clone())),
+            [a, b, ..] => Err(Error::Config {
+                origin: self.dir.display().to_string(),
+                reason: format!(
+                    "both {} and {} exist; move the one you do not want away",
+                    a.file, b.file
+                ),
             }),
-            (false, true) => Layout::Legacy(IncrEntry {
-                file: self.legacy_name(IncrKind::Pm),
-                kind: IncrKind::Pm,
-            }),
-            (false, false) => Layout::Empty,
-        })
+        }
     }
 
     /// Replaces the manifest atomically: temp file, sync, rename, sync of
@@ -211,15 +245,24 @@ impl AofDir {
         let Some(rest) = file.strip_prefix(&self.name) else {
             return false;
         };
-        if rest.is_empty() || rest == ".pm" || rest == ".manifest.tmp" {
+        if [".pm", ".manifest.tmp", ".wbuf", ".wbuf.pm"].contains(&rest) || rest.is_empty() {
             return true;
         }
-        // NAME.<generation>.incr[.pm] and NAME.<generation>.base.<index>
+        // NAME.<generation>.incr[.pm], NAME.<generation>.incr.wbuf[.pm]
+        // (a write buffer's log and its buffer) and
+        // NAME.<generation>.base.<index>
         let mut words = rest.strip_prefix('.').unwrap_or("-").split('.');
         let generation = words.next().is_some_and(|g| g.parse::<u64>().is_ok());
-        match (generation, words.next(), words.next(), words.next()) {
-            (true, Some("incr"), None | Some("pm"), None) => true,
-            (true, Some("base"), Some(i), None) => i.parse::<u32>().is_ok(),
+        match (
+            generation,
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+        ) {
+            (true, Some("incr"), None | Some("pm"), None, None) => true,
+            (true, Some("incr"), Some("wbuf"), None | Some("pm"), None) => true,
+            (true, Some("base"), Some(i), None, None) => i.parse::<u32>().is_ok(),
             _ => false,
         }
     }
@@ -232,9 +275,17 @@ impl AofDir {
             path: self.dir.clone(),
             source,
         })?;
-        let keep = |f: &str| match manifest {
+        let named = |f: &str| match manifest {
             Some(m) => m.files().any(|n| n == f),
-            None => f == self.legacy_name(IncrKind::File) || f == self.legacy_name(IncrKind::Pm),
+            None => [IncrKind::File, IncrKind::Pm, IncrKind::Wbuf]
+                .iter()
+                .any(|&kind| f == self.legacy_name(kind)),
+        };
+        // A write buffer's buffer stays with its log (when both are here).
+        let keep = |f: &str| {
+            named(f)
+                || f.strip_suffix(".pm")
+                    .is_some_and(|log| log.ends_with(".wbuf") && named(log))
         };
         let mut removed = Vec::new();
         for file in listed {
@@ -272,6 +323,11 @@ impl AofDir {
     /// directory entry; returns its name.
     pub fn create_incr(&self, generation: u64, kind: IncrKind) -> Result<String> {
         let incr = self.incr_name(generation, kind);
+        if kind == IncrKind::Wbuf {
+            // The buffer exists before its log does, so that a log whose
+            // buffer is missing is known to have lost it (`aof::wbuf_log`).
+            self.create_wbuf(&incr)?;
+        }
         let mut out = self
             .fs
             .create(&self.path(&incr))
@@ -304,6 +360,36 @@ impl AofDir {
         Ok(done)
     }
 
+    /// Creates the empty buffer of the write-buffer log `file`, durable
+    /// with its directory entry.
+    fn create_wbuf(&self, file: &str) -> Result<()> {
+        let buffer = self.wbuf_path(file);
+        let io = |op: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { op, path, source }
+        };
+        let mut out = self.fs.create(&buffer).map_err(io("create", &buffer))?;
+        out.sync().map_err(io("fsync", &buffer))?;
+        drop(out);
+        self.fs
+            .sync_dir(&self.wbuf_dir)
+            .map_err(io("fsync directory", &self.wbuf_dir))
+    }
+
+    /// Removes the buffer of the write-buffer log `file` (no longer named
+    /// by a durable manifest), if it exists.
+    fn remove_wbuf(&self, file: &str) -> Result<()> {
+        let buffer = self.wbuf_path(file);
+        let io = |op: &'static str| {
+            let path = buffer.clone();
+            move |source| Error::Io { op, path, source }
+        };
+        if self.fs.len(&buffer).map_err(io("stat"))?.is_some() {
+            self.fs.remove(&buffer).map_err(io("remove"))?;
+        }
+        Ok(())
+    }
+
     /// Step 4, once `done` is durable: removes the files `started` named
     /// that `done` does not, then syncs the directory. Returns their names.
     /// Later generations never reuse these names, so this may run while
@@ -318,6 +404,13 @@ impl AofDir {
             self.fs
                 .remove(&self.path(file))
                 .map_err(self.io_err("remove", file))?;
+            if started
+                .incrs
+                .iter()
+                .any(|i| i.file == *file && i.kind == IncrKind::Wbuf)
+            {
+                self.remove_wbuf(file)?;
+            }
         }
         if !old.is_empty() {
             self.fs

@@ -14,7 +14,7 @@ use super::pace::{burst_ahead_keys, Pacer};
 use super::priority::lower_cpu_priority;
 use super::seat::Seat;
 use super::worker::rewrite_and_finish;
-use crate::aof::{open_device_at, CommandLog, SyncWait};
+use crate::aof::{open_log_device, CommandLog, SyncWait};
 use crate::error::{Error, Result};
 use crate::state::State;
 
@@ -337,7 +337,7 @@ impl Rewriter {
             .map(|i| i.file.clone())
             .unwrap_or_default();
         let on_loop = Instant::now();
-        let device = open_device_at(&self.dir.path(&incr), self.kind == IncrKind::Pm)?;
+        let device = open_log_device(&self.dir.path(&incr), self.kind, &state.config)?;
         let point = log.switch(device)?;
         // Function libraries are not in base parts: the new log starts
         // with them (`docs/scripting.md` has the crash argument).

@@ -40,6 +40,9 @@ pub enum IncrKind {
     File,
     /// A RESP log on a persistent-memory device.
     Pm,
+    /// A RESP log in a file behind a persistent-memory write buffer, whose
+    /// buffer file [`crate::aof::wbuf_path`] names.
+    Wbuf,
 }
 
 impl IncrKind {
@@ -48,6 +51,7 @@ impl IncrKind {
         match self {
             IncrKind::File => "file",
             IncrKind::Pm => "pm",
+            IncrKind::Wbuf => "wbuf",
         }
     }
 
@@ -55,6 +59,7 @@ impl IncrKind {
         match word {
             "file" => Some(IncrKind::File),
             "pm" => Some(IncrKind::Pm),
+            "wbuf" => Some(IncrKind::Wbuf),
             _ => None,
         }
     }

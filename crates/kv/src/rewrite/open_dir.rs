@@ -6,7 +6,6 @@
 //! parallel, then its incremental logs replayed in order; or, without a
 //! manifest, the single log of a directory that never rewrote.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,7 +15,10 @@ use super::fs::RealFs;
 use super::import::{find_redis_aof, import, set_aside_redis_file};
 use super::load::{load_bases, BaseLoad};
 use super::manifest::{IncrEntry, IncrKind, Manifest};
-use crate::aof::{open_device_at, open_log, open_log_on, prefetch_logs, replay_old_log, OpenedLog};
+use crate::aof::{
+    open_log, open_log_device, open_log_on, prefetch_logs, replay_old_log, wbuf_dir, LogFiles,
+    OpenedLog,
+};
 use crate::config::{Config, LogDevice};
 use crate::error::{Error, Result};
 use crate::state::State;
@@ -107,7 +109,8 @@ pub fn open_data_dir(state: &mut State, access: Access) -> Result<Opened> {
                 Arc::new(RealFs),
                 &state.config.dir,
                 &state.config.appendfilename,
-            );
+            )
+            .with_wbuf_dir(wbuf_dir(&state.config));
             let files = dataset_files(&aof)?;
             let threads = rewrite_threads(state);
             load_dataset(state, &aof, files.manifest.as_ref(), &files.logs, threads)?;
@@ -130,7 +133,7 @@ fn load_dataset(
         None => BaseLoad::default(),
     };
     for incr in logs {
-        let device = open_device_at(&aof.path(&incr.file), incr.kind == IncrKind::Pm)?;
+        let device = open_log_device(&aof.path(&incr.file), incr.kind, &state.config)?;
         replay_old_log(state, device)?;
     }
     Ok(load)
@@ -150,7 +153,8 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
         path: config.dir.clone(),
         source,
     })?;
-    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename);
+    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename)
+        .with_wbuf_dir(wbuf_dir(&config));
     let layout = dir.layout()?;
     let redis = match layout {
         Layout::Manifest(_) => None,
@@ -161,12 +165,13 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
             dir.remove_orphans(None)?;
             let kind = match config.log_device {
                 LogDevice::Pmem | LogDevice::PmemEmulated => IncrKind::Pm,
+                LogDevice::Wbuf => IncrKind::Wbuf,
                 LogDevice::File | LogDevice::Auto => IncrKind::File,
             };
             let m = import(state, &dir, &source, kind, rewrite_threads(state))?;
             state.rewrite.base_bytes = m.bases.iter().map(|b| b.bytes).sum();
             state.rewrite.parts = m.bases.len();
-            let device = open_device_at(&dir.path(&m.incrs[0].file), kind == IncrKind::Pm)?;
+            let device = open_log_device(&dir.path(&m.incrs[0].file), kind, &config)?;
             (open_log_on(state, device, wake.boxed())?, m, kind)
         }
         (Layout::Manifest(m), None) => {
@@ -197,7 +202,7 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
             state.rewrite.base_bytes = load.bytes;
             state.rewrite.parts = load.parts;
             check_log_device(&config, last)?;
-            let device = open_device_at(&dir.path(&last.file), last.kind == IncrKind::Pm)?;
+            let device = open_log_device(&dir.path(&last.file), last.kind, &config)?;
             let (kind, last_file) = (last.kind, last.file.clone());
             let mut opened = open_log_on(state, device, wake.boxed())?;
             let mut m = m;
@@ -218,7 +223,7 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
                 drop(opened);
                 m = dir.start(&m, kind)?;
                 let incr = m.incrs.last().map(|i| i.file.clone()).unwrap_or_default();
-                let device = open_device_at(&dir.path(&incr), kind == IncrKind::Pm)?;
+                let device = open_log_device(&dir.path(&incr), kind, &config)?;
                 opened = open_log_on(state, device, wake.boxed())?;
             }
             state.keyspace.end_replay_captures();
@@ -227,9 +232,11 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
         (Layout::Legacy(_) | Layout::Empty, None) => {
             dir.remove_orphans(None)?;
             let opened = open_log(state, wake.boxed())?;
-            let pm = config.dir.join(format!("{}.pm", config.appendfilename));
-            let kind = if Path::new(&pm).exists() {
+            let files = LogFiles::in_dir(&config.dir, &config.appendfilename);
+            let kind = if files.pm.exists() {
                 IncrKind::Pm
+            } else if files.wbuf.exists() {
+                IncrKind::Wbuf
             } else {
                 IncrKind::File
             };
@@ -264,6 +271,7 @@ fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
         LogDevice::Auto => true,
         LogDevice::File => last.kind == IncrKind::File,
         LogDevice::Pmem | LogDevice::PmemEmulated => last.kind == IncrKind::Pm,
+        LogDevice::Wbuf => last.kind == IncrKind::Wbuf,
     };
     if matches {
         return Ok(());
@@ -274,7 +282,11 @@ fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
             "log-device is {} but the manifest's current log {} is on {}; use the matching log-device",
             config.log_device.name(),
             last.file,
-            if last.kind == IncrKind::Pm { "persistent memory" } else { "a file" }
+            match last.kind {
+                IncrKind::Pm => "persistent memory",
+                IncrKind::Wbuf => "a write buffer",
+                IncrKind::File => "a file",
+            }
         ),
     })
 }
