@@ -78,7 +78,7 @@ pub fn header(state: &ClusterState, kind: u16) -> Header {
         count: 0,
         current_epoch: state.current_epoch,
         config_epoch,
-        offset: 0,
+        offset: state.my_offset.max(0) as u64,
         sender: state.myself.0,
         slots,
         primary,
@@ -305,6 +305,9 @@ fn on_ping(
         clear_fail_if_back(state, sender_id, now);
     }
     refresh_sender(state, sender_id, h, &sender_ip);
+    if let Some(node) = state.nodes.get_mut(&sender_id) {
+        node.repl_offset = i64::try_from(h.offset).unwrap_or(i64::MAX);
+    }
     let serving = if msg::node_id(&h.primary).is_some() {
         msg::node_id(&h.primary)
     } else {

@@ -92,7 +92,9 @@ pub fn tick(state: &crate::state::State) {
     shared
         .full_coverage
         .store(settings.require_full_coverage, Ordering::Relaxed);
-    shared.lock().update_state(
+    let mut table = shared.lock();
+    table.my_offset = state.repl.offset;
+    table.update_state(
         now_ms(),
         settings.require_full_coverage,
         settings.node_timeout_ms,

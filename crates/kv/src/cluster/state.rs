@@ -52,6 +52,9 @@ pub struct ClusterState {
     /// Nodes FORGET removed, not to be re-added from gossip until the
     /// given time (Unix milliseconds).
     pub blacklist: BTreeMap<NodeId, i64>,
+    /// This node's replication offset, for the bus header (kept current
+    /// by the event loop's tick).
+    pub my_offset: i64,
 }
 
 impl ClusterState {
@@ -84,6 +87,7 @@ impl ClusterState {
             received: [0; MESSAGE_TYPES],
             dirty: true,
             blacklist: BTreeMap::new(),
+            my_offset: 0,
         }
     }
 

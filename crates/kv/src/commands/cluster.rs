@@ -299,12 +299,20 @@ fn saveconfig(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Redis's reply to a subcommand it knows called with a shape it does
+/// not accept (MEET, RESET and FAILOVER check their own argument counts).
+pub(super) fn shape_error(args: &Args<'_>) -> CmdError {
+    let name = String::from_utf8_lossy(args.get(1));
+    let name: String = name.chars().take(128).collect();
+    Cow::Owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{name}'. Try CLUSTER HELP."
+    ))
+}
+
 fn meet(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let shared = shared(ctx)?;
     if args.len() > 5 {
-        return Err(Cow::Borrowed(
-            "ERR wrong number of arguments for 'cluster|meet' command",
-        ));
+        return Err(shape_error(args));
     }
     let text = |at: usize| String::from_utf8_lossy(args.get(at)).into_owned();
     let port = int_arg(args, 3)

@@ -350,11 +350,7 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (2, _) | (3, b"SOFT") => false,
         (3, b"HARD") => true,
         (3, _) => return Err(Cow::Borrowed(super::errors::SYNTAX)),
-        _ => {
-            return Err(Cow::Borrowed(
-                "ERR wrong number of arguments for 'cluster|reset' command",
-            ))
-        }
+        _ => return Err(super::cluster::shape_error(args)),
     };
     let was_replica = {
         let state = shared.lock();
@@ -416,11 +412,7 @@ pub(super) fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         (2, _) => false,
         (3, b"FORCE") | (3, b"TAKEOVER") => true,
         (3, _) => return Err(Cow::Borrowed(super::errors::SYNTAX)),
-        _ => {
-            return Err(Cow::Borrowed(
-                "ERR wrong number of arguments for 'cluster|failover' command",
-            ))
-        }
+        _ => return Err(super::cluster::shape_error(args)),
     };
     let state = shared.lock();
     let me = state.me();
