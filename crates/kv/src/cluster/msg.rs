@@ -317,10 +317,6 @@ pub fn encode(message: &Message) -> Vec<u8> {
             out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
             out.extend_from_slice(channel);
             out.extend_from_slice(payload);
-            // Redis's structure reserves 8 bytes of data it always sends.
-            while out.len() < HEADER_LEN + 16 {
-                out.push(0);
-            }
         }
         Body::Update(epoch, id, slots) => {
             out.extend_from_slice(&epoch.to_be_bytes());
