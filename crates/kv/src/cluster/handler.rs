@@ -529,7 +529,7 @@ fn detect_failure(state: &mut ClusterState, id: NodeId, now: i64, timeout: i64, 
     let reports = node.fail_reports.len();
     let me_primary = state.me().is_primary();
     let needed = state.size / 2 + 1;
-    if reports + usize::from(me_primary) >= needed && me_primary {
+    if reports + usize::from(me_primary) >= needed {
         if let Some(node) = state.nodes.get_mut(&id) {
             node.flags = (node.flags | flags::FAIL) & !flags::PFAIL;
             node.fail_time_ms = now;
