@@ -310,6 +310,13 @@ impl Bus {
             state.update_state(now_ms(), coverage, timeout);
             out
         };
+        if out.save_first {
+            if let Err(e) = self.shared.save_if_dirty() {
+                // A vote that is not durable is not given.
+                tracing::warn!("can't record a failover vote in the cluster config file: {e}");
+                return true;
+            }
+        }
         self.apply(token, out)
     }
 

@@ -29,6 +29,8 @@ pub struct Outgoing {
     pub link_node: Option<NodeId>,
     /// Close the link.
     pub close_link: bool,
+    /// Write `nodes.conf` before sending the replies (a vote).
+    pub save_first: bool,
 }
 
 /// What a tick calls for.
@@ -51,7 +53,7 @@ fn count_sent(state: &mut ClusterState, kind: u16) {
 }
 
 /// This node's header for a message of `kind`.
-pub fn header(state: &ClusterState, kind: u16) -> Header {
+pub(crate) fn header(state: &ClusterState, kind: u16) -> Header {
     let me = state.me();
     let serving = state.serving_primary();
     let mut slots = Box::new([0u8; BITMAP_LEN]);
@@ -201,9 +203,12 @@ pub fn handle(
                 }
             }
         }
+        types::FAILOVER_AUTH_REQUEST if sender.is_some() => {
+            super::failover::on_request(state, message, now, timeout, &mut out);
+        }
+        types::FAILOVER_AUTH_ACK if sender.is_some() => super::failover::on_ack(state, message),
         _ => {}
     }
-    let _ = timeout;
     out
 }
 
@@ -372,6 +377,7 @@ fn claim_slots(
     out: &mut Outgoing,
 ) {
     let me = state.myself;
+    let mine_before = state.slot_count(&me);
     let mut stale_owner = None;
     for slot in 0..SLOTS {
         if !msg::bit(bitmap, slot) {
@@ -393,6 +399,19 @@ fn claim_slots(
                 state.slots[slot] = Some(sender);
                 state.dirty = true;
             }
+        }
+    }
+    // A primary that lost its last slot to the sender (it was failed over
+    // while away) follows the sender, as Redis's does.
+    let me_primary = state.me().is_primary();
+    if me_primary && sender != me && mine_before > 0 && state.slot_count(&me) == 0 {
+        if let Some(target) = state.nodes.get(&sender) {
+            let follow = super::failover::RoleChange::Follow(target.ip.clone(), target.port);
+            let node = state.me_mut();
+            node.flags = (node.flags | flags::SLAVE) & !flags::MASTER;
+            node.primary = Some(sender);
+            state.role_change = Some(follow);
+            state.dirty = true;
         }
     }
     if let Some(owner) = stale_owner {
@@ -492,6 +511,9 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
                 }
             }
             plan.connect.push((id, addr, first));
+            // A node that cannot be reached times out like one that
+            // does not answer.
+            detect_failure(state, id, now, timeout, &mut plan);
             continue;
         }
         let (ping_sent, pong) = (node.ping_sent_ms, node.pong_received_ms);
@@ -504,6 +526,7 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
         }
         detect_failure(state, id, now, timeout, &mut plan);
     }
+    super::failover::replica_tick(state, now, timeout, &mut plan);
     plan
 }
 

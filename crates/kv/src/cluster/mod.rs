@@ -4,6 +4,7 @@
 
 pub mod bus;
 pub mod conf;
+pub mod failover;
 pub mod handler;
 pub mod msg;
 pub mod node;
@@ -81,8 +82,8 @@ pub fn start(state: &mut crate::state::State) -> Result<(), String> {
 
 /// The event loop's share of the timed work: keeps the settings the bus
 /// reads current and the cluster's state fresh.
-pub fn tick(state: &crate::state::State) {
-    let Some(shared) = &state.cluster else {
+pub fn tick(state: &mut crate::state::State) {
+    let Some(shared) = state.cluster.clone() else {
         return;
     };
     let settings = &state.config.cluster;
@@ -94,6 +95,20 @@ pub fn tick(state: &crate::state::State) {
         .store(settings.require_full_coverage, Ordering::Relaxed);
     let mut table = shared.lock();
     table.my_offset = state.repl.offset;
+    match table.role_change.take() {
+        Some(failover::RoleChange::Promote) if state.repl.promote() => {
+            tracing::info!("cluster failover: this replica is now a primary");
+        }
+        Some(failover::RoleChange::Follow(ip, port)) => {
+            tracing::info!("cluster: following the new primary {ip}:{port}");
+            state
+                .blocking
+                .unblock_all_for_role_change(&mut state.keyspace);
+            state.repl.master = Some(crate::server::repl::Master::new(ip, port));
+            state.repl.changed = true;
+        }
+        Some(failover::RoleChange::Promote) | None => {}
+    }
     table.update_state(
         now_ms(),
         settings.require_full_coverage,

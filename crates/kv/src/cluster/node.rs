@@ -153,6 +153,8 @@ pub struct Node {
     pub fail_reports: Vec<(NodeId, i64)>,
     /// Its replication offset as last gossiped.
     pub repl_offset: i64,
+    /// When this node last voted for a replica of it (Unix milliseconds).
+    pub voted_ms: i64,
 }
 
 impl Node {
@@ -175,6 +177,7 @@ impl Node {
             link_up: false,
             fail_reports: Vec::new(),
             repl_offset: 0,
+            voted_ms: 0,
         }
     }
 

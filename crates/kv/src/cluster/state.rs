@@ -55,6 +55,10 @@ pub struct ClusterState {
     /// This node's replication offset, for the bus header (kept current
     /// by the event loop's tick).
     pub my_offset: i64,
+    /// This replica's failover election.
+    pub election: super::failover::Election,
+    /// A role change for the event loop's replication to carry out.
+    pub role_change: Option<super::failover::RoleChange>,
 }
 
 impl ClusterState {
@@ -88,6 +92,8 @@ impl ClusterState {
             dirty: true,
             blacklist: BTreeMap::new(),
             my_offset: 0,
+            election: Default::default(),
+            role_change: None,
         }
     }
 
