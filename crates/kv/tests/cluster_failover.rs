@@ -177,4 +177,27 @@ fn a_stopped_primary_is_replaced_by_its_replica() {
     // bound is the timeout + 2 s; allow for a loaded test machine).
     assert!(took < Duration::from_secs(20), "failover took {took:?}");
     eprintln!("failover took {took:?}");
+
+    // A manual takeover: node 4 takes node 1's slots without votes, and
+    // node 1, having lost its last slot to it, becomes its replica.
+    let plain: redis::RedisResult<String> =
+        redis::cmd("CLUSTER").arg("FAILOVER").query(&mut conns[1]);
+    assert!(plain.is_err(), "a primary refuses CLUSTER FAILOVER");
+    let _: String = query(&mut conns[4], &["CLUSTER", "FAILOVER", "TAKEOVER"]);
+    let (four, one) = (format!("{} ", ids[4]), format!("{} ", ids[1]));
+    wait_for(
+        limit,
+        "node 4 to serve 5461-10922 and node 1 to follow it",
+        || {
+            let nodes: String = query(&mut conns[1], &["CLUSTER", "NODES"]);
+            let role: Vec<redis::Value> = query(&mut conns[1], &["ROLE"]);
+            nodes
+                .lines()
+                .any(|l| l.starts_with(&four) && l.contains("master") && l.ends_with(" 5461-10922"))
+                && nodes
+                    .lines()
+                    .any(|l| l.starts_with(&one) && l.contains("myself,slave"))
+                && role.first() == Some(&redis::Value::BulkString(b"slave".to_vec()))
+        },
+    );
 }

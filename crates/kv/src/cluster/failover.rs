@@ -20,6 +20,9 @@ pub struct Election {
     pub epoch: Option<u64>,
     /// Votes received in that epoch.
     pub votes: usize,
+    /// CLUSTER FAILOVER FORCE: the primary need not have failed, and the
+    /// request asks primaries to vote anyway (Redis's FORCEACK flag).
+    pub forced: bool,
 }
 
 /// A role change the event loop must carry out on the replication side.
@@ -37,6 +40,31 @@ fn auth_timeout(timeout: i64) -> i64 {
     (timeout * 2).max(2000)
 }
 
+/// The message flag asking primaries to vote although the primary has not
+/// failed (CLUSTER FAILOVER FORCE).
+const FORCEACK: u8 = 2;
+
+/// Starts a forced election at the next tick (CLUSTER FAILOVER FORCE).
+pub fn force(state: &mut ClusterState) {
+    state.election = Election {
+        forced: true,
+        ..Election::default()
+    };
+}
+
+/// Takes the primary's slots at once with a new epoch and no votes
+/// (CLUSTER FAILOVER TAKEOVER); the event loop promotes the replication
+/// side, and the next PINGs carry the claim.
+pub fn takeover(state: &mut ClusterState) {
+    let Some(primary) = state.me().primary else {
+        return;
+    };
+    crate::commands::bump_config_epoch(state);
+    state.election.epoch = Some(state.me().config_epoch);
+    let mut plan = Plan::default();
+    take_over(state, primary, &mut plan);
+}
+
 /// The replica's side, each tick: plan, ask, count, take over.
 pub fn replica_tick(state: &mut ClusterState, now: i64, timeout: i64, plan: &mut Plan) {
     let me = state.me();
@@ -44,26 +72,33 @@ pub fn replica_tick(state: &mut ClusterState, now: i64, timeout: i64, plan: &mut
         state.election = Election::default();
         return;
     };
-    if me.has(flags::NOFAILOVER) {
+    if me.has(flags::NOFAILOVER) && !state.election.forced {
         return;
     }
     let failed = state
         .nodes
         .get(&primary)
         .is_some_and(|p| p.has(flags::FAIL));
-    if !failed || state.slot_count(&primary) == 0 {
+    let forced = state.election.forced;
+    if !(failed || forced) || state.slot_count(&primary) == 0 {
         state.election = Election::default();
         return;
     }
     let limit = auth_timeout(timeout);
     if state.election.start_ms == 0 || now - state.election.start_ms > limit * 2 {
         // A random delay lets the FAIL reach every node first; a replica
-        // with less data waits longer (its rank among its siblings).
-        let rank = rank(state, primary);
+        // with less data waits longer (its rank among its siblings). A
+        // forced election asks at once, as Redis's manual one does.
+        let delay = if forced {
+            0
+        } else {
+            500 + fastrand::i64(0..500) + rank(state, primary) * 1000
+        };
         state.election = Election {
-            start_ms: now + 500 + fastrand::i64(0..500) + rank * 1000,
+            start_ms: now + delay,
             epoch: None,
             votes: 0,
+            forced,
         };
         return;
     }
@@ -74,8 +109,12 @@ pub fn replica_tick(state: &mut ClusterState, now: i64, timeout: i64, plan: &mut
         state.current_epoch += 1;
         state.election.epoch = Some(state.current_epoch);
         state.dirty = true;
+        let mut head = header(state, types::FAILOVER_AUTH_REQUEST);
+        if forced {
+            head.mflags[0] |= FORCEACK;
+        }
         let request = msg::encode(&Message {
-            header: header(state, types::FAILOVER_AUTH_REQUEST),
+            header: head,
             body: Body::Empty,
         });
         count_sent(state, types::FAILOVER_AUTH_REQUEST);
@@ -108,6 +147,7 @@ fn rank(state: &ClusterState, primary: NodeId) -> i64 {
 fn take_over(state: &mut ClusterState, old: NodeId, plan: &mut Plan) {
     let me = state.myself;
     let epoch = state.election.epoch.unwrap_or(state.current_epoch);
+    tracing::info!("cluster failover: taking over the slots of {old} in epoch {epoch}");
     for owner in state.slots.iter_mut() {
         if *owner == Some(old) {
             *owner = Some(me);
@@ -150,7 +190,7 @@ pub fn on_request(
     let Some(primary) = msg::node_id(&h.primary) else {
         return;
     };
-    let force = h.mflags[0] & 2 != 0;
+    let force = h.mflags[0] & FORCEACK != 0;
     let Some(p) = state.nodes.get(&primary) else {
         return;
     };

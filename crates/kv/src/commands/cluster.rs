@@ -252,7 +252,7 @@ fn bumpepoch(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 
 /// Gives this node a new config epoch, unless it already has the
 /// highest one and it is not zero: Redis's bump without consensus.
-pub(crate) fn bump_epoch(state: &mut ClusterState) -> bool {
+pub fn bump_epoch(state: &mut ClusterState) -> bool {
     let max = state.max_epoch();
     let mine = state.me().config_epoch;
     if mine == 0 || mine != max {

@@ -408,34 +408,50 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 
 pub(super) fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let shared = shared(ctx)?;
-    let force = match (args.len(), word(args, 2).as_slice()) {
-        (2, _) => false,
-        (3, b"FORCE") | (3, b"TAKEOVER") => true,
+    let option = word(args, 2);
+    let (force, takeover) = match (args.len(), option.as_slice()) {
+        (2, _) => (false, false),
+        (3, b"FORCE") => (true, false),
+        (3, b"TAKEOVER") => (true, true),
         (3, _) => return Err(Cow::Borrowed(super::errors::SYNTAX)),
         _ => return Err(super::cluster::shape_error(args)),
     };
-    let state = shared.lock();
-    let me = state.me();
-    if me.is_primary() {
-        return Err(Cow::Borrowed(
-            "ERR You should send CLUSTER FAILOVER to a replica",
-        ));
+    {
+        let mut state = shared.lock();
+        let me = state.me();
+        if me.is_primary() {
+            return Err(Cow::Borrowed(
+                "ERR You should send CLUSTER FAILOVER to a replica",
+            ));
+        }
+        let Some(primary) = me.primary.and_then(|p| state.nodes.get(&p)) else {
+            return Err(Cow::Borrowed(
+                "ERR I'm a replica but my master is unknown to me",
+            ));
+        };
+        if !force && (primary.has(flags::FAIL) || !primary.link_up) {
+            return Err(Cow::Borrowed(
+                "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
+            ));
+        }
+        if !force {
+            // The coordinated form pauses the primary's clients until the
+            // replica has caught up (MFSTART); Ferrite does not carry
+            // that out, and refuses rather than lose writes.
+            return Err(Cow::Borrowed(
+                "ERR CLUSTER FAILOVER without FORCE or TAKEOVER is not supported by Ferrite; use FORCE once the replica has caught up",
+            ));
+        }
+        if takeover {
+            crate::cluster::failover::takeover(&mut state);
+            refresh(&mut state, ctx);
+        } else {
+            crate::cluster::failover::force(&mut state);
+        }
     }
-    let Some(primary) = me.primary.and_then(|p| state.nodes.get(&p)) else {
-        return Err(Cow::Borrowed(
-            "ERR I'm a replica but my master is unknown to me",
-        ));
-    };
-    if !force && (primary.has(flags::FAIL) || !primary.link_up) {
-        return Err(Cow::Borrowed(
-            "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
-        ));
-    }
-    // The election itself (FAILOVER_AUTH_REQUEST) is not implemented:
-    // refuse rather than answer OK and never fail over.
-    Err(Cow::Borrowed(
-        "ERR CLUSTER FAILOVER is not supported by Ferrite yet (docs/cluster.md)",
-    ))
+    persist(&shared);
+    ctx.reply.ok();
+    Ok(())
 }
 
 pub(super) fn help(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {

@@ -61,6 +61,7 @@ use crate::types::Bytes;
 pub(crate) use acl_check::in_script as acl_script_check;
 pub(crate) use acl_check::permitted as acl_permitted;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
+pub use cluster::bump_epoch as bump_config_epoch;
 pub use connection::REDIS_VERSION;
 pub use functions::functions_record;
 pub use scripting::{
