@@ -95,6 +95,7 @@ pub fn tick(state: &mut crate::state::State) {
         .store(settings.require_full_coverage, Ordering::Relaxed);
     let mut table = shared.lock();
     table.my_offset = state.repl.offset;
+    sync_myself(&mut table, state);
     match table.role_change.take() {
         Some(failover::RoleChange::Promote) if state.repl.promote() => {
             tracing::info!("cluster failover: this replica is now a primary");
@@ -114,6 +115,34 @@ pub fn tick(state: &mut crate::state::State) {
         settings.require_full_coverage,
         settings.node_timeout_ms,
     );
+}
+
+/// Brings this node's announced address in the table up to date with
+/// the settings (CONFIG SET changes them at run time; Redis applies
+/// them at once, so the CLUSTER commands call this before they answer).
+pub fn sync_myself(table: &mut ClusterState, state: &crate::state::State) {
+    let settings = &state.config.cluster;
+    let port = if settings.announce_port != 0 {
+        settings.announce_port
+    } else {
+        state.port
+    };
+    let cport = if settings.announce_bus_port != 0 {
+        settings.announce_bus_port
+    } else {
+        settings.bus_port(state.port)
+    };
+    let me = table.me_mut();
+    if me.port != port || me.cport != cport || me.hostname != settings.announce_hostname {
+        me.port = port;
+        me.cport = cport;
+        me.hostname = settings.announce_hostname.clone();
+        table.dirty = true;
+    }
+    if !settings.announce_ip.is_empty() && table.me().ip != settings.announce_ip {
+        table.me_mut().ip = settings.announce_ip.clone();
+        table.dirty = true;
+    }
 }
 
 /// Unix time in milliseconds.

@@ -40,6 +40,8 @@ pub struct Query<'a> {
     pub readonly: bool,
     /// `cluster-allow-reads-when-down`.
     pub reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub shard_when_down: bool,
 }
 
 /// The slot and key facts gathered over every command of the request.
@@ -123,8 +125,16 @@ fn decide(state: &ClusterState, query: Query<'_>, scan: &Scan) -> Result<(), Red
     // replica-read check those of every command of the request.
     let write_cmd = query.spec.has(crate::commands::flags::WRITE);
     let write = write_cmd || scan.write;
+    // Sharded Pub/Sub names channels where other commands name keys: a
+    // replica serves them for its primary's slots without READONLY, and
+    // while the cluster is down by their own setting.
+    let shard = matches!(query.spec.name, "ssubscribe" | "sunsubscribe" | "spublish");
     if !state.ok {
-        if !query.reads_when_down {
+        if shard {
+            if !query.shard_when_down {
+                return Err(Redirect::Down);
+            }
+        } else if !query.reads_when_down {
             return Err(Redirect::Down);
         }
         if write_cmd {
@@ -149,7 +159,7 @@ fn decide(state: &ClusterState, query: Query<'_>, scan: &Scan) -> Result<(), Red
         return Ok(());
     }
     let me = state.me();
-    if query.readonly && !write && me.is_replica() && me.primary == Some(owner) {
+    if (query.readonly || shard) && !write && me.is_replica() && me.primary == Some(owner) {
         return Ok(());
     }
     if owner != state.myself {

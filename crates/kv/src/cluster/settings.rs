@@ -34,6 +34,9 @@ pub struct Settings {
     /// Serve reads while the cluster is down
     /// (`cluster-allow-reads-when-down`).
     pub allow_reads_when_down: bool,
+    /// Serve sharded Pub/Sub while the cluster is down
+    /// (`cluster-allow-pubsubshard-when-down`).
+    pub allow_pubsubshard_when_down: bool,
     /// A replica never fails over on its own (`cluster-replica-no-failover`).
     pub replica_no_failover: bool,
 }
@@ -70,6 +73,7 @@ pub fn store(settings: &mut Settings, name: &str, text: &str) -> bool {
         "cluster-preferred-endpoint-type" => settings.preferred_endpoint = text.to_string(),
         "cluster-require-full-coverage" => settings.require_full_coverage = yes,
         "cluster-allow-reads-when-down" => settings.allow_reads_when_down = yes,
+        "cluster-allow-pubsubshard-when-down" => settings.allow_pubsubshard_when_down = yes,
         "cluster-replica-no-failover" => settings.replica_no_failover = yes,
         _ => return false,
     }
@@ -90,6 +94,7 @@ pub fn show(settings: &Settings, name: &str) -> Option<String> {
         "cluster-preferred-endpoint-type" => settings.preferred_endpoint.clone(),
         "cluster-require-full-coverage" => yes_no(settings.require_full_coverage),
         "cluster-allow-reads-when-down" => yes_no(settings.allow_reads_when_down),
+        "cluster-allow-pubsubshard-when-down" => yes_no(settings.allow_pubsubshard_when_down),
         "cluster-replica-no-failover" => yes_no(settings.replica_no_failover),
         _ => return None,
     })

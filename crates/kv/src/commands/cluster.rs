@@ -19,7 +19,9 @@ const DISABLED: &str = "ERR This instance has cluster support disabled";
 
 /// The node table, or the refusal outside cluster mode.
 pub(super) fn shared(ctx: &Ctx<'_>) -> Result<Arc<Shared>, CmdError> {
-    ctx.state.cluster.clone().ok_or(Cow::Borrowed(DISABLED))
+    let shared = ctx.state.cluster.clone().ok_or(Cow::Borrowed(DISABLED))?;
+    crate::cluster::sync_myself(&mut shared.lock(), ctx.state);
+    Ok(shared)
 }
 
 /// Writes `nodes.conf` if the command changed the table; a failure is

@@ -386,6 +386,7 @@ fn cluster_refusal(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) -> Op
         asking: ctx.session.asking,
         readonly: ctx.session.readonly,
         reads_when_down: settings.allow_reads_when_down,
+        shard_when_down: settings.allow_pubsubshard_when_down,
     };
     let state = shared.lock();
     let keyspace = &mut ctx.state.keyspace;

@@ -379,7 +379,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("cluster-allow-replica-migration", None, Bool, "yes", 0, No(CLUSTER), "Let replicas migrate."),
     d!("cluster-require-full-coverage", None, Bool, "yes", 0, Acts, "Stop when a slot is uncovered."),
     d!("cluster-allow-reads-when-down", None, Bool, "no", 0, Acts, "Serve reads while the cluster is down."),
-    d!("cluster-allow-pubsubshard-when-down", None, Bool, "yes", 0, No(CLUSTER), "Serve shard channels while down."),
+    d!("cluster-allow-pubsubshard-when-down", None, Bool, "yes", 0, Acts, "Serve shard channels while down."),
     d!("cluster-link-sendbuf-limit", None, memory(0, U64_MAX, false), "0", 0, No(CLUSTER), "Send buffer limit of cluster links."),
     // TLS.
     d!("tls-port", None, num(0, 65535), "0", 0, Acts, "TLS port, beside `port` (0: none). Both may be set; `port 0` with a `tls-port` listens on TLS only."),
