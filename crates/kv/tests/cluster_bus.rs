@@ -114,6 +114,16 @@ fn three_nodes_meet_converge_and_redirect() {
         .query::<String>(&mut conns[0])
         .expect_err("crossslot");
     assert!(err.to_string().contains("hash to the same slot"), "{err}");
+    // PUBLISH on one node reaches the subscribers of the others over the
+    // bus (the reply counts this node's receivers only, as Redis's).
+    let mut sub = nodes[1].0.raw();
+    sub.check(
+        b"SUBSCRIBE news\r\n",
+        b"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n",
+    );
+    let receivers: i64 = query(&mut conns[0], &["PUBLISH", "news", "hello"]);
+    assert_eq!(receivers, 0);
+    sub.check(b"", b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
     // nodes.conf holds the converged table.
     let text = std::fs::read_to_string(dirs[0].path().join("nodes.conf")).expect("nodes.conf");
     assert_eq!(text.lines().count(), 4, "{text}");

@@ -24,6 +24,8 @@ use super::{now_ms, Shared};
 const TICK: Duration = Duration::from_millis(100);
 /// How long FORGET keeps a node from coming back through gossip.
 const BLACKLIST_MS: i64 = 60_000;
+/// The token of the waker the event loop uses to hand over messages.
+const WAKER: Token = Token(usize::MAX);
 /// Bytes read per `read` call.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -137,6 +139,11 @@ impl Bus {
             poll.registry().register(l, Token(i), Interest::READABLE)?;
         }
         let next_token = listeners.len();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
+        *shared
+            .bus_waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(waker);
         Ok(Bus {
             shared,
             poll,
@@ -157,12 +164,16 @@ impl Bus {
             }
             for event in events.iter() {
                 let Token(t) = event.token();
+                if event.token() == WAKER {
+                    continue;
+                }
                 if t < self.listeners.len() {
                     self.accept(t);
                 } else {
                     self.on_event(t, event.is_readable(), event.is_writable());
                 }
             }
+            self.send_published();
             if last_tick.elapsed() >= TICK {
                 last_tick = std::time::Instant::now();
                 self.cron();
@@ -172,6 +183,51 @@ impl Bus {
             }
         }
         Ok(())
+    }
+
+    /// Sends what this node's clients published: to every node, or to
+    /// this shard's nodes for a sharded message.
+    fn send_published(&mut self) {
+        let (plain, shard, members) = {
+            let mut state = self.shared.lock();
+            if state.publish_out.is_empty() {
+                return;
+            }
+            let mut plain = Vec::new();
+            let mut shard = Vec::new();
+            for (channel, message, sharded) in std::mem::take(&mut state.publish_out) {
+                let bytes =
+                    super::handler::publish_message(&mut state, &channel, &message, sharded);
+                if sharded {
+                    shard.push(bytes);
+                } else {
+                    plain.push(bytes);
+                }
+            }
+            (plain, shard, super::handler::shard_members(&state))
+        };
+        let tokens: Vec<usize> = self
+            .links
+            .iter()
+            .filter(|(_, l)| !l.inbound)
+            .map(|(t, _)| *t)
+            .collect();
+        for token in tokens {
+            let Some(link) = self.links.get_mut(&token) else {
+                continue;
+            };
+            for bytes in &plain {
+                link.write.extend_from_slice(bytes);
+            }
+            if link.node.is_some_and(|id| members.contains(&id)) {
+                for bytes in &shard {
+                    link.write.extend_from_slice(bytes);
+                }
+            }
+            if !self.flush(token) {
+                self.close(token);
+            }
+        }
     }
 
     fn add_link(&mut self, mut stream: TcpStream, inbound: bool, node: Option<NodeId>) {
@@ -304,12 +360,24 @@ impl Bus {
         };
         let timeout = self.shared.node_timeout_ms.load(Ordering::Relaxed);
         let coverage = self.shared.full_coverage.load(Ordering::Relaxed);
-        let out = {
+        let (out, published) = {
             let mut state = self.shared.lock();
             let out = handle(&mut state, &view, &message, now_ms(), timeout);
             state.update_state(now_ms(), coverage, timeout);
-            out
+            (out, !state.publish_in.is_empty())
         };
+        if published {
+            self.shared.publish_pending.store(true, Ordering::Release);
+            let waker = self
+                .shared
+                .loop_waker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(waker) = waker {
+                let _ = waker.wake();
+            }
+        }
         if out.save_first {
             if let Err(e) = self.shared.save_if_dirty() {
                 // A vote that is not durable is not given.

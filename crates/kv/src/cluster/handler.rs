@@ -119,6 +119,37 @@ pub fn ping(state: &mut ClusterState, kind: u16, to: Option<NodeId>) -> Vec<u8> 
     msg::encode(&message)
 }
 
+/// A PUBLISH or PUBLISHSHARD message.
+pub fn publish_message(
+    state: &mut ClusterState,
+    channel: &[u8],
+    payload: &[u8],
+    shard: bool,
+) -> Vec<u8> {
+    let kind = if shard {
+        types::PUBLISHSHARD
+    } else {
+        types::PUBLISH
+    };
+    count_sent(state, kind);
+    msg::encode(&Message {
+        header: header(state, kind),
+        body: Body::Publish(channel.to_vec(), payload.to_vec()),
+    })
+}
+
+/// The nodes of this node's shard: its primary (or itself) and that
+/// primary's replicas, this node left out.
+pub fn shard_members(state: &ClusterState) -> Vec<NodeId> {
+    let Some(primary) = state.serving_primary() else {
+        return Vec::new();
+    };
+    let mut out: Vec<NodeId> = state.replicas_of(&primary).iter().map(|n| n.id).collect();
+    out.push(primary);
+    out.retain(|id| *id != state.myself);
+    out
+}
+
 fn fail_message(state: &mut ClusterState, id: NodeId) -> Vec<u8> {
     count_sent(state, types::FAIL);
     msg::encode(&Message {
@@ -201,6 +232,14 @@ pub fn handle(
                         claim_slots(state, id, *epoch, slots, &mut out);
                     }
                 }
+            }
+        }
+        types::PUBLISH | types::PUBLISHSHARD if sender.is_some() => {
+            if let Body::Publish(channel, payload) = &message.body {
+                let shard = h.kind == types::PUBLISHSHARD;
+                state
+                    .publish_in
+                    .push((channel.clone(), payload.clone(), shard));
             }
         }
         types::FAILOVER_AUTH_REQUEST if sender.is_some() => {

@@ -42,13 +42,20 @@ pub struct Shared {
     pub full_coverage: AtomicBool,
     /// Ask the bus thread to stop.
     pub stop: AtomicBool,
+    /// Wakes the event loop when other nodes' messages wait in
+    /// `publish_in`, and the bus thread when this node's wait in
+    /// `publish_out`.
+    pub loop_waker: Mutex<Option<Arc<mio::Waker>>>,
+    pub bus_waker: Mutex<Option<Arc<mio::Waker>>>,
+    /// Set with `publish_in` filled, so the event loop looks only then.
+    pub publish_pending: AtomicBool,
     /// The bus links as the bus thread last listed them (CLUSTER LINKS).
     pub links: Mutex<Vec<bus::LinkInfo>>,
 }
 
 /// Starts cluster mode when `cluster-enabled yes`: opens the node table
 /// (`nodes.conf` under `dir`) and starts the bus thread.
-pub fn start(state: &mut crate::state::State) -> Result<(), String> {
+pub fn start(state: &mut crate::state::State, waker: Arc<mio::Waker>) -> Result<(), String> {
     let settings = state.config.cluster.clone();
     if !settings.enabled {
         return Ok(());
@@ -73,6 +80,10 @@ pub fn start(state: &mut crate::state::State) -> Result<(), String> {
             me.flags |= flags::NOFAILOVER;
         }
     }
+    *shared
+        .loop_waker
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(waker);
     let cport = settings.bus_port(state.port);
     bus::spawn(Arc::clone(&shared), &state.config.bind, cport)
         .map_err(|e| format!("can't listen on the cluster bus port {cport}: {e}"))?;
@@ -145,6 +156,44 @@ pub fn sync_myself(table: &mut ClusterState, state: &crate::state::State) {
     }
 }
 
+/// Hands a message published on this node to the bus for the other
+/// nodes (all of them, or this shard's for a sharded one).
+pub fn publish(shared: &Shared, channel: &[u8], message: &[u8], shard: bool) {
+    shared
+        .lock()
+        .publish_out
+        .push((channel.to_vec(), message.to_vec(), shard));
+    if let Some(waker) = shared
+        .bus_waker
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        let _ = waker.wake();
+    }
+}
+
+/// Delivers to this node's subscribers what other nodes published; the
+/// event loop calls it each turn, and it costs one atomic load when
+/// nothing waits.
+pub fn deliver_published(state: &mut crate::state::State) {
+    let Some(shared) = state.cluster.clone() else {
+        return;
+    };
+    if !shared.publish_pending.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let messages = std::mem::take(&mut shared.lock().publish_in);
+    for (channel, message, shard) in messages {
+        let kind = if shard {
+            crate::server::pubsub::Kind::Shard
+        } else {
+            crate::server::pubsub::Kind::Plain
+        };
+        crate::server::pubsub::publish(&mut state.pubsub, &state.clients, &channel, &message, kind);
+    }
+}
+
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
     crate::state::unix_ms()
@@ -181,6 +230,9 @@ impl Shared {
             full_coverage: AtomicBool::new(settings.require_full_coverage),
             stop: AtomicBool::new(false),
             links: Mutex::new(Vec::new()),
+            loop_waker: Mutex::new(None),
+            bus_waker: Mutex::new(None),
+            publish_pending: AtomicBool::new(false),
         });
         shared.lock().dirty = true;
         shared

@@ -59,6 +59,11 @@ pub struct ClusterState {
     pub election: super::failover::Election,
     /// A role change for the event loop's replication to carry out.
     pub role_change: Option<super::failover::RoleChange>,
+    /// Messages published on this node for the bus to send: channel,
+    /// message, and whether sharded (to this shard's nodes only).
+    pub publish_out: Vec<(Vec<u8>, Vec<u8>, bool)>,
+    /// Messages other nodes published, for the event loop to deliver.
+    pub publish_in: Vec<(Vec<u8>, Vec<u8>, bool)>,
 }
 
 impl ClusterState {
@@ -94,6 +99,8 @@ impl ClusterState {
             my_offset: 0,
             election: Default::default(),
             role_change: None,
+            publish_out: Vec::new(),
+            publish_in: Vec::new(),
         }
     }
 

@@ -235,7 +235,7 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
-        crate::cluster::start(&mut state).map_err(|reason| Error::Config {
+        crate::cluster::start(&mut state, Arc::clone(&waker)).map_err(|reason| Error::Config {
             origin: "cluster".into(),
             reason,
         })?;
@@ -346,6 +346,7 @@ impl Server {
             for index in std::mem::take(&mut self.reread) {
                 self.read_and_run(index);
             }
+            crate::cluster::deliver_published(&mut self.state);
             self.blocking_tick();
             self.state.note_peak_memory();
             self.count_replica_output();
