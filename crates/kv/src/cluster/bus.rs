@@ -188,6 +188,20 @@ impl Bus {
     /// Sends what this node's clients published: to every node, or to
     /// this shard's nodes for a sharded message.
     fn send_published(&mut self) {
+        // Links DEBUG CLUSTERLINK KILL asked to close go first: a message
+        // published after the kill must not travel on them.
+        let kills = std::mem::take(&mut self.shared.lock().link_kills);
+        for (id, to, from) in kills {
+            let doomed: Vec<usize> = self
+                .links
+                .iter()
+                .filter(|(_, l)| l.node == Some(id) && ((to && !l.inbound) || (from && l.inbound)))
+                .map(|(t, _)| *t)
+                .collect();
+            for token in doomed {
+                self.close(token);
+            }
+        }
         let (plain, shard, members) = {
             let mut state = self.shared.lock();
             if state.publish_out.is_empty() {

@@ -337,6 +337,11 @@ fn on_ping(
     if !known {
         return;
     }
+    if link.inbound && link.node != Some(sender_id) {
+        // An inbound link belongs to the node that speaks on it (CLUSTER
+        // LINKS lists it as `from` that node).
+        out.link_node = Some(sender_id);
+    }
     if !link.inbound && h.kind == types::PONG {
         if let Some(node) = state.nodes.get_mut(&sender_id) {
             node.pong_received_ms = now;

@@ -173,6 +173,20 @@ pub fn publish(shared: &Shared, channel: &[u8], message: &[u8], shard: bool) {
     }
 }
 
+/// DEBUG CLUSTERLINK KILL: asks the bus to close the link to `id`, from
+/// it, or both, before it sends anything else.
+pub fn kill_link(shared: &Shared, id: NodeId, to: bool, from: bool) {
+    shared.lock().link_kills.push((id, to, from));
+    if let Some(waker) = shared
+        .bus_waker
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        let _ = waker.wake();
+    }
+}
+
 /// Delivers to this node's subscribers what other nodes published; the
 /// event loop calls it each turn, and it costs one atomic load when
 /// nothing waits.

@@ -64,6 +64,9 @@ pub struct ClusterState {
     pub publish_out: Vec<(Vec<u8>, Vec<u8>, bool)>,
     /// Messages other nodes published, for the event loop to deliver.
     pub publish_in: Vec<(Vec<u8>, Vec<u8>, bool)>,
+    /// DEBUG CLUSTERLINK KILL requests for the bus: the node, and whether
+    /// to close the link to it and the link from it.
+    pub link_kills: Vec<(NodeId, bool, bool)>,
 }
 
 impl ClusterState {
@@ -101,6 +104,7 @@ impl ClusterState {
             role_change: None,
             publish_out: Vec::new(),
             publish_in: Vec::new(),
+            link_kills: Vec::new(),
         }
     }
 

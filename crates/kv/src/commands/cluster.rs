@@ -37,6 +37,31 @@ fn disabled(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Err(Cow::Borrowed(DISABLED))
 }
 
+/// DEBUG CLUSTERLINK KILL TO|FROM|ALL <node-id>: closes bus links, for
+/// tests of what the cluster does while a link is down.
+pub(super) fn debug_kill_link(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let Some(shared) = ctx.state.cluster.clone() else {
+        return Err(Cow::Borrowed(
+            "ERR Debug option only available for cluster mode enabled setup!",
+        ));
+    };
+    let id = node_arg(&shared.lock(), args, 4)?;
+    let (to, from) = match upper(args, 3).as_slice() {
+        b"TO" => (true, false),
+        b"FROM" => (false, true),
+        b"ALL" => (true, true),
+        _ => {
+            return Err(Cow::Owned(format!(
+                "ERR Unknown direction {}",
+                String::from_utf8_lossy(args.get(3))
+            )))
+        }
+    };
+    crate::cluster::kill_link(&shared, id, to, from);
+    ctx.reply.ok();
+    Ok(())
+}
+
 /// A slot argument, or Redis's error.
 fn slot_arg(args: &Args<'_>, at: usize) -> Result<usize, CmdError> {
     int_arg(args, at)
