@@ -266,69 +266,12 @@ fn on_ping(
         out.close_link = true;
         return;
     };
-    // A node learns its own address from the first link another node
-    // opened to it, as Redis does (unless `cluster-announce-ip` says).
-    let learn = h.kind == types::MEET || state.me().ip.is_empty();
-    if learn && !link.local_ip.is_empty() && state.me().ip != link.local_ip {
-        state.me_mut().ip = link.local_ip.clone();
-        state.dirty = true;
-    }
-    let sender_ip = if h.ip.is_empty() {
-        link.peer_ip.clone()
-    } else {
-        h.ip.clone()
-    };
-    if sender.is_none() && h.kind == types::MEET {
-        let mut node = Node::new(
-            NodeId::random(&mut fastrand::Rng::new()),
-            flags::HANDSHAKE,
-            &sender_ip,
-            h.port,
-            h.cport,
-            now,
-        );
-        node.pport = h.pport;
-        state.nodes.insert(node.id, node);
-        state.dirty = true;
-    }
+    let sender_ip = learn_addresses(state, link, h, sender, now);
     if h.kind == types::PING || h.kind == types::MEET {
         out.reply.push(ping(state, types::PONG, sender));
     }
-    if !link.inbound {
-        if let Some(link_id) = link.node {
-            let in_handshake = state
-                .nodes
-                .get(&link_id)
-                .is_some_and(|n| n.has(flags::HANDSHAKE));
-            if in_handshake && h.kind == types::PONG {
-                if state.nodes.contains_key(&sender_id) {
-                    // Already known under its real ID: drop the stand-in.
-                    state.forget(&link_id);
-                    out.link_node = Some(sender_id);
-                } else if let Some(mut node) = state.nodes.remove(&link_id) {
-                    node.id = sender_id;
-                    node.flags &= !(flags::HANDSHAKE | flags::MEET);
-                    node.flags |= if msg::node_id(&h.primary).is_some() {
-                        flags::SLAVE
-                    } else {
-                        flags::MASTER
-                    };
-                    state.nodes.insert(sender_id, node);
-                    out.link_node = Some(sender_id);
-                    state.dirty = true;
-                }
-            } else if !in_handshake && link_id != sender_id {
-                // The node at this address changed its ID.
-                if let Some(node) = state.nodes.get_mut(&link_id) {
-                    node.flags |= flags::NOADDR;
-                    node.ip.clear();
-                    node.link_up = false;
-                }
-                state.dirty = true;
-                out.close_link = true;
-                return;
-            }
-        }
+    if !link.inbound && !outbound_identity(state, link, h, sender_id, out) {
+        return;
     }
     let known = state
         .nodes
@@ -357,18 +300,98 @@ fn on_ping(
     if let Some(node) = state.nodes.get_mut(&sender_id) {
         node.repl_offset = i64::try_from(h.offset).unwrap_or(i64::MAX);
     }
-    let serving = if msg::node_id(&h.primary).is_some() {
-        msg::node_id(&h.primary)
-    } else {
-        Some(sender_id)
-    };
     if msg::node_id(&h.primary).is_none() {
         claim_slots(state, sender_id, h.config_epoch, &h.slots, out);
     }
-    let _ = serving;
     if let Body::Ping(gossip) = &message.body {
         gossip_section(state, sender_id, gossip, now);
     }
+}
+
+/// This node's own address (from the link a MEET came on) and the
+/// sender's; a MEET from an unknown node adds it in handshake. Returns
+/// the sender's address.
+fn learn_addresses(
+    state: &mut ClusterState,
+    link: &LinkView,
+    h: &Header,
+    sender: Option<NodeId>,
+    now: i64,
+) -> String {
+    // A node learns its own address from the first link another node
+    // opened to it, as Redis does (unless `cluster-announce-ip` says).
+    let learn = h.kind == types::MEET || state.me().ip.is_empty();
+    if learn && !link.local_ip.is_empty() && state.me().ip != link.local_ip {
+        state.me_mut().ip = link.local_ip.clone();
+        state.dirty = true;
+    }
+    let sender_ip = if h.ip.is_empty() {
+        link.peer_ip.clone()
+    } else {
+        h.ip.clone()
+    };
+    if sender.is_none() && h.kind == types::MEET {
+        let mut node = Node::new(
+            NodeId::random(&mut fastrand::Rng::new()),
+            flags::HANDSHAKE,
+            &sender_ip,
+            h.port,
+            h.cport,
+            now,
+        );
+        node.pport = h.pport;
+        state.nodes.insert(node.id, node);
+        state.dirty = true;
+    }
+    sender_ip
+}
+
+/// On an outbound link: a PONG completes the handshake of the node the
+/// link was opened to (it gets its real ID), and a reply from another ID
+/// than the link's node means the address now belongs to another node.
+/// `false` when the link must close and the message go no further.
+fn outbound_identity(
+    state: &mut ClusterState,
+    link: &LinkView,
+    h: &Header,
+    sender_id: NodeId,
+    out: &mut Outgoing,
+) -> bool {
+    let Some(link_id) = link.node else {
+        return true;
+    };
+    let in_handshake = state
+        .nodes
+        .get(&link_id)
+        .is_some_and(|n| n.has(flags::HANDSHAKE));
+    if in_handshake && h.kind == types::PONG {
+        if state.nodes.contains_key(&sender_id) {
+            // Already known under its real ID: drop the stand-in.
+            state.forget(&link_id);
+            out.link_node = Some(sender_id);
+        } else if let Some(mut node) = state.nodes.remove(&link_id) {
+            node.id = sender_id;
+            node.flags &= !(flags::HANDSHAKE | flags::MEET);
+            node.flags |= if msg::node_id(&h.primary).is_some() {
+                flags::SLAVE
+            } else {
+                flags::MASTER
+            };
+            state.nodes.insert(sender_id, node);
+            out.link_node = Some(sender_id);
+            state.dirty = true;
+        }
+    } else if !in_handshake && link_id != sender_id {
+        if let Some(node) = state.nodes.get_mut(&link_id) {
+            node.flags |= flags::NOADDR;
+            node.ip.clear();
+            node.link_up = false;
+        }
+        state.dirty = true;
+        out.close_link = true;
+        return false;
+    }
+    true
 }
 
 /// The sender's address and role, as its header states them.
