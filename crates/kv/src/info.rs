@@ -26,8 +26,9 @@ const SECTIONS: [(&str, &str, bool, SectionWriter); 14] = [
     ("commandstats", "Commandstats", false, commandstats),
     ("errorstats", "Errorstats", true, errorstats),
     ("latencystats", "Latencystats", false, latencystats),
-    ("cluster", "Cluster", true, |_, out| {
-        out.push_str("cluster_enabled:0\r\n")
+    ("cluster", "Cluster", true, |state, out| {
+        let enabled = u8::from(state.cluster.is_some());
+        out.push_str(&format!("cluster_enabled:{enabled}\r\n"))
     }),
     ("keyspace", "Keyspace", true, keyspace),
 ];

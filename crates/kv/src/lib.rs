@@ -37,6 +37,7 @@
 
 pub mod aof;
 pub mod client_memory;
+pub mod cluster;
 pub mod cmdstats;
 pub mod commands;
 pub mod config;

@@ -206,6 +206,8 @@ pub struct State {
     pub instantaneous: crate::metrics::Instantaneous,
     /// ACL users and the ACL log.
     pub acl: crate::users::Acl,
+    /// The node table in cluster mode (`cluster-enabled yes`).
+    pub cluster: Option<std::sync::Arc<crate::cluster::Shared>>,
     /// Replication: IDs, offset, backlog, replicas, master link.
     pub repl: crate::server::repl::Repl,
 }
@@ -306,6 +308,7 @@ impl State {
             instantaneous: Default::default(),
             oom: Default::default(),
             acl: Default::default(),
+            cluster: None,
             repl: crate::server::repl::Repl::default(),
         }
     }

@@ -56,6 +56,10 @@ fn db_index(
 }
 
 pub(super) fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    // As Redis: in cluster mode only database 0 exists.
+    if ctx.state.cluster.is_some() && super::int_arg(args, 1)? != 0 {
+        return Err(Cow::Borrowed("ERR SELECT is not allowed in cluster mode"));
+    }
     let db = db_index(ctx, args, 1, errors::NOT_INTEGER)?;
     ctx.session.db = db;
     if let Some(info) = ctx.state.clients.get_mut(&ctx.session.id) {
@@ -188,14 +192,6 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// READONLY and READWRITE: cluster replica reads, which a server
-/// without cluster support refuses, as Redis's does.
-fn cluster_only(_ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    Err(Cow::Borrowed(
-        "ERR This instance has cluster support disabled",
-    ))
-}
-
 pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Cow::Borrowed(
@@ -219,7 +215,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Authenticates.", auth),
     cmd!("hello", -1, C | NOAUTH | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Handshakes and picks RESP2 or RESP3.", hello),
     cmd!("quit", -1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Closes the connection.", quit),
-    cmd!("readonly", 1, C | LOADING | STALE, K0, "cluster", "Enables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
-    cmd!("readwrite", 1, C | LOADING | STALE, K0, "cluster", "Disables read queries for a connection to a cluster replica node.", cluster_only).with_acl(acl::CONNECTION),
+    cmd!("readonly", 1, C | LOADING | STALE, K0, "cluster", "Enables read queries for a connection to a cluster replica node.", super::cluster_topology::readonly).with_acl(acl::CONNECTION),
+    cmd!("readwrite", 1, C | LOADING | STALE, K0, "cluster", "Disables read queries for a connection to a cluster replica node.", super::cluster_topology::readwrite).with_acl(acl::CONNECTION),
     cmd!("reset", 1, C | NOAUTH | NOQUEUE | ALLOW_BUSY | LOADING | NOSCRIPT | STALE, K0, "connection", "Resets the connection.", reset),
 ];

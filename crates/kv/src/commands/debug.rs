@@ -185,6 +185,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         (b"RELOAD", _) | (b"LOADAOF", 2) => reload(ctx, args),
         (b"POPULATE", 3..=5) => populate(ctx, args),
+        (b"CLUSTERLINK", 5) if args.get(2).eq_ignore_ascii_case(b"KILL") => {
+            super::cluster::debug_kill_link(ctx, args)
+        }
         (b"DIGEST", 2) => {
             let digest = super::digest::dataset_digest(&ctx.state.keyspace);
             ctx.reply.simple(&super::digest::hex(&digest));

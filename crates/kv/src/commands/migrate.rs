@@ -104,9 +104,16 @@ fn migrate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
     }
     encode_command(&mut request, &[b"SELECT", target_db.to_string().as_bytes()]);
+    // As Redis: a cluster node sends RESTORE-ASKING, which the target
+    // serves while it is importing the key's slot.
+    let restore_name: &[u8] = if ctx.state.cluster.is_some() {
+        b"RESTORE-ASKING"
+    } else {
+        b"RESTORE"
+    };
     for (at, payload, ttl) in &found {
         let ttl = ttl.to_string();
-        let mut restore: Vec<&[u8]> = vec![b"RESTORE", args.get(*at), ttl.as_bytes(), payload];
+        let mut restore: Vec<&[u8]> = vec![restore_name, args.get(*at), ttl.as_bytes(), payload];
         if plan.replace {
             restore.push(b"REPLACE");
         }

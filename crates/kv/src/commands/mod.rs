@@ -13,6 +13,7 @@ mod bits;
 mod blocking;
 mod client;
 mod cluster;
+mod cluster_topology;
 mod config;
 mod connection;
 mod debug;
@@ -60,6 +61,7 @@ use crate::types::Bytes;
 pub(crate) use acl_check::in_script as acl_script_check;
 pub(crate) use acl_check::permitted as acl_permitted;
 pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, PauseMode};
+pub use cluster::bump_epoch as bump_config_epoch;
 pub use connection::REDIS_VERSION;
 pub use functions::functions_record;
 pub use scripting::{
@@ -210,6 +212,10 @@ pub struct Session {
     /// `REPLCONF capa eof`: the replica reads the EOF-marker form, so its
     /// full sync may wait for more replicas (`repl-diskless-sync-delay`).
     pub capa_eof: bool,
+    /// ASKING: the next command may reach a slot being imported.
+    pub asking: bool,
+    /// READONLY: reads of the primary's slots are served by this replica.
+    pub readonly: bool,
     /// The connection to this server's master: its stream applies with
     /// no replies and no refusals for read-only or stale replicas.
     pub is_master: bool,
@@ -346,6 +352,52 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     notify::begin(ctx);
     execute_checked(ctx, args);
     notify::end(ctx);
+    // ASKING lasts one command (inside MULTI, until EXEC), as in Redis.
+    if ctx.session.asking
+        && ctx.session.multi.is_none()
+        && !args.get(0).eq_ignore_ascii_case(b"asking")
+    {
+        ctx.session.asking = false;
+    }
+}
+
+/// In cluster mode, the redirection or refusal of a command whose keys
+/// this node does not serve now (`cluster/route.rs`); `None` when it runs
+/// here. The master's stream and log replay are never redirected.
+fn cluster_refusal(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) -> Option<String> {
+    let shared = ctx.state.cluster.clone()?;
+    if ctx.session.is_master || ctx.session.is_replay || !crate::cluster::route::routed(spec) {
+        return None;
+    }
+    let queued;
+    let single = [*args];
+    let mut commands: Vec<Args<'_>> = Vec::new();
+    let list: &[Args<'_>] = if spec.name == "exec" {
+        let queue = ctx.session.multi.as_ref()?;
+        queued = crate::cluster::route::queue_args(queue);
+        commands.extend(queued.iter().map(|(buf, ranges)| Args::new(buf, ranges)));
+        &commands
+    } else {
+        &single
+    };
+    let settings = &ctx.state.config.cluster;
+    let query = crate::cluster::route::Query {
+        spec,
+        asking: ctx.session.asking,
+        readonly: ctx.session.readonly,
+        reads_when_down: settings.allow_reads_when_down,
+        shard_when_down: settings.allow_pubsubshard_when_down,
+    };
+    let state = shared.lock();
+    let keyspace = &mut ctx.state.keyspace;
+    let mut exists = |key: &[u8]| keyspace.contains(0, key);
+    let redirect = crate::cluster::route::route(&state, query, list, &mut exists).err()?;
+    let endpoint = |node: &crate::cluster::Node| {
+        cluster_topology::endpoint_for(&settings.preferred_endpoint, node)
+    };
+    Some(crate::cluster::route::error_text(
+        &redirect, &state, &endpoint,
+    ))
 }
 
 /// The body of [`execute`], between the Pub/Sub hooks.
@@ -387,6 +439,17 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             reject(ctx, Some(name), &text);
             return;
         }
+    }
+    if let Some(text) = cluster_refusal(ctx, spec, args) {
+        if spec.name == "exec" {
+            ctx.session.multi = None;
+            ctx.session.multi_error = false;
+            unwatch_all(&mut ctx.state.keyspace, ctx.session);
+        } else {
+            ctx.session.multi_error |= ctx.session.multi.is_some();
+        }
+        reject(ctx, Some(name), &text);
+        return;
     }
     // As Redis, eviction runs before each command a client sends, never
     // between the commands of a transaction: the DELs it logs go before

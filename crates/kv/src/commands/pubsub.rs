@@ -133,10 +133,19 @@ pub(super) fn punsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 fn publish_kind(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind) -> CmdResult {
-    // Messages reach the replicas' subscribers too (not the log).
-    if !ctx.session.is_replay {
-        let db = ctx.session.db;
-        ctx.state.repl.replicate_only.push((db, args.to_vec()));
+    // Messages reach the replicas' subscribers too (not the log): through
+    // the replication stream, or in a cluster, as Redis does, over the
+    // bus to every node (a sharded message: to its shard's nodes).
+    let replay = ctx.session.is_replay;
+    match ctx.state.cluster.clone() {
+        Some(shared) if !ctx.session.is_master && !replay => {
+            crate::cluster::publish(&shared, args.get(1), args.get(2), kind == Kind::Shard);
+        }
+        None if !replay => {
+            let db = ctx.session.db;
+            ctx.state.repl.replicate_only.push((db, args.to_vec()));
+        }
+        _ => {}
     }
     let state = &mut *ctx.state;
     let receivers = deliver(

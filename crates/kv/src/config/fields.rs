@@ -123,7 +123,10 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "repl-diskless-sync-max-replicas" => config.repl_diskless_sync_max_replicas = number(text),
         "min-replicas-to-write" => config.min_replicas_to_write = number(text),
         "min-replicas-max-lag" => config.min_replicas_max_lag_s = number(text),
-        _ => return crate::tls::store(&mut config.tls, name, text),
+        _ => {
+            return crate::tls::store(&mut config.tls, name, text)
+                || crate::cluster::settings::store(&mut config.cluster, name, text)
+        }
     }
     true
 }
@@ -212,6 +215,9 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "repl-diskless-sync-max-replicas" => config.repl_diskless_sync_max_replicas.to_string(),
         "min-replicas-to-write" => config.min_replicas_to_write.to_string(),
         "min-replicas-max-lag" => config.min_replicas_max_lag_s.to_string(),
-        _ => return crate::tls::show(&config.tls, name),
+        _ => {
+            return crate::tls::show(&config.tls, name)
+                .or_else(|| crate::cluster::settings::show(&config.cluster, name))
+        }
     })
 }

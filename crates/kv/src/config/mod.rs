@@ -226,6 +226,8 @@ pub struct Config {
     pub timeout_s: u64,
     /// The `tls-*` directives and the context built from them.
     pub tls: crate::tls::Settings,
+    /// The `cluster-*` directives.
+    pub cluster: crate::cluster::Settings,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
     /// Memory all clients may hold before the largest are closed
@@ -378,6 +380,7 @@ impl Default for Config {
             timeout_s: 0,
             renamed_commands: Vec::new(),
             tls: Default::default(),
+            cluster: Default::default(),
             maxmemory_bytes: 0,
             maxmemory_clients: 0,
             proto_max_bulk_len_bytes: 0,

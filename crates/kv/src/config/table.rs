@@ -158,7 +158,7 @@ const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated", "wbuf"];
 // Why directives have no effect in Ferrite, by subject.
 const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
 const REPL: &str = "not implemented by Ferrite's replication (docs/replication.md)";
-const CLUSTER: &str = "Ferrite runs standalone, never in cluster mode";
+const CLUSTER: &str = "not implemented by Ferrite's cluster (docs/cluster.md)";
 const TLS: &str = "Ferrite's outgoing connections (the link to a master) are plain TCP; TLS is served to clients and replicas on `tls-port`";
 const ENCODING: &str = "Ferrite's value encodings do not depend on size thresholds";
 const ALLOCATOR: &str = "Ferrite uses the system allocator: no jemalloc, no active defragmentation";
@@ -363,23 +363,23 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("min-replicas-to-write", Some("min-slaves-to-write"), num(0, I32_MAX), "0", 0, Acts, "Replicas needed to accept writes."),
     d!("min-replicas-max-lag", Some("min-slaves-max-lag"), num(0, I32_MAX), "10", 0, Acts, "Lag of a replica counted as good."),
     // Cluster.
-    d!("cluster-enabled", None, Bool, "no", IMMUTABLE, No(CLUSTER), "Run as a cluster node."),
-    d!("cluster-config-file", None, Text, "nodes.conf", IMMUTABLE, No(CLUSTER), "The node's cluster state file."),
-    d!("cluster-node-timeout", None, num(0, I64_MAX), "15000", 0, No(CLUSTER), "Milliseconds before a node is failing."),
-    d!("cluster-port", None, num(0, 65535), "0", IMMUTABLE, No(CLUSTER), "Cluster bus port."),
-    d!("cluster-announce-ip", None, Text, "", 0, No(CLUSTER), "Address announced to the cluster."),
-    d!("cluster-announce-hostname", None, Text, "", 0, No(CLUSTER), "Host name announced to the cluster."),
-    d!("cluster-announce-port", None, num(0, 65535), "0", 0, No(CLUSTER), "Client port announced."),
-    d!("cluster-announce-bus-port", None, num(0, 65535), "0", 0, No(CLUSTER), "Bus port announced."),
+    d!("cluster-enabled", None, Bool, "no", IMMUTABLE, Acts, "Run as a cluster node."),
+    d!("cluster-config-file", None, Text, "nodes.conf", IMMUTABLE, Acts, "The node's cluster state file."),
+    d!("cluster-node-timeout", None, num(0, I64_MAX), "15000", 0, Acts, "Milliseconds before a node is failing."),
+    d!("cluster-port", None, num(0, 65535), "0", IMMUTABLE, Acts, "Cluster bus port."),
+    d!("cluster-announce-ip", None, Text, "", 0, Acts, "Address announced to the cluster."),
+    d!("cluster-announce-hostname", None, Text, "", 0, Acts, "Host name announced to the cluster."),
+    d!("cluster-announce-port", None, num(0, 65535), "0", 0, Acts, "Client port announced."),
+    d!("cluster-announce-bus-port", None, num(0, 65535), "0", 0, Acts, "Bus port announced."),
     d!("cluster-announce-tls-port", None, num(0, 65535), "0", 0, No(CLUSTER), "TLS port announced."),
-    d!("cluster-preferred-endpoint-type", None, Enum(ENDPOINT_TYPE), "ip", 0, No(CLUSTER), "Endpoint shown in redirections."),
+    d!("cluster-preferred-endpoint-type", None, Enum(ENDPOINT_TYPE), "ip", 0, Acts, "Endpoint shown in redirections."),
     d!("cluster-replica-validity-factor", Some("cluster-slave-validity-factor"), num(0, I32_MAX), "10", 0, No(CLUSTER), "How stale a replica may be to fail over."),
-    d!("cluster-replica-no-failover", Some("cluster-slave-no-failover"), Bool, "no", 0, No(CLUSTER), "Never fail over automatically."),
+    d!("cluster-replica-no-failover", Some("cluster-slave-no-failover"), Bool, "no", 0, Acts, "Never fail over automatically."),
     d!("cluster-migration-barrier", None, num(0, I32_MAX), "1", 0, No(CLUSTER), "Replicas a master keeps before one migrates."),
     d!("cluster-allow-replica-migration", None, Bool, "yes", 0, No(CLUSTER), "Let replicas migrate."),
-    d!("cluster-require-full-coverage", None, Bool, "yes", 0, No(CLUSTER), "Stop when a slot is uncovered."),
-    d!("cluster-allow-reads-when-down", None, Bool, "no", 0, No(CLUSTER), "Serve reads while the cluster is down."),
-    d!("cluster-allow-pubsubshard-when-down", None, Bool, "yes", 0, No(CLUSTER), "Serve shard channels while down."),
+    d!("cluster-require-full-coverage", None, Bool, "yes", 0, Acts, "Stop when a slot is uncovered."),
+    d!("cluster-allow-reads-when-down", None, Bool, "no", 0, Acts, "Serve reads while the cluster is down."),
+    d!("cluster-allow-pubsubshard-when-down", None, Bool, "yes", 0, Acts, "Serve shard channels while down."),
     d!("cluster-link-sendbuf-limit", None, memory(0, U64_MAX, false), "0", 0, No(CLUSTER), "Send buffer limit of cluster links."),
     // TLS.
     d!("tls-port", None, num(0, 65535), "0", 0, Acts, "TLS port, beside `port` (0: none). Both may be set; `port 0` with a `tls-port` listens on TLS only."),

@@ -10,6 +10,7 @@ impl Server {
     /// Housekeeping `hz` times a second: active expiry, the everysec sync,
     /// memory figures, CONFIG SET changes that the log must see.
     pub(super) fn timer(&mut self) {
+        crate::cluster::tick(&mut self.state);
         self.state.keyspace.now_ms = unix_ms();
         let state = &mut self.state;
         state.instantaneous.tick(&state.stats, Instant::now());

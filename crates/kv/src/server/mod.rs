@@ -235,6 +235,10 @@ impl Server {
             .and_then(|l| l.local_addr().ok())
             .map_or(state.config.port, |a| a.port());
         let stop = Arc::new(AtomicBool::new(false));
+        crate::cluster::start(&mut state, Arc::clone(&waker)).map_err(|reason| Error::Config {
+            origin: "cluster".into(),
+            reason,
+        })?;
         master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
@@ -342,6 +346,7 @@ impl Server {
             for index in std::mem::take(&mut self.reread) {
                 self.read_and_run(index);
             }
+            crate::cluster::deliver_published(&mut self.state);
             self.blocking_tick();
             self.state.note_peak_memory();
             self.count_replica_output();
@@ -364,6 +369,9 @@ impl Server {
                 self.state.stats.event_loop_moves += 1;
             }
             self.before_sleep();
+        }
+        if let Some(cluster) = &self.state.cluster {
+            cluster.stop.store(true, Ordering::SeqCst);
         }
         tracing::info!("shutting down: flushing the log");
         if let Some(rewriter) = &mut self.rewriter {
