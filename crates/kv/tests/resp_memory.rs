@@ -212,22 +212,29 @@ fn memory_usage_rounds_to_size_classes() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    // A slot (46 bytes) and the string's block: 16 bytes of counts and
-    // length with the bytes, rounded to jemalloc's class.
+    // An entry (53 bytes: the entry, its vector's spare room and its
+    // position in its chunk's table) and the string's block: 16 bytes of
+    // counts and length with the bytes, rounded to jemalloc's class.
     c.check(&resp(&["SET", "k", "bar"]), b"+OK\r\n");
-    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":78\r\n");
+    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":85\r\n");
     let big = "A".repeat(100_000);
     c.check(&resp(&["SET", "k", &big]), b"+OK\r\n");
-    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":114734\r\n");
+    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":114741\r\n");
     // Redis's "trim on SET with big value": a 33,000-byte value counts
     // its 40 KiB class, whatever buffer the larger one left.
     let smaller = "A".repeat(33_000);
     c.check(&resp(&["SET", "k", &smaller]), b"+OK\r\n");
-    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":41006\r\n");
+    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":41013\r\n");
+    // A 1 KiB string keeps its bytes in a block of their own (1024)
+    // beside a 32-byte one: with the 16-byte header inline it would take
+    // the 1280-byte class.
+    let kib = "B".repeat(1024);
+    c.check(&resp(&["SET", "k", &kib]), b"+OK\r\n");
+    c.check(&resp(&["MEMORY", "USAGE", "k"]), b":1109\r\n");
     // A key longer than 19 bytes has its own block.
     let long = "L".repeat(30);
     c.check(&resp(&["SET", &long, "bar"]), b"+OK\r\n");
-    c.check(&resp(&["MEMORY", "USAGE", &long]), b":110\r\n");
+    c.check(&resp(&["MEMORY", "USAGE", &long]), b":117\r\n");
     c.check(&resp(&["MEMORY", "USAGE", "nokey"]), b"$-1\r\n");
     c.check(
         &resp(&["MEMORY", "USAGE", "k", "SAMPLES", "-1"]),

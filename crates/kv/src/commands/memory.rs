@@ -62,8 +62,14 @@ fn scaled(count: usize, sample: impl Iterator<Item = usize>, samples: usize) -> 
 pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
     let element = |e: &Bytes| arc(e.len());
     match value {
-        // The length is kept in the allocation, after the count.
-        Value::Str(s) => usable_size(ARC_HEADER + s.len()),
+        // One block (counts, length, bytes) or two (counts and pointer;
+        // the bytes), whichever the string was laid out in.
+        Value::Str(s) => s
+            .block_requests()
+            .into_iter()
+            .filter(|&b| b > 0)
+            .map(usable_size)
+            .sum(),
         Value::List(l) => {
             arc(size_of::<ListValue>())
                 + usable_size(l.capacity() * size_of::<Bytes>())

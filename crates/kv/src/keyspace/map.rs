@@ -34,9 +34,7 @@
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
-use hashbrown::hash_table::Entry as TableEntry;
-use hashbrown::HashTable;
-
+use super::chunk::{Chunk, ENTRY_BYTES};
 use crate::types::{arc_counts, Value};
 
 /// Longest key kept inside its entry; longer ones get a boxed copy. 19
@@ -127,20 +125,10 @@ impl Key {
     }
 }
 
-/// One key and its value: a table slot.
-#[derive(Clone, Debug)]
-struct Entry {
-    key: Key,
-    value: Value,
-}
-
-const _: () = assert!(std::mem::size_of::<Entry>() == 40);
-
-/// Estimated heap bytes of one entry: its slot and control byte at a load
-/// of 7/8.
-pub const ENTRY_BYTES_ESTIMATE: i64 = (std::mem::size_of::<Entry>() as i64 + 1) * 8 / 7;
-
-type Chunk = HashTable<Entry>;
+/// Estimated heap bytes of one entry: the entry, the spare room of its
+/// chunk's vector, and its position in the chunk's table
+/// (`keyspace/chunk.rs`).
+pub const ENTRY_BYTES_ESTIMATE: i64 = ENTRY_BYTES;
 
 /// Key → value, with the `HashMap` operations the keyspace uses.
 #[derive(Default)]
@@ -217,7 +205,7 @@ impl KeyMap {
         self.chunks
             .get(chunk_of(hash))?
             .as_ref()?
-            .find(hash, |e| e.key.as_bytes() == key)
+            .find(hash, key)
             .map(|e| &e.value)
     }
 
@@ -281,7 +269,7 @@ impl KeyMap {
         }
         let hash = self.hash(key);
         self.chunk_mut(hash)
-            .find_mut(hash, |e| e.key.as_bytes() == key)
+            .find_mut(hash, key)
             .map(|e| &mut e.value)
     }
 
@@ -290,24 +278,11 @@ impl KeyMap {
         let key = key.as_ref();
         let hash = self.hash(key);
         let hasher = self.hasher.clone();
-        let chunk = self.chunk_mut(hash);
-        match chunk.entry(
-            hash,
-            |e| e.key.as_bytes() == key,
-            |e| hasher.hash_one(e.key.as_bytes()),
-        ) {
-            TableEntry::Occupied(mut slot) => {
-                Some(std::mem::replace(&mut slot.get_mut().value, value))
-            }
-            TableEntry::Vacant(slot) => {
-                slot.insert(Entry {
-                    key: Key::new(key),
-                    value,
-                });
-                self.len += 1;
-                None
-            }
+        let replaced = self.chunk_mut(hash).insert(hash, key, value, &hasher);
+        if replaced.is_none() {
+            self.len += 1;
         }
+        replaced
     }
 
     /// The access clock of `key` (`keyspace/access.rs`).
@@ -316,7 +291,7 @@ impl KeyMap {
         self.chunks
             .get(chunk_of(hash))?
             .as_ref()?
-            .find(hash, |e| e.key.as_bytes() == key)
+            .find(hash, key)
             .map(|e| e.key.clock())
     }
 
@@ -332,7 +307,7 @@ impl KeyMap {
         let Some(chunk) = Arc::get_mut(chunk) else {
             return false;
         };
-        match chunk.find_mut(hash, |e| e.key.as_bytes() == key) {
+        match chunk.find_mut(hash, key) {
             Some(entry) => {
                 let next = update(entry.key.clock());
                 entry.key.set_clock(next);
@@ -348,11 +323,10 @@ impl KeyMap {
     pub fn get_touch(&mut self, key: &[u8], update: impl FnOnce(u32) -> u32) -> Option<&Value> {
         let hash = self.hash(key);
         let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
-        let eq = |e: &Entry| e.key.as_bytes() == key;
         if Arc::get_mut(slot).is_none() {
-            return slot.find(hash, eq).map(|e| &e.value);
+            return slot.find(hash, key).map(|e| &e.value);
         }
-        let entry = Arc::get_mut(slot)?.find_mut(hash, eq)?;
+        let entry = Arc::get_mut(slot)?.find_mut(hash, key)?;
         entry.key.set_clock(update(entry.key.clock()));
         Some(&entry.value)
     }
@@ -367,7 +341,7 @@ impl KeyMap {
     ) -> Option<&mut Value> {
         let hash = self.hash(key);
         let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
-        let entry = Arc::make_mut(slot).find_mut(hash, |e| e.key.as_bytes() == key)?;
+        let entry = Arc::make_mut(slot).find_mut(hash, key)?;
         entry.key.set_clock(update(entry.key.clock()));
         Some(&mut entry.value)
     }
@@ -378,9 +352,8 @@ impl KeyMap {
             return None;
         }
         let hash = self.hash(key);
-        let chunk = self.chunk_mut(hash);
-        let slot = chunk.find_entry(hash, |e| e.key.as_bytes() == key).ok()?;
-        let value = slot.remove().0.value;
+        let hasher = self.hasher.clone();
+        let value = self.chunk_mut(hash).remove(hash, key, &hasher)?.value;
         self.len -= 1;
         Some(value)
     }
@@ -414,10 +387,9 @@ impl KeyMap {
         let Some(chunk) = Arc::get_mut(chunk) else {
             return false;
         };
-        let Ok(slot) = chunk.find_entry(hash, |e| e.key.as_bytes() == key) else {
+        if chunk.remove(hash, key, &self.hasher).is_none() {
             return false;
-        };
-        slot.remove();
+        }
         self.len -= 1;
         true
     }
@@ -445,7 +417,7 @@ impl KeyMap {
     pub fn prefetch_entries(&self) {
         for chunk in self.chunks.iter().flatten() {
             if let Some(entry) = chunk.iter().next() {
-                ferrite_host::hint::prefetch(entry as *const Entry);
+                ferrite_host::hint::prefetch(std::ptr::from_ref(entry));
             }
         }
     }

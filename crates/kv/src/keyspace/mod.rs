@@ -16,6 +16,7 @@
 
 pub mod access;
 mod capture;
+mod chunk;
 pub mod events;
 pub mod evict;
 pub mod glob;

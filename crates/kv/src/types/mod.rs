@@ -6,6 +6,7 @@ pub mod hll;
 pub mod long_double;
 pub mod number;
 pub mod stream;
+mod string;
 pub mod zset;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -13,6 +14,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 pub use stream::Stream;
+pub(crate) use string::jemalloc_class;
+pub use string::Str;
 pub use zset::{LexBound, ScoreBound, ZSet};
 
 /// Keys, members, fields and string values: immutable, shared byte
@@ -71,86 +74,6 @@ pub type HashValue = HashMap<Bytes, Bytes>;
 pub type ListValue = VecDeque<Bytes>;
 /// A set's members.
 pub type SetValue = HashSet<Bytes>;
-
-/// A string value: immutable, shared, and one word wide. The length lives
-/// in the allocation next to the reference count, so [`Value`] is two
-/// words and a keyspace slot five (a [`Bytes`] would make them three and
-/// six: at a million 100-byte values that is about 13 MB of slots, 6% of
-/// the server's memory). Cloning is a reference-count increment, as for
-/// [`Bytes`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct Str(triomphe::ThinArc<(), u8>);
-
-impl Str {
-    /// Copies `data` into a new string.
-    pub fn new(data: &[u8]) -> Str {
-        Str(triomphe::ThinArc::from_header_and_slice((), data))
-    }
-
-    /// Runs `change` on the bytes in place when no one else holds this
-    /// string (no rewrite snapshot, no other clone); `false`, and nothing
-    /// done, otherwise. Lets SETBIT and BITFIELD change a large bitmap
-    /// without copying it.
-    pub fn change_in_place(&mut self, change: impl FnOnce(&mut [u8])) -> bool {
-        self.0
-            .with_arc_mut(|arc| match triomphe::Arc::get_mut(arc) {
-                Some(unique) => {
-                    change(unique.slice_mut());
-                    true
-                }
-                None => false,
-            })
-    }
-
-    /// Where the string's allocation starts (the reference count, then the
-    /// length and the bytes), for [`Value::prefetch`]; reads no memory.
-    fn heap_addr(&self) -> *const u8 {
-        self.0.heap_ptr().cast()
-    }
-}
-
-impl Deref for Str {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0.slice
-    }
-}
-
-impl AsRef<[u8]> for Str {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
-impl Default for Str {
-    fn default() -> Str {
-        Str::new(&[])
-    }
-}
-
-impl std::fmt::Debug for Str {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        <[u8] as std::fmt::Debug>::fmt(self, f)
-    }
-}
-
-impl From<&[u8]> for Str {
-    fn from(data: &[u8]) -> Str {
-        Str::new(data)
-    }
-}
-
-impl From<Vec<u8>> for Str {
-    fn from(data: Vec<u8>) -> Str {
-        Str::new(&data)
-    }
-}
-
-impl<const N: usize> From<&[u8; N]> for Str {
-    fn from(data: &[u8; N]) -> Str {
-        Str::new(data)
-    }
-}
 
 /// The value at a key. Collections are behind one pointer, and strings are
 /// thin, so the enum is two words.
@@ -237,13 +160,23 @@ impl Value {
     /// read once (`prefetchnta`: kept out of the outer caches where the
     /// CPU allows). A value of a few hundred bytes to a few KiB is a run
     /// of lines too short for the hardware prefetcher to ramp up on;
-    /// longer ones it streams. Reads the string's length, so call it once
-    /// that line is likely in the cache.
+    /// longer ones it streams. Reads the string's length (and, for a
+    /// string whose bytes have a block of their own, where that block
+    /// is), so call it once the first line is likely in the cache.
     pub fn prefetch_rest_once(&self, limit: usize) {
         if let Value::Str(s) = self {
-            let end = s.as_ptr().wrapping_add(s.len().min(limit));
-            for line in lines_after_two(s.heap_addr() as usize, end as usize) {
-                ferrite_host::hint::prefetch_once(line as *const u8);
+            let end = s.as_ptr().wrapping_add(s.len().min(limit)) as usize;
+            if s.is_thin() {
+                for line in lines_after_two(s.heap_addr() as usize, end) {
+                    ferrite_host::hint::prefetch_once(line as *const u8);
+                }
+            } else {
+                // The two lines [`Value::prefetch`] loaded were the small
+                // first block's: every line of the bytes is still to load.
+                let start = s.as_ptr() as usize;
+                for line in (start - start % 64..end).step_by(64) {
+                    ferrite_host::hint::prefetch_once(line as *const u8);
+                }
             }
         }
     }
