@@ -315,9 +315,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) -> CmdResult {
             read_only: flags::read_only(fflags, ro),
             allow_oom: fflags & flags::ALLOW_OOM != 0,
         };
-        let status = run::status(ctx, false, &name, args);
+        let status = run::status(ctx, false, &name);
         Ok(run::run_script(
-            lua, ctx, function, call_args, &name, limits, status,
+            lua, ctx, function, call_args, &name, limits, status, args,
         ))
     });
     match outcome {

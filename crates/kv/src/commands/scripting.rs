@@ -126,14 +126,14 @@ pub(super) fn command_flags(
     let script_flags = match spec.name {
         "eval" | "eval_ro" => {
             let sha = engine::sha1_hex(args.get(1));
-            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+            engine::with_lua(|lua| Ok(engine::cached_flags_opt(lua, &sha)))
                 .ok()
                 .flatten()
                 .or_else(|| flags::shebang(args.get(1)).ok().map(|(f, _)| f))
         }
         "evalsha" | "evalsha_ro" if args.get(1).len() == 40 => {
-            let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
-            engine::with_lua(|lua| engine::cached_flags_opt(lua, &sha))
+            let sha = lowercase_sha(args.get(1));
+            engine::with_lua(|lua| Ok(engine::cached_flags_opt(lua, &sha)))
                 .ok()
                 .flatten()
         }
@@ -173,6 +173,14 @@ pub(super) fn declared_keys() -> Option<Vec<Bytes>> {
 
 const NOSCRIPT_TEXT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
+/// A SHA1 as the cache names it (lowercase), borrowed when it already is.
+fn lowercase_sha(given: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(given) {
+        Ok(text) if !text.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Borrowed(text),
+        _ => Cow::Owned(String::from_utf8_lossy(given).to_ascii_lowercase()),
+    }
+}
+
 fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: bool) -> CmdResult {
     // EVAL is marked skip-monitor so that it is shown here, before the
     // commands the script runs, as Redis shows it.
@@ -181,28 +189,35 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
     let outcome = engine::with_lua(|lua| {
         let sha = match source {
             Source::Body => match engine::load(lua, args.get(1)) {
-                Ok(sha) => sha,
+                Ok(sha) => Cow::Owned(sha),
                 Err(text) => return Ok(Err(text)),
             },
-            Source::Sha => String::from_utf8_lossy(args.get(1)).to_ascii_lowercase(),
+            Source::Sha => lowercase_sha(args.get(1)),
         };
-        let Some(function) = engine::cached(lua, &sha)? else {
+        let Some((function, script_flags)) = engine::cached(lua, &sha)? else {
             return Ok(Err(NOSCRIPT_TEXT.to_string()));
         };
-        let script_flags = engine::cached_flags(lua, &sha)?;
         if let Err(text) = flags::check_start(ctx, script_flags, read_only) {
             return Ok(Err(text));
         }
         engine::set_arguments(lua, &keys, &argv)?;
-        DECLARED.with(|d| *d.borrow_mut() = keys.iter().map(|&k| k.into()).collect());
+        // Only a tracking client's reads need the declared keys (`notify.rs`).
+        let tracking = (ctx.state.pubsub.tracking.clients).contains_key(&ctx.session.id);
+        DECLARED.with(|d| {
+            let mut declared = d.borrow_mut();
+            declared.clear();
+            if tracking {
+                declared.extend(keys.iter().map(|&k| Bytes::from(k)));
+            }
+        });
         let limits = run::Limits {
             read_only: flags::read_only(script_flags, read_only),
             allow_oom: script_flags & (flags::COMPAT | flags::ALLOW_OOM) == flags::ALLOW_OOM,
         };
-        let status = run::status(ctx, true, &sha, args);
+        let status = run::status(ctx, true, &sha);
         let none = mlua::MultiValue::new();
         Ok(run::run_script(
-            lua, ctx, function, none, &sha, limits, status,
+            lua, ctx, function, none, &sha, limits, status, args,
         ))
     });
     match outcome {
@@ -231,9 +246,10 @@ fn script_exists(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
     let found = engine::with_lua(|lua| {
-        shas.iter()
+        Ok(shas
+            .iter()
             .map(|sha| engine::exists(lua, sha))
-            .collect::<mlua::Result<Vec<bool>>>()
+            .collect::<Vec<bool>>())
     })
     .map_err(|e| Cow::Owned(format!("ERR {e}")))?;
     ctx.reply.array(found.len());

@@ -1,11 +1,8 @@
-//! The `redis` table scripts see: `call` and `pcall` (through a dispatcher
-//! the running EVAL installs for the length of the script), the reply
-//! helpers, `sha1hex`, `log` and the replication constants.
+//! The `redis` table scripts see: `call` and `pcall` (bound by each run
+//! to its caller, `run.rs`), the reply helpers, `sha1hex`, `log` and the
+//! replication constants.
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
-
-/// Registry name of the dispatcher the running script's commands go to.
-pub const DISPATCH: &str = "ferrite.dispatch";
 
 /// The error `redis.call` raises for a failed command: its reply text,
 /// which the script's error handler reports as it is, and whether
@@ -27,73 +24,32 @@ impl CallFailure {
     }
 }
 
-/// Runs the script's command through the running EVAL's dispatcher,
-/// which answers `(ok, value)`.
-fn dispatch<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<(bool, Value<'lua>)> {
-    dispatch_marked(lua, args, false)
-}
-
-/// [`dispatch`]; with `acl_check`, the dispatcher only answers whether
-/// the user may run the command (`redis.acl_check_cmd`).
-fn dispatch_marked<'lua>(
-    lua: &'lua Lua,
-    args: MultiValue<'lua>,
-    acl_check: bool,
-) -> mlua::Result<(bool, Value<'lua>)> {
-    let running: Function = match lua.named_registry_value(DISPATCH) {
-        Ok(f) => f,
-        Err(_) if acl_check => {
-            return Err(mlua::Error::external(CallFailure::uncounted(
-                "ERR redis.acl_check_cmd can only be called inside a script invocation".into(),
-            )))
-        }
-        Err(e) => return Err(e),
-    };
-    // In one table: pushing thousands of arguments again would overflow
-    // the C stack a Lua 5.1 callback may use (`unpack` of 8000 values).
-    // `n` keeps the count, nils included.
-    let n = args.len();
-    let packed = lua.create_table_with_capacity(n, 1)?;
-    for (i, value) in args.into_iter().enumerate() {
-        packed.raw_set(i + 1, value)?;
-    }
-    packed.raw_set("n", n)?;
-    if acl_check {
-        packed.raw_set("acl_check", true)?;
-    }
-    running.call::<_, (bool, Value)>(packed)
-}
-
-/// A dispatcher's answer as `redis.call` gives it: the value, or its
-/// `{err=...}` raised as the error.
-fn raise(answer: (bool, Value<'_>)) -> mlua::Result<Value<'_>> {
-    match answer {
-        (true, value) => Ok(value),
-        (false, value) => {
-            let (text, counted) = match &value {
-                Value::Table(t) => (
-                    t.raw_get::<_, String>("err").unwrap_or_default(),
-                    super::convert::counted(t),
-                ),
-                _ => (String::new(), false),
-            };
-            Err(mlua::Error::external(CallFailure(text, counted)))
-        }
-    }
+/// What `call` and `pcall` are until a run binds them: no script runs,
+/// so nothing can call them; if something did, it gets an error.
+fn unbound(lua: &Lua) -> mlua::Result<Function<'_>> {
+    lua.create_function(|_, _: MultiValue| -> mlua::Result<()> {
+        Err(mlua::Error::external(CallFailure::uncounted(
+            "ERR redis.call can only be called inside a script invocation".into(),
+        )))
+    })
 }
 
 /// Builds the `redis` table.
 pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     let redis = lua.create_table()?;
-    // Both are C functions, so the script's frame stays on the stack
-    // (even for `return redis.call(...)`) for the error handler to name
-    // the line.
-    let call = lua.create_function(|lua, args: MultiValue| raise(dispatch(lua, args)?))?;
-    redis.raw_set("call", call)?;
-    let pcall = lua.create_function(|lua, args: MultiValue| Ok(dispatch(lua, args)?.1))?;
-    redis.raw_set("pcall", pcall)?;
-    let acl_check =
-        lua.create_function(|lua, args: MultiValue| raise(dispatch_marked(lua, args, true)?))?;
+    // `call` and `pcall` are C functions, so the script's frame stays on
+    // the stack (even for `return redis.call(...)`) for the error handler
+    // to name the line; each run puts its own there (`run.rs`).
+    redis.raw_set("call", unbound(lua)?)?;
+    redis.raw_set("pcall", unbound(lua)?)?;
+    let acl_check = lua.create_function(|lua, args: MultiValue| {
+        if !super::running() {
+            return Err(mlua::Error::external(CallFailure::uncounted(
+                "ERR redis.acl_check_cmd can only be called inside a script invocation".into(),
+            )));
+        }
+        super::run::acl_check(lua, args)
+    })?;
     redis.raw_set("acl_check_cmd", acl_check)?;
     redis.raw_set(
         "sha1hex",

@@ -3,19 +3,14 @@
 //! sandbox the scripts run in, and how a script's failure is worded.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value};
 
-/// Registry name of the table from SHA1 to compiled script.
-const SCRIPTS: &str = "ferrite.scripts";
-/// Registry name of the table from SHA1 to the script's flags.
-const SCRIPT_FLAGS: &str = "ferrite.script_flags";
 /// Registry name of the table the scripts' globals are read from.
 pub const BASE: &str = "ferrite.base";
 /// Registry name of the read-only proxy each script runs with as `_G`.
 const ENV: &str = "ferrite.env";
-/// Registry name of the error handler given to `xpcall`.
-const HANDLER: &str = "ferrite.handler";
 /// The chunk name every script is compiled under, as Redis names it.
 pub const CHUNK: &str = "@user_script";
 /// The chunk name of function libraries (FUNCTION LOAD).
@@ -46,13 +41,18 @@ local redis = rawget(base, "redis")
 rawset(base, "redis", raw_setmetatable({}, {
   __index = redis, __newindex = readonly, __metatable = ro_meta,
 }))
-local env = {}
-raw_setmetatable(env, {
+-- A name the scripts read is looked up through two tables (the proxy,
+-- then `base`) without calling any Lua function; only a name `base` does
+-- not hold reaches `missing`, which the VM calls from the script's own
+-- frame, so level 2 is the script's line.
+raw_setmetatable(base, {
   __index = function(_, name)
-    local value = rawget(base, name)
-    if value ~= nil then return value end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
+})
+local env = {}
+raw_setmetatable(env, {
+  __index = base,
   __newindex = readonly,
   __metatable = ro_meta,
 })
@@ -121,8 +121,62 @@ pub fn reset() {
     clear_slot(&LUA);
 }
 
-/// A fresh interpreter with the libraries Redis offers scripts.
+/// What every run reaches without a lookup by name: registry references
+/// made once per interpreter (its app data).
+pub struct Handles {
+    /// The `redis` table itself, whose `call` and `pcall` each run binds
+    /// (`run.rs`).
+    pub redis_api: RegistryKey,
+    /// The error handler given to `xpcall`.
+    handler: RegistryKey,
+    /// Lua's own `xpcall`.
+    xpcall: RegistryKey,
+    /// Wraps a function and its two arguments in a closure without
+    /// arguments, for Lua 5.1's `xpcall`, which passes none.
+    apply: RegistryKey,
+}
+
+/// EVAL's interpreter only (its app data): the script cache, and the
+/// `KEYS` and `ARGV` tables, refilled for every script rather than made
+/// anew. Redis makes new ones; reusing them cannot be told apart, as a
+/// script has nowhere to keep a reference to them from one run to the
+/// next (the globals and the libraries are read-only).
+struct EvalState {
+    /// Lowercase SHA1 to compiled script.
+    scripts: HashMap<String, Cached>,
+    keys: RegistryKey,
+    argv: RegistryKey,
+}
+
+/// A cached script: its compiled function and its shebang flags.
+struct Cached {
+    function: RegistryKey,
+    flags: u32,
+}
+
+/// A fresh EVAL interpreter: [`new_interpreter`], an empty cache and
+/// `KEYS` and `ARGV`.
 pub fn new_state() -> mlua::Result<Lua> {
+    let lua = new_interpreter()?;
+    let state = {
+        let base: Table = lua.named_registry_value(BASE)?;
+        let keys = lua.create_table()?;
+        let argv = lua.create_table()?;
+        base.raw_set("KEYS", keys.clone())?;
+        base.raw_set("ARGV", argv.clone())?;
+        EvalState {
+            scripts: HashMap::new(),
+            keys: lua.create_registry_value(keys)?,
+            argv: lua.create_registry_value(argv)?,
+        }
+    };
+    lua.set_app_data(state);
+    Ok(lua)
+}
+
+/// An interpreter with the libraries Redis offers scripts and the
+/// sandbox, for EVAL or for functions.
+pub fn new_interpreter() -> mlua::Result<Lua> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
@@ -154,13 +208,30 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     let (env, ro_meta, redis): (Table, Table, Table) =
         lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
     lua.set_named_registry_value(RO_META, ro_meta)?;
-    lua.set_named_registry_value(REDIS_API, redis)?;
+    lua.set_named_registry_value(REDIS_API, redis.clone())?;
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
-    lua.set_named_registry_value(SCRIPTS, lua.create_table()?)?;
-    lua.set_named_registry_value(SCRIPT_FLAGS, lua.create_table()?)?;
-    lua.set_named_registry_value(HANDLER, lua.create_function(error_handler)?)?;
+    let apply = lua
+        .load("local f, a, b = ... return function() return f(a, b) end")
+        .set_name("=apply")
+        .into_function()?;
+    let xpcall: Function = lua.globals().raw_get("xpcall")?;
+    let handles = Handles {
+        redis_api: lua.create_registry_value(redis)?,
+        handler: lua.create_registry_value(lua.create_function(error_handler)?)?,
+        xpcall: lua.create_registry_value(xpcall)?,
+        apply: lua.create_registry_value(apply)?,
+    };
+    lua.set_app_data(handles);
     Ok(())
+}
+
+/// The `redis` table of `lua`.
+pub fn redis_api(lua: &Lua) -> mlua::Result<Table<'_>> {
+    let handles = lua
+        .app_data_ref::<Handles>()
+        .ok_or_else(|| mlua::Error::runtime("no interpreter handles"))?;
+    lua.registry_value(&handles.redis_api)
 }
 
 /// The scripts in this thread's cache and its interpreter's memory in
@@ -178,8 +249,8 @@ pub fn cache_figures() -> (usize, usize) {
             return (0, 0);
         };
         let count = lua
-            .named_registry_value::<Table>(SCRIPTS)
-            .map_or(0, |scripts| scripts.pairs::<Value, Value>().count());
+            .app_data_ref::<EvalState>()
+            .map_or(0, |state| state.scripts.len());
         (count, lua.used_memory())
     })
 }
@@ -190,16 +261,19 @@ pub fn sha1_hex(body: &[u8]) -> String {
 }
 
 /// Whether a script with this SHA1 (lowercase) is cached.
-pub fn exists(lua: &Lua, sha: &str) -> mlua::Result<bool> {
-    let scripts: Table = lua.named_registry_value(SCRIPTS)?;
-    scripts.contains_key(sha)
+pub fn exists(lua: &Lua, sha: &str) -> bool {
+    lua.app_data_ref::<EvalState>()
+        .is_some_and(|state| state.scripts.contains_key(sha))
+}
+
+fn no_state() -> mlua::Error {
+    mlua::Error::runtime("not EVAL's interpreter")
 }
 
 /// Compiles and caches `body` unless cached; `Err` is the reply text.
 pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
     let sha = sha1_hex(body);
-    let scripts: Table = lua.named_registry_value(SCRIPTS).map_err(internal)?;
-    if scripts.contains_key(sha.as_str()).map_err(internal)? {
+    if exists(lua, &sha) {
         return Ok(sha);
     }
     let (flags, shebang_len) = super::flags::shebang(body).map_err(|e| format!("ERR {e}"))?;
@@ -220,44 +294,66 @@ pub fn load(lua: &Lua, body: &[u8]) -> Result<String, String> {
         }
         Err(e) => return Err(format!("ERR Error compiling script (new function): {e}")),
     };
-    scripts.raw_set(sha.as_str(), function).map_err(internal)?;
-    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS).map_err(internal)?;
-    all_flags.raw_set(sha.as_str(), flags).map_err(internal)?;
+    let function = lua.create_registry_value(function).map_err(internal)?;
+    let mut state = lua
+        .app_data_mut::<EvalState>()
+        .ok_or_else(|| internal(no_state()))?;
+    state
+        .scripts
+        .insert(sha.clone(), Cached { function, flags });
     Ok(sha)
 }
 
 /// The flags of the cached script `sha`, if it is cached.
-pub fn cached_flags_opt(lua: &Lua, sha: &str) -> mlua::Result<Option<u32>> {
-    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
-    all_flags.raw_get::<_, Option<u32>>(sha)
+pub fn cached_flags_opt(lua: &Lua, sha: &str) -> Option<u32> {
+    let state = lua.app_data_ref::<EvalState>()?;
+    state.scripts.get(sha).map(|cached| cached.flags)
 }
 
-/// The flags of the cached script `sha`.
-pub fn cached_flags(lua: &Lua, sha: &str) -> mlua::Result<u32> {
-    let all_flags: Table = lua.named_registry_value(SCRIPT_FLAGS)?;
-    Ok(all_flags.raw_get::<_, Option<u32>>(sha)?.unwrap_or(0))
-}
-
-/// The cached function for `sha`, if any.
-pub fn cached<'lua>(lua: &'lua Lua, sha: &str) -> mlua::Result<Option<Function<'lua>>> {
-    let scripts: Table = lua.named_registry_value(SCRIPTS)?;
-    scripts.raw_get(sha)
-}
-
-/// Sets `KEYS` and `ARGV` for the next script.
-pub fn set_arguments(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
-    let base: Table = lua.named_registry_value(BASE)?;
-    base.raw_set("KEYS", bytes_table(lua, keys)?)?;
-    base.raw_set("ARGV", bytes_table(lua, argv)?)?;
-    Ok(())
-}
-
-fn bytes_table<'lua>(lua: &'lua Lua, items: &[&[u8]]) -> mlua::Result<Table<'lua>> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
+/// The cached function for `sha` and its flags, if it is cached.
+pub fn cached<'lua>(lua: &'lua Lua, sha: &str) -> mlua::Result<Option<(Function<'lua>, u32)>> {
+    let state = lua.app_data_ref::<EvalState>().ok_or_else(no_state)?;
+    match state.scripts.get(sha) {
+        Some(cached) => Ok(Some((lua.registry_value(&cached.function)?, cached.flags))),
+        None => Ok(None),
     }
-    Ok(t)
+}
+
+/// Sets `KEYS` and `ARGV` for the next script: the same two tables,
+/// emptied (whatever the last script added to them included) and filled.
+pub fn set_arguments(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
+    let (keys_table, argv_table): (Table, Table) = {
+        let state = lua.app_data_ref::<EvalState>().ok_or_else(no_state)?;
+        (
+            lua.registry_value(&state.keys)?,
+            lua.registry_value(&state.argv)?,
+        )
+    };
+    refill(lua, &keys_table, keys)?;
+    refill(lua, &argv_table, argv)
+}
+
+/// Empties `table` and fills it with `items`. (mlua's `Table::clear`
+/// leaves a value on the Lua stack in its version here, so it is not
+/// used.)
+fn refill(lua: &Lua, table: &Table<'_>, items: &[&[u8]]) -> mlua::Result<()> {
+    for i in 1..=table.raw_len() {
+        table.raw_set(i, Value::Nil)?;
+    }
+    // Whatever else the last script stored in it (rare): one `next`
+    // finds none in the common case.
+    let rest = table
+        .clone()
+        .pairs::<Value, Value>()
+        .map(|pair| pair.map(|(key, _)| key))
+        .collect::<mlua::Result<Vec<Value>>>()?;
+    for key in rest {
+        table.raw_set(key, Value::Nil)?;
+    }
+    for (i, item) in items.iter().enumerate() {
+        table.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(())
 }
 
 /// Calls `function` under the error handler: `Ok` holds what it returned,
@@ -268,23 +364,22 @@ pub fn call<'lua>(
     sha: &str,
     args: MultiValue<'lua>,
 ) -> Result<Value<'lua>, Failure> {
-    let handler: Function = lua
-        .named_registry_value(HANDLER)
-        .map_err(|e| Failure::new(internal(e)))?;
-    let xpcall: Function = lua
-        .globals()
-        .raw_get("xpcall")
-        .map_err(|e| Failure::new(internal(e)))?;
+    let fetched = || -> mlua::Result<(Function, Function, Function)> {
+        let handles = lua.app_data_ref::<Handles>().ok_or_else(no_state)?;
+        Ok((
+            lua.registry_value(&handles.handler)?,
+            lua.registry_value(&handles.xpcall)?,
+            lua.registry_value(&handles.apply)?,
+        ))
+    };
+    let (handler, xpcall, apply) = fetched().map_err(|e| Failure::new(internal(e)))?;
     // Lua 5.1's xpcall passes no arguments: a closure carries them.
     let function = if args.is_empty() {
         function
     } else {
-        let apply: Function = lua
-            .load("local f, a, b = ... return function() return f(a, b) end")
-            .set_name("=apply")
-            .call((function, args))
-            .map_err(|e| Failure::new(internal(e)))?;
         apply
+            .call::<_, Function>((function, args))
+            .map_err(|e| Failure::new(internal(e)))?
     };
     let mut out = xpcall
         .call::<_, MultiValue>((function, handler))

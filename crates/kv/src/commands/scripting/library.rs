@@ -146,7 +146,7 @@ setmetatable(load_redis, { __index = missing, __newindex = readonly, __metatable
 local env = {}
 setmetatable(env, {
   __index = function(_, name)
-    local value = current[name]
+    local value = rawget(current, name)
     if value ~= nil or removed[name] then return value end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
@@ -174,7 +174,7 @@ pub fn reset() {
 }
 
 fn new_state() -> mlua::Result<Lua> {
-    let lua = engine::new_state()?;
+    let lua = engine::new_interpreter()?;
     let base: Table = lua.named_registry_value(engine::BASE)?;
     let load_redis = load_redis_table(&lua)?;
     let ro_meta: Table = lua.named_registry_value(engine::RO_META)?;

@@ -1,14 +1,28 @@
 //! Running one script (EVAL's body or an FCALL'd function): `redis.call`
-//! bound to the caller's context, and the instruction-count hook that
-//! notices a script running past `busy-reply-threshold`, then re-enters
-//! the event loop (restricted, `busy.rs`) every time it fires, and stops
-//! the script once SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE asks.
+//! and `redis.pcall` bound to the caller's context, and the
+//! instruction-count hook that notices a script running past
+//! `busy-reply-threshold`, then re-enters the event loop (restricted,
+//! `busy.rs`) every time it fires, and stops the script once SCRIPT KILL,
+//! FUNCTION KILL or SHUTDOWN NOSAVE asks.
+//!
+//! The caller's context is borrowed (`Ctx`), and Lua keeps only values
+//! that live as long as the interpreter; without `unsafe` (which this
+//! crate does not use) the one way to hand Lua a borrowed context is
+//! `Lua::scope`. So each run creates exactly two C functions in a scope,
+//! `call` and `pcall`, and stores them straight into the `redis` table
+//! (reached through a registry reference, no lookup by name): a
+//! script's `redis.call` is then one Rust callback that takes its
+//! arguments from the Lua stack. `redis.acl_check_cmd` and the count
+//! hook, both rare, reach the context through the bound `pcall` with a
+//! mode set aside in [`MODE`].
 
-use std::cell::RefCell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::time::Instant;
 
 use mlua::{Function, HookTriggers, Lua, MultiValue, Value};
 
+use super::api::CallFailure;
 use super::busy::{BusyView, RunStatus};
 use super::{api, convert, engine};
 use crate::commands::flags::{MAY_REPLICATE, NOSCRIPT, WRITE};
@@ -16,13 +30,13 @@ use crate::commands::{resolve, run, Ctx};
 use crate::resp::reply::{format_double, Protocol};
 use crate::resp::{Args, ReplyBuf};
 
-/// Registry name of the function the hook calls: serves other clients
-/// once the script is busy; answers whether the script must stop.
-const INTERRUPT: &str = "ferrite.interrupt";
 /// VM instructions between two calls of the hook, as in Redis.
 const HOOK_EVERY: u32 = 100_000;
 /// The error a killed script ends with.
 const KILLED: &str = "Script killed by user with SCRIPT KILL...";
+/// Scripts between two garbage collection steps, and the step's size,
+/// as Redis paces its interpreter's collector after scripts.
+const GC_PERIOD: u32 = 50;
 
 /// What a script may do, as its flags and its caller decide.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,16 +48,50 @@ pub struct Limits {
     pub allow_oom: bool,
 }
 
+/// What the bound `pcall` is asked to do by the next call: run a
+/// command (what a script's own call always asks), or one of the two
+/// rare uses that need the run's context too.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Mode {
+    #[default]
+    Command,
+    /// `redis.acl_check_cmd`: only whether the user may run the command.
+    AclCheck,
+    /// The count hook: serve others once busy; answer whether to stop.
+    Interrupt,
+}
+
+thread_local! {
+    /// The mode of the next call of the bound `pcall` (taken by it).
+    static MODE: Cell<Mode> = const { Cell::new(Mode::Command) };
+    /// Buffers every run reuses: a command's request and reply.
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+    /// Scripts run since the last garbage collection step.
+    static SINCE_GC: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A command's request (arguments laid out in one buffer) and its reply.
+#[derive(Default)]
+struct Scratch {
+    request: Vec<u8>,
+    ranges: Vec<(usize, usize)>,
+    reply: Vec<u8>,
+}
+
 /// The running script's side of the event loop.
 struct Running<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
-    scratch: ReplyBuf,
+    scratch: Scratch,
     limits: Limits,
     status: RunStatus,
+    /// The EVAL or FCALL, copied into `status` once the script is busy.
+    caller: &'c Args<'c>,
 }
 
 /// Runs `function` with `redis.call` bound to `ctx`, and writes its
 /// result to the client's reply; `Err` is the error reply text.
+/// `caller` is the EVAL or FCALL (FUNCTION STATS shows it while busy).
+#[allow(clippy::too_many_arguments)]
 pub fn run_script(
     lua: &Lua,
     ctx: &mut Ctx<'_>,
@@ -52,6 +100,7 @@ pub fn run_script(
     label: &str,
     limits: Limits,
     status: RunStatus,
+    caller: &Args<'_>,
 ) -> Result<(), String> {
     if !limits.read_only && ctx.state.keyspace.capturing() {
         // Rule C1 (`keyspace/capture.rs`): a script may write any key, so
@@ -67,37 +116,22 @@ pub fn run_script(
     super::RUNNING.with(|r| r.set(true));
     super::OOM_ALLOWED.with(|r| r.set(limits.allow_oom));
     api::reset_repl();
-    let proto = ctx.reply.proto;
+    MODE.with(|m| m.set(Mode::Command));
     let cell = RefCell::new(Running {
         ctx,
-        scratch: ReplyBuf::new(Protocol::Resp2),
+        scratch: SCRATCH.with(Cell::take),
         limits,
         status,
+        caller,
     });
-    let result = lua.scope(|scope| {
-        let dispatch = scope.create_function(|lua, call_args: mlua::Table| {
-            let mut running = cell
-                .try_borrow_mut()
-                .map_err(|_| mlua::Error::runtime("redis.call re-entered"))?;
-            dispatch(lua, &mut running, call_args)
-        })?;
-        let interrupt = scope
-            .create_function(|_, ()| Ok(cell.try_borrow_mut().is_ok_and(|mut r| r.interrupt())))?;
-        lua.set_named_registry_value(api::DISPATCH, dispatch)?;
-        lua.set_named_registry_value(INTERRUPT, interrupt)?;
-        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook);
-        let outcome = engine::call(lua, function, label, args);
-        lua.remove_hook();
-        lua.unset_named_registry_value(api::DISPATCH)?;
-        lua.unset_named_registry_value(INTERRUPT)?;
-        Ok(outcome.map(|value| {
-            let mut out = ReplyBuf::new(proto);
-            let mut errors = Vec::new();
-            convert::lua_to_reply(&value, &mut out, 0, api::resp3(), &mut errors);
-            (out.buf, errors)
-        }))
-    });
-    let Running { ctx, status, .. } = cell.into_inner();
+    let result = bound_run(lua, &cell, function, args, label);
+    let Running {
+        ctx,
+        status,
+        scratch,
+        ..
+    } = cell.into_inner();
+    SCRATCH.with(|s| s.set(scratch));
     ctx.session.in_exec = in_exec;
     super::RUNNING.with(|r| r.set(false));
     super::OOM_ALLOWED.with(|r| r.set(false));
@@ -110,8 +144,10 @@ pub fn run_script(
         ctx.state.shutdown_requested = true;
         ctx.session.close_after_reply = true;
     }
-    match result {
-        Ok(Ok((bytes, errors))) => {
+    let outcome = match result {
+        Ok(Ok(value)) => {
+            let mut errors = Vec::new();
+            convert::lua_to_reply(&value, ctx.reply, 0, api::resp3(), &mut errors);
             // Errors in the reply count in errorstats (once: not those a
             // command replied and counted), and make the call a failed one.
             for (text, counted) in &errors {
@@ -120,7 +156,6 @@ pub fn run_script(
                 }
             }
             ctx.session.failed_in_reply = !errors.is_empty();
-            ctx.reply.buf.extend_from_slice(&bytes);
             Ok(())
         }
         Ok(Err(failure)) => {
@@ -128,6 +163,119 @@ pub fn run_script(
             Err(failure.text)
         }
         Err(e) => Err(format!("ERR {e}")),
+    };
+    collect_garbage(lua);
+    outcome
+}
+
+/// Binds `call` and `pcall` to `cell` for the length of the script, and
+/// runs it.
+fn bound_run<'lua>(
+    lua: &'lua Lua,
+    cell: &RefCell<Running<'_, '_>>,
+    function: Function<'lua>,
+    args: MultiValue<'lua>,
+    label: &str,
+) -> mlua::Result<Result<Value<'lua>, engine::Failure>> {
+    let redis = engine::redis_api(lua)?;
+    lua.scope(|scope| {
+        let call = scope.create_function(|lua, args: MultiValue| {
+            let answer = borrow(cell)?.command(lua, args)?;
+            raise(answer)
+        })?;
+        let pcall = scope.create_function(|lua, args: MultiValue| {
+            match MODE.with(|m| m.replace(Mode::Command)) {
+                Mode::Command => borrow(cell)?.command(lua, args)?.into_value(lua),
+                Mode::AclCheck => borrow(cell)?.acl_check(lua, args)?.into_value(lua),
+                Mode::Interrupt => Ok(Value::Boolean(
+                    cell.try_borrow_mut().is_ok_and(|mut r| r.interrupt()),
+                )),
+            }
+        })?;
+        redis.raw_set("call", call)?;
+        redis.raw_set("pcall", pcall)?;
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook);
+        let outcome = engine::call(lua, function, label, args);
+        lua.remove_hook();
+        // The two stay in the table once the scope has invalidated them:
+        // no script runs until the next run binds its own, so nothing can
+        // call them in between.
+        Ok(outcome)
+    })
+}
+
+/// The running script's side, for one call of `call` or `pcall`.
+fn borrow<'r, 'c, 'a>(
+    cell: &'r RefCell<Running<'c, 'a>>,
+) -> mlua::Result<std::cell::RefMut<'r, Running<'c, 'a>>> {
+    cell.try_borrow_mut()
+        .map_err(|_| mlua::Error::runtime("redis.call re-entered"))
+}
+
+/// Redis's pacing of the collector: a step of [`GC_PERIOD`] every
+/// [`GC_PERIOD`] scripts, on top of the steps Lua takes as it allocates.
+fn collect_garbage(lua: &Lua) {
+    let due = SINCE_GC.with(|n| {
+        let next = n.get() + 1;
+        n.set(if next >= GC_PERIOD { 0 } else { next });
+        next >= GC_PERIOD
+    });
+    if due {
+        // A step only fails for an error in a finalizer, which scripts
+        // cannot set (no `__gc` for tables in Lua 5.1).
+        let _ = lua.gc_step_kbytes(GC_PERIOD as i32);
+    }
+}
+
+/// `redis.acl_check_cmd`: the bound `pcall` asked in [`Mode::AclCheck`].
+pub fn acl_check<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<Value<'lua>> {
+    let pcall: Function = engine::redis_api(lua)?.raw_get("pcall")?;
+    MODE.with(|m| m.set(Mode::AclCheck));
+    let answer = pcall.call::<_, Value>(args);
+    MODE.with(|m| m.set(Mode::Command));
+    match answer? {
+        Value::Table(t) => {
+            let text: String = t.raw_get::<_, Option<String>>("err")?.unwrap_or_default();
+            Err(mlua::Error::external(CallFailure(text, false)))
+        }
+        other => Ok(other),
+    }
+}
+
+/// What a dispatched command answers, before Lua sees it.
+enum Answer<'lua> {
+    /// The command's reply (not an error).
+    Value(Value<'lua>),
+    /// An error: the command's error reply, or the reason it was refused
+    /// before it ran; and whether errorstats counted it already.
+    Error(Cow<'static, str>, bool),
+}
+
+impl<'lua> Answer<'lua> {
+    /// As `redis.pcall` gives it: the value, or an error table.
+    fn into_value(self, lua: &'lua Lua) -> mlua::Result<Value<'lua>> {
+        match self {
+            Answer::Value(value) => Ok(value),
+            Answer::Error(text, counted) => {
+                let t = lua.create_table()?;
+                t.raw_set("err", text.as_ref())?;
+                if counted {
+                    t.raw_set(convert::COUNTED, true)?;
+                }
+                Ok(Value::Table(t))
+            }
+        }
+    }
+}
+
+/// As `redis.call` gives it: the value, or the error raised.
+fn raise(answer: Answer<'_>) -> mlua::Result<Value<'_>> {
+    match answer {
+        Answer::Value(value) => Ok(value),
+        Answer::Error(text, counted) => Err(mlua::Error::external(CallFailure(
+            text.into_owned(),
+            counted,
+        ))),
     }
 }
 
@@ -135,8 +283,11 @@ pub fn run_script(
 /// the kill error when asked to stop, and from then on at every line, so
 /// a `pcall` in the script cannot keep it alive.
 fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<()> {
-    let interrupt: Function = lua.named_registry_value(INTERRUPT)?;
-    if interrupt.call::<_, bool>(())? {
+    let pcall: Function = engine::redis_api(lua)?.raw_get("pcall")?;
+    MODE.with(|m| m.set(Mode::Interrupt));
+    let stop = pcall.call::<_, bool>(());
+    MODE.with(|m| m.set(Mode::Command));
+    if stop? {
         tracing::warn!("Lua script killed by user with SCRIPT KILL.");
         lua.set_hook(HookTriggers::EVERY_LINE, |_, _| {
             Err(mlua::Error::runtime(KILLED))
@@ -157,6 +308,7 @@ impl Running<'_, '_> {
                 return false;
             }
             status.timed_out = true;
+            status.command = self.caller.iter().map(<[u8]>::to_vec).collect();
             let kill = if status.eval {
                 "SCRIPT KILL"
             } else {
@@ -183,105 +335,173 @@ impl Running<'_, '_> {
         }
         status.killed
     }
+
+    /// Lays the call's arguments out in the request buffer; `false` if
+    /// one is neither a string nor a number.
+    fn take_arguments(&mut self, args: &MultiValue<'_>) -> bool {
+        let Scratch {
+            request, ranges, ..
+        } = &mut self.scratch;
+        request.clear();
+        ranges.clear();
+        for value in args.iter() {
+            let start = request.len();
+            match value {
+                Value::String(s) => request.extend_from_slice(s.as_bytes()),
+                // Numbers as C's `%.17g`, as Redis converts them.
+                Value::Integer(n) => request.extend_from_slice(format_double(*n as f64).as_bytes()),
+                Value::Number(n) => request.extend_from_slice(format_double(*n).as_bytes()),
+                _ => return false,
+            }
+            ranges.push((start, request.len()));
+        }
+        true
+    }
+
+    /// `redis.acl_check_cmd`: whether the user may run the command.
+    fn acl_check<'lua>(
+        &mut self,
+        _: &'lua Lua,
+        args: MultiValue<'lua>,
+    ) -> mlua::Result<Answer<'lua>> {
+        if args.is_empty() {
+            return Ok(Answer::Error(Cow::Borrowed(NO_ARGUMENTS), false));
+        }
+        if !self.take_arguments(&args) {
+            return Ok(Answer::Error(Cow::Borrowed(ARG_TYPES), false));
+        }
+        let args = Args::new(&self.scratch.request, &self.scratch.ranges);
+        let Ok((container, spec)) = resolve(&args) else {
+            return Ok(Answer::Error(Cow::Borrowed(ACL_CHECK_UNKNOWN), false));
+        };
+        let allowed = crate::commands::acl_permitted(self.ctx, container, spec, &args);
+        Ok(Answer::Value(Value::Boolean(allowed)))
+    }
+
+    /// `redis.call` / `redis.pcall`: runs one command.
+    fn command<'lua>(
+        &mut self,
+        lua: &'lua Lua,
+        args: MultiValue<'lua>,
+    ) -> mlua::Result<Answer<'lua>> {
+        if args.is_empty() {
+            return Ok(Answer::Error(Cow::Borrowed(NO_ARGUMENTS), false));
+        }
+        if !self.take_arguments(&args) {
+            return Ok(Answer::Error(Cow::Borrowed(ARG_TYPES), false));
+        }
+        drop(args);
+        let Running {
+            ctx,
+            scratch,
+            limits,
+            status,
+            ..
+        } = self;
+        let args = Args::new(&scratch.request, &scratch.ranges);
+        let (container, spec) = match refusal(ctx, *limits, &args) {
+            Ok(found) => found,
+            Err((name, text)) => {
+                // A command refused here is counted as Redis counts it:
+                // one error reply and, for a known command, a rejected
+                // call; the answer says so, so that the script's failure
+                // does not count it again.
+                if !ctx.session.is_replay {
+                    let table = &mut ctx.state.stats.commands;
+                    table.error(&text);
+                    if let Some(name) = name {
+                        table.of(name).rejected_calls += 1;
+                    }
+                }
+                return Ok(Answer::Error(text, true));
+            }
+        };
+        let mut reply = ReplyBuf {
+            buf: std::mem::take(&mut scratch.reply),
+            proto: if api::resp3() {
+                Protocol::Resp3
+            } else {
+                Protocol::Resp2
+            },
+        };
+        reply.buf.clear();
+        run_inner(ctx, &mut reply, container, spec, &args);
+        scratch.reply = reply.buf;
+        if spec.has(WRITE) {
+            // Once it wrote, a script can neither be killed nor refused for
+            // memory: stopping it half-way would leave half its effects.
+            status.wrote = true;
+            super::OOM_ALLOWED.with(|r| r.set(true));
+        }
+        let reply = &scratch.reply;
+        if let Some(line) = reply.strip_prefix(b"-") {
+            // The command that replied the error has counted it already.
+            let end = line
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .unwrap_or(line.len());
+            let text = String::from_utf8_lossy(line.get(..end).unwrap_or_default());
+            return Ok(Answer::Error(Cow::Owned(text.into_owned()), true));
+        }
+        let mut at = 0;
+        Ok(Answer::Value(convert::resp_to_lua(lua, reply, &mut at)?))
+    }
 }
 
-/// `redis.call` / `redis.pcall`: runs one command, answers `(true,
-/// value)` or `(false, {err=...})`.
-fn dispatch<'lua>(
-    lua: &'lua Lua,
-    running: &mut Running<'_, '_>,
-    call_args: mlua::Table<'lua>,
-) -> mlua::Result<(bool, Value<'lua>)> {
-    let failed = |text: &str| -> mlua::Result<(bool, Value<'lua>)> {
-        let t = lua.create_table()?;
-        t.raw_set("err", text)?;
-        Ok((false, Value::Table(t)))
-    };
-    let count: usize = call_args.raw_get("n")?;
-    if count == 0 {
-        return failed("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(count);
-    for i in 1..=count {
-        let value: Value = call_args.raw_get(i)?;
-        match value {
-            Value::String(s) => owned.push(s.as_bytes().to_vec()),
-            // Numbers as C's `%.17g`, as Redis converts them.
-            Value::Integer(n) => owned.push(format_double(n as f64).into_bytes()),
-            Value::Number(n) => owned.push(format_double(n).into_bytes()),
-            _ => return failed(ARG_TYPES),
-        }
-    }
-    let (buf, ranges) = crate::commands::flatten(&owned);
-    let args = Args::new(&buf, &ranges);
-    // `redis.acl_check_cmd` asks the same dispatcher, marking its table.
-    let acl_only: bool = call_args.raw_get("acl_check").unwrap_or(false);
-    // A command refused here is counted as Redis counts it: one error
-    // reply and, for a known command, a rejected call; the table says so,
-    // so that the script's failure does not count it again.
-    let refused = |running: &mut Running<'_, '_>,
-                   name: Option<crate::cmdstats::CommandName>,
-                   text: &str|
-     -> mlua::Result<(bool, Value<'lua>)> {
-        if !running.ctx.session.is_replay {
-            let table = &mut running.ctx.state.stats.commands;
-            table.error(text);
-            if let Some(name) = name {
-                table.of(name).rejected_calls += 1;
-            }
-        }
-        let t = lua.create_table()?;
-        t.raw_set("err", text)?;
-        t.raw_set(convert::COUNTED, true)?;
-        Ok((false, Value::Table(t)))
-    };
-    let (container, spec) = match resolve(&args) {
-        Ok(found) => found,
-        Err(_) if acl_only => return failed(ACL_CHECK_UNKNOWN),
-        Err(_) => {
-            return refused(
-                running,
-                None,
-                "ERR Unknown Redis command called from script",
-            )
-        }
+/// A resolved command, or why a script may not run it (the command's
+/// name for its stats when it is known).
+type Checked = Result<
+    (
+        Option<&'static crate::commands::table::CommandSpec>,
+        &'static crate::commands::table::CommandSpec,
+    ),
+    (Option<crate::cmdstats::CommandName>, Cow<'static, str>),
+>;
+
+/// Resolves the command and checks what a script's call must pass:
+/// arity, `noscript`, ACL, a writable master, a read-only script.
+fn refusal(ctx: &mut Ctx<'_>, limits: Limits, args: &Args<'_>) -> Checked {
+    let Ok((container, spec)) = resolve(args) else {
+        return Err((
+            None,
+            Cow::Borrowed("ERR Unknown Redis command called from script"),
+        ));
     };
     let name = crate::commands::stats_name(container, spec);
-    if acl_only {
-        let allowed = crate::commands::acl_permitted(running.ctx, container, spec, &args);
-        return Ok((true, Value::Boolean(allowed)));
-    }
+    let refuse = |text: &'static str| Err((Some(name), Cow::Borrowed(text)));
     if !spec.arity_ok(args.len()) {
-        let text = "ERR Wrong number of args calling Redis command from script";
-        return refused(running, Some(name), text);
+        return refuse("ERR Wrong number of args calling Redis command from script");
     }
     let noscript = spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT));
     if noscript && !super::deny_disabled() {
-        let text = "ERR This Redis command is not allowed from script";
-        return refused(running, Some(name), text);
+        return refuse("ERR This Redis command is not allowed from script");
     }
-    if let Err(text) = crate::commands::acl_script_check(running.ctx, container, spec, &args) {
-        return refused(running, Some(name), &text);
+    if let Err(text) = crate::commands::acl_script_check(ctx, container, spec, args) {
+        return Err((Some(name), Cow::Owned(text)));
     }
     // A write needs good replicas, and a writable master, as outside.
-    if let Some(text) = crate::commands::replication::refusal(running.ctx, spec.flags) {
-        return refused(running, Some(name), text);
+    if let Some(text) = crate::commands::replication::refusal(ctx, spec.flags) {
+        return refuse(text);
     }
-    if running.limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
-        let text = "ERR Write commands are not allowed from read-only scripts.";
-        return refused(running, Some(name), text);
+    if limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
+        return refuse("ERR Write commands are not allowed from read-only scripts.");
     }
-    let Running { ctx, scratch, .. } = running;
-    scratch.buf.clear();
-    scratch.proto = if api::resp3() {
-        Protocol::Resp3
-    } else {
-        Protocol::Resp2
-    };
+    Ok((container, spec))
+}
+
+/// Runs the command with its reply going to `reply`; what it logs is
+/// dropped again if the script turned logging off (`redis.set_repl`).
+fn run_inner(
+    ctx: &mut Ctx<'_>,
+    reply: &mut ReplyBuf,
+    container: Option<&'static crate::commands::table::CommandSpec>,
+    spec: &'static crate::commands::table::CommandSpec,
+    args: &Args<'_>,
+) {
     let mut inner = Ctx {
         state: &mut *ctx.state,
         session: &mut *ctx.session,
-        reply: scratch,
+        reply,
         prop: &mut *ctx.prop,
         busy: None,
     };
@@ -291,24 +511,16 @@ fn dispatch<'lua>(
         inner.prop.first_db,
         inner.prop.last_db,
     );
-    run(&mut inner, container, spec, &args);
+    run(&mut inner, container, spec, args);
     if !api::logging() {
         // `redis.set_repl` without REPL_AOF: the command is not logged.
         let prop = &mut *inner.prop;
         prop.buf.truncate(before.0);
         (prop.commands, prop.first_db, prop.last_db) = (before.1, before.2, before.3);
     }
-    if spec.has(WRITE) {
-        // Once it wrote, a script can neither be killed nor refused for
-        // memory: stopping it half-way would leave half its effects.
-        running.status.wrote = true;
-        super::OOM_ALLOWED.with(|r| r.set(true));
-    }
-    let mut at = 0;
-    let value = convert::resp_to_lua(lua, &scratch.buf, &mut at)?;
-    let is_error = matches!(scratch.buf.first(), Some(b'-'));
-    Ok((!is_error, value))
 }
+
+const NO_ARGUMENTS: &str = "ERR Please specify at least one argument for this redis lib call";
 
 /// `redis.acl_check_cmd` of a command that does not exist.
 pub(super) const ACL_CHECK_UNKNOWN: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
@@ -316,14 +528,15 @@ pub(super) const ACL_CHECK_UNKNOWN: &str = "ERR Invalid command passed to redis.
 const ARG_TYPES: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
 /// A fresh status for a script starting now.
-pub fn status(ctx: &Ctx<'_>, eval: bool, name: &str, args: &Args<'_>) -> RunStatus {
+pub fn status(ctx: &Ctx<'_>, eval: bool, name: &str) -> RunStatus {
     let threshold = ctx.state.config.busy_reply_threshold_ms;
     RunStatus {
         started: Instant::now(),
         threshold_ms: threshold,
         eval,
         name: name.to_string(),
-        command: args.iter().map(<[u8]>::to_vec).collect(),
+        // Filled from the caller once the script is busy (`interrupt`).
+        command: Vec::new(),
         wrote: false,
         timed_out: false,
         killed: false,
