@@ -72,49 +72,105 @@ pub type ListValue = VecDeque<Bytes>;
 /// A set's members.
 pub type SetValue = HashSet<Bytes>;
 
-/// A string value: immutable, shared, and one word wide. The length lives
-/// in the allocation next to the reference count, so [`Value`] is two
-/// words and a keyspace slot five (a [`Bytes`] would make them three and
-/// six: at a million 100-byte values that is about 13 MB of slots, 6% of
-/// the server's memory). Cloning is a reference-count increment, as for
-/// [`Bytes`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct Str(triomphe::ThinArc<(), u8>);
+/// A string value: immutable and shared, in DRAM or in the PM tier
+/// (`docs/tier.md`). Which one is private to this module: the bytes of
+/// either are reachable only through [`Deref`], so every command that
+/// reads a string works on a PM-resident one and none can reach its bytes
+/// another way. Two words (a tag and a pointer); [`Value`] stays two words
+/// since its other variants sit in the niche of the tag. Cloning is a
+/// reference-count increment for both forms.
+#[derive(Clone)]
+pub struct Str(Repr);
+
+/// The two places a string's bytes can be.
+#[derive(Clone)]
+enum Repr {
+    /// A DRAM allocation holding the count, the length and the bytes.
+    Dram(triomphe::ThinArc<(), u8>),
+    /// A slot of the PM heap; the slot is freed with the last clone.
+    Pm(Arc<ferrite_pmem::SlabRef>),
+}
 
 impl Str {
     /// Copies `data` into a new string.
     pub fn new(data: &[u8]) -> Str {
-        Str(triomphe::ThinArc::from_header_and_slice((), data))
+        Str(Repr::Dram(triomphe::ThinArc::from_header_and_slice(
+            (),
+            data,
+        )))
+    }
+
+    /// A copy of this string in `heap`, or `None` when the heap has no
+    /// room for it. The demotion step of the tier.
+    pub fn to_pm(&self, heap: &Arc<ferrite_pmem::SlabHeap>) -> Option<Str> {
+        heap.store(self).map(|slot| Str(Repr::Pm(Arc::new(slot))))
+    }
+
+    /// Whether the bytes are in the PM tier.
+    pub fn is_pm(&self) -> bool {
+        matches!(self.0, Repr::Pm(_))
+    }
+
+    /// The string's length, without reading its bytes (for a PM value,
+    /// from its handle: no PM access).
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Dram(arc) => arc.slice.len(),
+            Repr::Pm(slot) => slot.len(),
+        }
+    }
+
+    /// Whether the string is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Runs `change` on the bytes in place when no one else holds this
-    /// string (no rewrite snapshot, no other clone); `false`, and nothing
-    /// done, otherwise. Lets SETBIT and BITFIELD change a large bitmap
-    /// without copying it.
+    /// string (no rewrite snapshot, no other clone) and it is in DRAM;
+    /// `false`, and nothing done, otherwise (the caller then builds a new
+    /// DRAM string, which for a PM value is its promotion). Lets SETBIT
+    /// and BITFIELD change a large bitmap without copying it.
     pub fn change_in_place(&mut self, change: impl FnOnce(&mut [u8])) -> bool {
-        self.0
-            .with_arc_mut(|arc| match triomphe::Arc::get_mut(arc) {
-                Some(unique) => {
-                    change(unique.slice_mut());
-                    true
-                }
-                None => false,
-            })
+        let Repr::Dram(thin) = &mut self.0 else {
+            return false;
+        };
+        thin.with_arc_mut(|arc| match triomphe::Arc::get_mut(arc) {
+            Some(unique) => {
+                change(unique.slice_mut());
+                true
+            }
+            None => false,
+        })
     }
 
     /// Where the string's allocation starts (the reference count, then the
-    /// length and the bytes), for [`Value::prefetch`]; reads no memory.
+    /// length and the bytes; for a PM value, its slot), for
+    /// [`Value::prefetch`]; reads no memory.
     fn heap_addr(&self) -> *const u8 {
-        self.0.heap_ptr().cast()
+        match &self.0 {
+            Repr::Dram(arc) => arc.heap_ptr().cast(),
+            Repr::Pm(slot) => slot.addr(),
+        }
     }
 }
 
 impl Deref for Str {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0.slice
+        match &self.0 {
+            Repr::Dram(arc) => &arc.slice,
+            Repr::Pm(slot) => slot.bytes(),
+        }
     }
 }
+
+impl PartialEq for Str {
+    fn eq(&self, other: &Str) -> bool {
+        self.len() == other.len() && **self == **other
+    }
+}
+
+impl Eq for Str {}
 
 impl AsRef<[u8]> for Str {
     fn as_ref(&self) -> &[u8] {
@@ -240,7 +296,12 @@ impl Value {
     /// longer ones it streams. Reads the string's length, so call it once
     /// that line is likely in the cache.
     pub fn prefetch_rest_once(&self, limit: usize) {
+        // A PM value is not prefetched: reading its address would charge
+        // the media model for a read the caller may not make.
         if let Value::Str(s) = self {
+            if s.is_pm() {
+                return;
+            }
             let end = s.as_ptr().wrapping_add(s.len().min(limit));
             for line in lines_after_two(s.heap_addr() as usize, end as usize) {
                 ferrite_host::hint::prefetch_once(line as *const u8);
