@@ -2,7 +2,9 @@
 //! with `appendfsync always`, the server is killed with SIGKILL at a random
 //! moment, restarted, and every acknowledged write must be there while
 //! nothing that was never sent may appear. Runs for the file log and the
-//! emulated-PM log; `FERRITE_CRASH_ITERS` sets the rounds per device.
+//! emulated-PM log, and once with the PM value tier under a small DRAM
+//! budget, so that values are demoted and promoted as the server dies;
+//! `FERRITE_CRASH_ITERS` sets the rounds per device.
 
 mod common;
 
@@ -19,8 +21,18 @@ use common::{kill_after, start_server, Client, Reply};
 const ROUNDS_DEFAULT: usize = 12;
 const CLIENTS: usize = 4;
 
-fn start(dir: &Path, device: &str) -> (Child, u16) {
-    start_server(dir, &["--appendfsync", "always", "--log-device", device])
+/// How a run is set up: the log's device, extra server flags, and the
+/// bytes each value is padded to.
+struct Setup<'a> {
+    device: &'a str,
+    flags: &'a [String],
+    value_len: usize,
+}
+
+fn start(dir: &Path, setup: &Setup<'_>) -> (Child, u16) {
+    let mut flags = vec!["--appendfsync", "always", "--log-device", setup.device];
+    flags.extend(setup.flags.iter().map(String::as_str));
+    start_server(dir, &flags)
 }
 
 /// What the test knows about a key.
@@ -38,7 +50,7 @@ type Ledger = Arc<Mutex<BTreeMap<Vec<u8>, Known>>>;
 
 /// One client's writes until the connection breaks: plain SETs and
 /// two-key MULTI/EXEC transactions, each key written once.
-fn writer(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
+fn writer(port: u16, tag: String, value_len: usize, ledger: Ledger, stop: Arc<AtomicBool>) {
     let Ok(mut c) = Client::connect(port) else {
         return;
     };
@@ -48,7 +60,8 @@ fn writer(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
             return;
         }
         let (k1, k2) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
-        let value = format!("value-{tag}-{i}").into_bytes();
+        let mut value = format!("value-{tag}-{i}-").into_bytes();
+        value.resize(value_len.max(value.len()), b'.');
         if i % 4 == 0 {
             note(k1.as_bytes(), Known::Maybe(value.clone()));
             note(k2.as_bytes(), Known::Maybe(value.clone()));
@@ -146,7 +159,7 @@ fn verify(port: u16, ledger: &Ledger, round: usize) {
     }
 }
 
-fn crash_rounds(device: &str) {
+fn crash_rounds(setup: &Setup<'_>) -> (Child, u16) {
     let rounds = std::env::var("FERRITE_CRASH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -154,16 +167,18 @@ fn crash_rounds(device: &str) {
     let dir = tempfile::tempdir().unwrap();
     let ledger: Ledger = Arc::default();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
+    let device = setup.device;
     eprintln!("crash test on {device}: {rounds} rounds, seed {seed:#x}");
     for round in 0..rounds {
-        let (mut child, port) = start(dir.path(), device);
+        let (mut child, port) = start(dir.path(), setup);
         verify(port, &ledger, round);
         let stop = Arc::new(AtomicBool::new(false));
         let threads: Vec<_> = (0..CLIENTS)
             .map(|t| {
                 let (ledger, stop) = (Arc::clone(&ledger), Arc::clone(&stop));
                 let tag = format!("r{round}c{t}");
-                std::thread::spawn(move || writer(port, tag, ledger, stop))
+                let value_len = setup.value_len;
+                std::thread::spawn(move || writer(port, tag, value_len, ledger, stop))
             })
             .collect();
         seed = seed
@@ -171,7 +186,7 @@ fn crash_rounds(device: &str) {
             .wrapping_add(1442695040888963407);
         kill_after(20 + (seed >> 33) % 250, &mut child, &stop, threads);
     }
-    let (mut child, port) = start(dir.path(), device);
+    let (child, port) = start(dir.path(), setup);
     verify(port, &ledger, rounds);
     let acked = ledger
         .lock()
@@ -183,16 +198,73 @@ fn crash_rounds(device: &str) {
         acked > rounds,
         "too few acknowledged writes ({acked}) to mean anything"
     );
+    (child, port)
+}
+
+fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
 
 #[test]
 fn kill_9_loses_no_acknowledged_write_file_log() {
-    crash_rounds("file");
+    let (child, _) = crash_rounds(&Setup {
+        device: "file",
+        flags: &[],
+        value_len: 0,
+    });
+    stop(child);
 }
 
 #[test]
 fn kill_9_loses_no_acknowledged_write_emulated_pm_log() {
-    crash_rounds("pmem-emulated");
+    let (child, _) = crash_rounds(&Setup {
+        device: "pmem-emulated",
+        flags: &[],
+        value_len: 0,
+    });
+    stop(child);
+}
+
+/// An INFO memory field of the server on `port`.
+fn info_memory(port: u16, name: &str) -> u64 {
+    let mut c = Client::connect(port).expect("connect");
+    let Ok(Reply::Bulk(Some(text))) = c.call(&[b"INFO", b"memory"]) else {
+        panic!("INFO failed")
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO memory has no {name}"))
+}
+
+/// The same ledger with 4 KiB values and a DRAM budget 2 MiB above what
+/// an empty server uses: values move to the PM tier while the clients
+/// write and the server is killed, and every restart rebuilds the tier by
+/// replay. The last restart must have demoted values, or the run proved
+/// nothing about the tier.
+#[test]
+fn kill_9_loses_no_acknowledged_write_with_a_small_dram_budget() {
+    let probe = tempfile::tempdir().unwrap();
+    let (child, port) = start_server(probe.path(), &[]);
+    let empty = info_memory(port, "used_memory");
+    stop(child);
+    let flags = [
+        "--maxmemory-dram".to_string(),
+        (empty + (2 << 20)).to_string(),
+        "--pm-tier-size".to_string(),
+        "256mb".to_string(),
+    ];
+    let (child, port) = crash_rounds(&Setup {
+        device: "file",
+        flags: &flags,
+        value_len: 4096,
+    });
+    let demoted = info_memory(port, "tier_demotions");
+    stop(child);
+    assert!(
+        demoted > 0,
+        "no value was demoted: the budget was never passed"
+    );
 }
