@@ -202,6 +202,9 @@ fn memory(state: &State, out: &mut String) {
         state.lazyfree.pending(),
         state.lazyfree.freed(),
     );
+    if state.tier.is_some() {
+        crate::tier::info(state, out);
+    }
 }
 
 fn persistence(state: &State, out: &mut String) {

@@ -54,6 +54,7 @@ pub mod resp;
 pub mod rewrite;
 pub mod server;
 pub mod state;
+pub mod tier;
 pub mod tls;
 pub mod types;
 pub mod users;

@@ -210,6 +210,8 @@ pub struct State {
     pub cluster: Option<std::sync::Arc<crate::cluster::Shared>>,
     /// Replication: IDs, offset, backlog, replicas, master link.
     pub repl: crate::server::repl::Repl,
+    /// The PM value tier, when `maxmemory-dram` is set (`tier.rs`).
+    pub tier: Option<crate::tier::Tier>,
 }
 
 /// What INFO persistence reports about log rewrites (issue #5).
@@ -310,6 +312,7 @@ impl State {
             acl: Default::default(),
             cluster: None,
             repl: crate::server::repl::Repl::default(),
+            tier: None,
         }
     }
 
@@ -322,11 +325,18 @@ impl State {
         }
     }
 
-    /// Whether `maxmemory` is set and exceeded. O(1): it runs before
-    /// every command a client sends.
+    /// Whether `maxmemory` is set and exceeded, counting the PM tier's
+    /// bytes with DRAM's (`docs/tier.md`). O(1): it runs before every
+    /// command a client sends.
     pub fn over_maxmemory(&self) -> bool {
         let limit = self.config.maxmemory_bytes;
-        limit > 0 && self.used_memory().saturating_sub(self.replica_output_bytes) > limit
+        limit > 0 && self.dataset_memory() > limit
+    }
+
+    /// What `maxmemory` limits: the memory in use, PM tier included,
+    /// less the replicas' reply buffers.
+    pub fn dataset_memory(&self) -> u64 {
+        (self.used_memory() + crate::tier::pm_used(self)).saturating_sub(self.replica_output_bytes)
     }
 
     /// Raises the peak to the probe's counter, once per turn of the event

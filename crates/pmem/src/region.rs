@@ -227,6 +227,13 @@ impl PmemRegion {
         self.base
     }
 
+    /// Charges the media model for a read of `[offset, offset + len)` made
+    /// in place (through an address from `read_ptr`), as `read` charges
+    /// its copy: for holders of such addresses that want honest figures.
+    pub(crate) fn charge_read(&self, offset: usize, len: usize) {
+        self.sink.record_read(offset, len);
+    }
+
     /// Bounds-checks `[offset, offset + len)` and returns its address.
     #[inline]
     fn at(&self, offset: usize, len: usize) -> Result<*mut u8> {

@@ -38,7 +38,7 @@ pub type Ledger = Arc<Mutex<BTreeMap<Vec<u8>, Known>>>;
 
 /// One client's writes until the connection breaks: plain SETs and
 /// two-key MULTI/EXEC transactions, each key written once.
-pub fn writer(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
+pub fn writer(port: u16, tag: String, value_len: usize, ledger: Ledger, stop: Arc<AtomicBool>) {
     let Ok(mut c) = Client::connect(port) else {
         return;
     };
@@ -48,7 +48,8 @@ pub fn writer(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
             return;
         }
         let (k1, k2) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
-        let value = format!("value-{tag}-{i}").into_bytes();
+        let mut value = format!("value-{tag}-{i}-").into_bytes();
+        value.resize(value_len.max(value.len()), b'.');
         if i % 4 == 0 {
             note(k1.as_bytes(), Known::Maybe(value.clone()));
             note(k2.as_bytes(), Known::Maybe(value.clone()));
@@ -150,6 +151,14 @@ pub fn verify(port: u16, ledger: &Ledger, round: usize) {
 /// writers killed with the server, started with `appendfsync always` and
 /// `flags`, each restart checked against the ledger.
 pub fn crash_rounds(name: &str, flags: &[&str]) {
+    let (mut child, _) = crash_rounds_with(name, flags, 0);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// [`crash_rounds`] with each value padded to `value_len` bytes; returns
+/// the server of the last restart, still running, and its port.
+pub fn crash_rounds_with(name: &str, flags: &[&str], value_len: usize) -> (Child, u16) {
     let rounds = std::env::var("FERRITE_CRASH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -166,7 +175,7 @@ pub fn crash_rounds(name: &str, flags: &[&str]) {
             .map(|t| {
                 let (ledger, stop) = (Arc::clone(&ledger), Arc::clone(&stop));
                 let tag = format!("r{round}c{t}");
-                std::thread::spawn(move || writer(port, tag, ledger, stop))
+                std::thread::spawn(move || writer(port, tag, value_len, ledger, stop))
             })
             .collect();
         seed = seed
@@ -174,7 +183,7 @@ pub fn crash_rounds(name: &str, flags: &[&str]) {
             .wrapping_add(1442695040888963407);
         kill_after(20 + (seed >> 33) % 250, &mut child, &stop, threads);
     }
-    let (mut child, port) = start(dir.path(), flags);
+    let (child, port) = start(dir.path(), flags);
     verify(port, &ledger, rounds);
     let acked = ledger
         .lock()
@@ -186,6 +195,5 @@ pub fn crash_rounds(name: &str, flags: &[&str]) {
         acked > rounds,
         "too few acknowledged writes ({acked}) to mean anything"
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    (child, port)
 }

@@ -130,10 +130,7 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
     use crate::config::MaxmemoryPolicy as P;
     use crate::keyspace::evict::{Pool, Rank};
     let limit = ctx.state.config.maxmemory_bytes;
-    let used = ctx
-        .state
-        .used_memory()
-        .saturating_sub(ctx.state.replica_output_bytes);
+    let used = ctx.state.dataset_memory();
     if limit == 0 || used <= limit {
         return true;
     }
@@ -164,12 +161,15 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         let Some((db, key)) = victim else {
             return false;
         };
-        let before = counter.map_or(0, |read| read());
+        // DRAM and the PM tier together, as `maxmemory` counts them.
+        let heap = state.tier.as_ref().map(|tier| &tier.heap);
+        let read = || counter.map_or(0, |read| read()) + heap.map_or(0, |h| h.stats().slot_bytes);
+        let before = read();
         let (mut estimate, mut after) = (0u64, before);
         let evicted = state.keyspace.evict(db, &key, |value| {
             estimate = (entry_bytes(&key) + value_bytes(&value, SAMPLES_DEFAULT)) as u64;
             drop(value);
-            after = counter.map_or(0, |read| read());
+            after = read();
         });
         if !evicted {
             continue;

@@ -455,6 +455,10 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // between the commands of a transaction: the DELs it logs go before
     // the command's own record, which is where they happened.
     ctx.state.out_of_memory = false;
+    // The PM tier's demotion comes first: it moves bytes from DRAM to PM
+    // without changing the total `maxmemory` compares. It runs for
+    // replayed and replicated commands too, so a load stays in budget.
+    crate::tier::before_command(ctx.state);
     if !ctx.session.is_replay && !ctx.session.is_master && ctx.state.over_maxmemory() {
         ctx.state.out_of_memory = !memory::perform_evictions(ctx);
         // The evicted keys' invalidations precede this command's reply:

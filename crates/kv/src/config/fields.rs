@@ -88,6 +88,9 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         }
         "aof-release-log-cache" => config.aof_release_log_cache = yes,
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes = number(text),
+        "maxmemory-dram" => config.maxmemory_dram_bytes = number(text),
+        "pm-tier-path" => config.pm_tier_path = text.to_string(),
+        "pm-tier-size" => config.pm_tier_size_bytes = number(text),
         "maxmemory-policy" => {
             config.maxmemory_policy =
                 MaxmemoryPolicy::parse(text).unwrap_or(MaxmemoryPolicy::NoEviction)
@@ -182,6 +185,9 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "oom-score-adj-values" => config.oom_score_adj_values.map(|v| v.to_string()).join(" "),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
+        "maxmemory-dram" => config.maxmemory_dram_bytes.to_string(),
+        "pm-tier-path" => config.pm_tier_path.clone(),
+        "pm-tier-size" => config.pm_tier_size_bytes.to_string(),
         "maxmemory-policy" => config.maxmemory_policy.name().to_string(),
         "maxmemory-samples" => config.maxmemory_samples.to_string(),
         "lfu-log-factor" => config.lfu_log_factor.to_string(),

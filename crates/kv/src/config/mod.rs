@@ -66,6 +66,14 @@ pub struct Config {
     pub cluster: crate::cluster::Settings,
     /// Memory limit in bytes, 0 for none (`maxmemory`).
     pub maxmemory_bytes: u64,
+    /// DRAM budget of the dataset, 0 for no PM tier (`maxmemory-dram`,
+    /// `docs/tier.md`).
+    pub maxmemory_dram_bytes: u64,
+    /// The PM tier's heap file, empty for `dir`/ferrite-pm-tier
+    /// (`pm-tier-path`).
+    pub pm_tier_path: String,
+    /// Bytes of the PM tier's heap (`pm-tier-size`).
+    pub pm_tier_size_bytes: u64,
     /// Memory all clients may hold before the largest are closed
     /// (`maxmemory-clients`): bytes, or `-N` for N percent of
     /// `maxmemory`; 0 for no limit. See [`Config::client_eviction_limit`].
@@ -219,6 +227,9 @@ impl Default for Config {
             cluster: Default::default(),
             maxmemory_bytes: 0,
             maxmemory_clients: 0,
+            maxmemory_dram_bytes: 0,
+            pm_tier_path: String::new(),
+            pm_tier_size_bytes: 0,
             proto_max_bulk_len_bytes: 0,
             client_query_buffer_limit_bytes: 0,
             databases: 0,

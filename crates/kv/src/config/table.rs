@@ -412,6 +412,9 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("aof-rewrite-lend-loop-core", None, Bool, "no", 0, Acts, "Let a rewrite burst use the event loop's core (a small-machine mechanism, off by default)."),
     d!("event-loop-unstack", None, Bool, "no", 0, Acts, "Move an unpinned event loop off a core where it keeps waiting (a small-machine mechanism, off by default)."),
     d!("aof-release-log-cache", None, Bool, "yes", 0, Acts, "Drop synced stretches of the log from the page cache."),
+    d!("maxmemory-dram", None, memory(0, I64_MAX, true), "0", STARTUP_ONLY, Acts, "DRAM budget of the dataset: above it the coldest string values of 64 bytes or more move to the PM tier (0: no tier; docs/tier.md)."),
+    d!("pm-tier-path", None, Text, "", STARTUP_ONLY, Acts, "File holding the PM tier's heap (empty: ferrite-pm-tier in dir); its contents are rebuilt from the log at each start."),
+    d!("pm-tier-size", None, memory(0, I64_MAX, true), "1073741824", STARTUP_ONLY, Acts, "Bytes of the PM tier's heap; refused at start-up when larger than its file system's free space."),
     d!("aof-everysec-sync-bytes", None, memory(0, I64_MAX, true), "16777216", 0, Acts, "At everysec, also sync once this many bytes wait (0: only every second)."),
 ];
 

@@ -262,6 +262,17 @@ impl KeyMap {
         Arc::make_mut(self.chunks[chunk_of(hash)].get_or_insert_with(Arc::default))
     }
 
+    /// The value at `key` for a change no one can observe (the PM tier
+    /// moving its bytes), only if no clone shares the key's chunk: a
+    /// rewrite snapshot that holds it is left alone, and nothing is copied.
+    pub(crate) fn value_mut_unshared(&mut self, key: &[u8]) -> Option<&mut Value> {
+        let hash = self.hash(key);
+        let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
+        Arc::get_mut(slot)?
+            .find_mut(hash, key)
+            .map(|e| &mut e.value)
+    }
+
     /// The value at `key`, for modification.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         if !self.contains_key(key) {

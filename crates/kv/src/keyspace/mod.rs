@@ -23,6 +23,7 @@ pub mod glob;
 pub mod map;
 mod snapshot;
 mod supersede;
+pub mod tier;
 mod watch;
 
 use std::collections::{HashMap, HashSet};
@@ -160,6 +161,9 @@ pub struct Keyspace {
     pub access: access::AccessPolicy,
     /// State of the generator behind LFU's probabilistic increments.
     access_random: u64,
+    /// What reads may promote from the PM tier (`tier.rs`); the
+    /// dispatcher sets the allowance before each command.
+    pub promotion: tier::Promotion,
 }
 
 impl Keyspace {
@@ -187,6 +191,7 @@ impl Keyspace {
             supersede: supersede::Supersede::default(),
             capture: capture::Capture::default(),
             access: access::AccessPolicy::default(),
+            promotion: tier::Promotion::default(),
             access_random: 0x9E37_79B9_7F4A_7C15,
         }
     }
@@ -404,6 +409,9 @@ impl Keyspace {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
         let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
+        if self.promotion.allowance > 0 && !gone && !self.loading {
+            self.maybe_promote(db, seg, key);
+        }
         let (now, policy) = (self.now_ms, self.access);
         let random = if policy.lfu { self.next_random() } else { 0.0 };
         // One lookup that also records the access, unless loading or a

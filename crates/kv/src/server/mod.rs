@@ -195,6 +195,8 @@ impl Server {
             }
         })?;
         let mut state = State::new(config);
+        let startup = crate::memory::probe().map_or(0, |probe| (probe.allocated)());
+        state.tier = crate::tier::Tier::open(&state.config, startup)?;
         state.acl = crate::users::Acl::at_startup(&state.config).map_err(|reason| {
             crate::Error::Config {
                 origin: "ACL".into(),
@@ -209,6 +211,7 @@ impl Server {
             Some(device) => (open_log_on(&mut state, device, wake.boxed())?, None),
             None => open_data_dir(&mut state, Access::Serve(wake))?.into_serving()?,
         };
+        crate::tier::check_index(&state)?;
         let mut listeners = Vec::new();
         let mut tls_listeners = Vec::new();
         if crate::tls::wanted(&state.config.tls) {

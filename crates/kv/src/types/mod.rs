@@ -164,7 +164,12 @@ impl Value {
     /// string whose bytes have a block of their own, where that block
     /// is), so call it once the first line is likely in the cache.
     pub fn prefetch_rest_once(&self, limit: usize) {
+        // A PM value is not prefetched: reading its address would charge
+        // the media model for a read the caller may not make.
         if let Value::Str(s) = self {
+            if s.is_pm() {
+                return;
+            }
             let end = s.as_ptr().wrapping_add(s.len().min(limit)) as usize;
             if s.is_thin() {
                 for line in lines_after_two(s.heap_addr() as usize, end) {

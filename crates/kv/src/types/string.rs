@@ -20,6 +20,12 @@
 //! before: lengths at or just under a power of two from 256 bytes up
 //! (256, 512, 1024, 4096: the sizes clients most often pick) and the
 //! lengths just under every other class boundary above 1 KiB.
+//!
+//! A third form holds a string moved to the PM value tier
+//! (`docs/tier.md`): a slot of the PM heap, freed with the last clone. Its
+//! bytes, like the other forms', are reachable only through [`Deref`], so
+//! every command that reads a string works on a PM-resident one; its
+//! length is read from the handle, without touching PM.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -39,6 +45,7 @@ pub struct Str(Repr);
 enum Repr {
     Thin(triomphe::ThinArc<(), u8>),
     Split(Arc<Box<[u8]>>),
+    Pm(Arc<ferrite_pmem::SlabRef>),
 }
 
 /// jemalloc's size class for a request of `size` bytes (its default build:
@@ -77,9 +84,36 @@ impl Str {
         }
     }
 
+    /// A copy of this string in `heap`, or `None` when the heap has no
+    /// room for it. The demotion step of the tier.
+    pub fn to_pm(&self, heap: &Arc<ferrite_pmem::SlabHeap>) -> Option<Str> {
+        heap.store(self).map(|slot| Str(Repr::Pm(Arc::new(slot))))
+    }
+
+    /// Whether the bytes are in the PM tier.
+    pub fn is_pm(&self) -> bool {
+        matches!(self.0, Repr::Pm(_))
+    }
+
+    /// The string's length, without reading its bytes (for a PM value,
+    /// from its handle: no PM access is charged).
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Thin(thin) => thin.slice.len(),
+            Repr::Split(split) => split.len(),
+            Repr::Pm(slot) => slot.len(),
+        }
+    }
+
+    /// Whether the string is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Runs `change` on the bytes in place when no one else holds this
-    /// string (no rewrite snapshot, no other clone); `false`, and nothing
-    /// done, otherwise. Lets SETBIT and BITFIELD change a large bitmap
+    /// string (no rewrite snapshot, no other clone) and it is in DRAM;
+    /// `false`, and nothing done, otherwise (for a PM value the caller
+    /// then builds a new DRAM string: its promotion). Lets SETBIT and BITFIELD change a large bitmap
     /// without copying it.
     pub fn change_in_place(&mut self, change: impl FnOnce(&mut [u8])) -> bool {
         match &mut self.0 {
@@ -97,6 +131,7 @@ impl Str {
                 }
                 None => false,
             },
+            Repr::Pm(_) => false,
         }
     }
 
@@ -107,6 +142,7 @@ impl Str {
         match &self.0 {
             Repr::Thin(thin) => thin.heap_ptr().cast(),
             Repr::Split(split) => Arc::as_ptr(split).cast::<u8>().wrapping_sub(16),
+            Repr::Pm(slot) => slot.addr(),
         }
     }
 
@@ -123,6 +159,7 @@ impl Str {
         match &self.0 {
             Repr::Thin(_) => [THIN_HEADER + self.len(), 0],
             Repr::Split(_) => [SPLIT_HEAD, self.len()],
+            Repr::Pm(_) => [SPLIT_HEAD, 0],
         }
     }
 }
@@ -133,6 +170,7 @@ impl Deref for Str {
         match &self.0 {
             Repr::Thin(thin) => &thin.slice,
             Repr::Split(split) => split,
+            Repr::Pm(slot) => slot.bytes(),
         }
     }
 }
@@ -141,7 +179,7 @@ impl Deref for Str {
 /// length always share a layout, but nothing relies on that).
 impl PartialEq for Str {
     fn eq(&self, other: &Str) -> bool {
-        **self == **other
+        self.len() == other.len() && **self == **other
     }
 }
 

@@ -1,0 +1,140 @@
+//! The PM tier's moves inside the keyspace (`docs/tier.md`): picking the
+//! coldest movable string by the access clocks, moving its bytes to the
+//! PM heap, and bringing a value read again back to DRAM. Neither move
+//! changes a value, so neither is logged, counted as a change for WATCH,
+//! or touches a key's clock; and neither acts on a segment or chunk a
+//! rewrite snapshot shares, so the tier never causes a copy-before-write.
+
+use std::sync::Arc;
+
+use ferrite_pmem::slab::MAX_VALUE;
+use ferrite_pmem::SlabHeap;
+
+use super::{access, segment_of, Keyspace};
+use crate::types::{Bytes, Str, Value};
+
+/// The smallest string value the tier moves to PM (pmem-redis's and
+/// Dragonfly's threshold): below it the handle kept in DRAM and the slot's
+/// rounding would save little.
+pub const TIER_MIN_VALUE: usize = 64;
+
+/// The keyspace's side of promotion: what the dispatcher allows before
+/// each command, and the count.
+#[derive(Debug, Default)]
+pub struct Promotion {
+    /// Bytes the running command may still promote (0: promotion off,
+    /// because there is no tier or DRAM has no room).
+    pub allowance: usize,
+    /// Values promoted since start-up.
+    pub promotions: u64,
+}
+
+/// What one demotion attempt did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Demoted {
+    /// The value moved; its length.
+    Moved(usize),
+    /// Nothing to move at that key (gone, shared with a snapshot, or not a
+    /// DRAM string of a movable size).
+    Skipped,
+    /// The heap had no slot for it: the value stays in DRAM.
+    Full,
+}
+
+/// Whether `value` is a DRAM string the tier may move.
+fn movable(value: &Value) -> bool {
+    matches!(value, Value::Str(s) if !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len()))
+}
+
+impl Keyspace {
+    /// The coldest of `samples` keys sampled per database (as eviction
+    /// samples) whose value may move to PM, ranked by the access clocks
+    /// (idle time, or the LFU counter under an LFU policy).
+    pub fn demotion_candidate(
+        &self,
+        samples: usize,
+        mut random: impl FnMut(usize) -> usize,
+    ) -> Option<(usize, Bytes)> {
+        let mut best: Option<(u64, usize, Bytes)> = None;
+        for db in 0..self.dbs.len() {
+            if self.dbs[db].is_empty() {
+                continue;
+            }
+            for _ in 0..samples.max(1) {
+                let Some(key) = self.random_key(db, &mut random) else {
+                    break;
+                };
+                let segment = &self.dbs[db].segments[segment_of(&key)];
+                if !segment.map.get(&key).is_some_and(movable) {
+                    continue;
+                }
+                let clock = segment.map.clock(&key).unwrap_or(0);
+                let score = if self.access.lfu {
+                    255 - u64::from(access::lfu_counter(clock, self.now_ms, &self.access))
+                } else {
+                    access::idle_ms(clock, self.now_ms)
+                };
+                if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                    best = Some((score, db, key));
+                }
+            }
+        }
+        best.map(|(_, db, key)| (db, key))
+    }
+
+    /// Moves the value at `key` into `heap`, if it is a movable DRAM
+    /// string in a segment and chunk no snapshot shares.
+    pub fn demote(&mut self, db: usize, key: &[u8], heap: &Arc<SlabHeap>) -> Demoted {
+        let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[segment_of(key)]) else {
+            return Demoted::Skipped;
+        };
+        let Some(value) = segment.map.value_mut_unshared(key) else {
+            return Demoted::Skipped;
+        };
+        if !movable(value) {
+            return Demoted::Skipped;
+        }
+        let Value::Str(s) = value else {
+            return Demoted::Skipped;
+        };
+        match s.to_pm(heap) {
+            Some(moved) => {
+                *s = moved;
+                Demoted::Moved(s.len())
+            }
+            None => Demoted::Full,
+        }
+    }
+
+    /// Brings the value at `key` back to DRAM if it is in PM, its key was
+    /// read recently (before this read: within about a second under LRU,
+    /// a counter above a new key's under LFU), and the running command's
+    /// allowance covers it. Called by reads before they look the key up.
+    pub(super) fn maybe_promote(&mut self, db: usize, seg: usize, key: &[u8]) {
+        let (now, policy, allowance) = (self.now_ms, self.access, self.promotion.allowance);
+        let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) else {
+            return;
+        };
+        let Some(clock) = segment.map.clock(key) else {
+            return;
+        };
+        let recent = if policy.lfu {
+            access::lfu_counter(clock, now, &policy) > access::LFU_INIT
+        } else {
+            access::idle_ms(clock, now) <= 1000
+        };
+        if !recent {
+            return;
+        }
+        let Some(Value::Str(s)) = segment.map.value_mut_unshared(key) else {
+            return;
+        };
+        if !s.is_pm() || s.len() > allowance {
+            return;
+        }
+        let len = s.len();
+        *s = Str::new(s);
+        self.promotion.allowance -= len;
+        self.promotion.promotions += 1;
+    }
+}
