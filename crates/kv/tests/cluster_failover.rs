@@ -10,19 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::TestServer;
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 fn node(dir: &std::path::Path) -> (TestServer, u16) {
-    let bus = free_port();
-    let server = TestServer::start_with(dir, |c| {
-        c.cluster.enabled = true;
-        c.cluster.port = bus;
-        c.cluster.node_timeout_ms = 1000;
-    });
-    (server, bus)
+    common::cluster_node(dir, 1000)
 }
 
 fn connect(server: &TestServer) -> redis::Connection {

@@ -172,3 +172,19 @@ pub fn resp(args: &[&str]) -> Vec<u8> {
     }
     out
 }
+
+/// A cluster node (`cluster-enabled yes`) on a free port, its bus on a
+/// port free now (the bus port must be known before the server starts, as
+/// `cluster-port` sets it); returns the server and its bus port.
+pub fn cluster_node(dir: &Path, node_timeout_ms: i64) -> (TestServer, u16) {
+    let bus = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let server = TestServer::start_with(dir, |c| {
+        c.cluster.enabled = true;
+        c.cluster.port = bus;
+        c.cluster.node_timeout_ms = node_timeout_ms;
+    });
+    (server, bus)
+}
