@@ -24,6 +24,8 @@ mod media_validation;
 pub mod pmem;
 pub mod report;
 pub mod rewrite;
+pub mod tier;
+pub mod tier_load;
 pub mod tonic;
 mod tonic_structures;
 pub mod tpcc;
@@ -111,6 +113,10 @@ pub enum Experiment {
     /// redis-server 7 BGREWRITEAOF under a SET load: rewrite time,
     /// throughput and p99 during it, memory (PSS), recovery time.
     Rewrite(rewrite::RewriteArgs),
+    /// Paper 001 (AliusM), issue #40: a keyspace larger than its DRAM
+    /// budget, values on the PM tier, against all-DRAM Ferrite and
+    /// redis-server 7 at DRAM shares 10 to 100%.
+    Tier(tier::TierArgs),
     /// (internal) Runs a Ferrite server for the kv experiment:
     /// `kv-serve --name value...`.
     #[command(hide = true)]
@@ -134,6 +140,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(args) => apply_model(&args.common),
         Experiment::Tpcc(args) => apply_model(&args.common),
         Experiment::Rewrite(args) => apply_model(&args.common),
+        Experiment::Tier(_) => {}
         Experiment::KvServe { .. } | Experiment::KvLoad(_) => {}
     }
     match experiment {
@@ -145,6 +152,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(args) if args.tls => kv_tls::run(&args.common.resolved()),
         Experiment::Kv(args) => kv::run(&args),
         Experiment::Rewrite(args) => rewrite::run(&args),
+        Experiment::Tier(args) => tier::run(&args),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does.
             ferrite_kv::memory::install(ferrite_kv::memory::jemalloc_probe());
