@@ -336,6 +336,19 @@ impl Running<'_, '_> {
         status.killed
     }
 
+    /// Lays a call's arguments out in the request buffer, or the error
+    /// Redis answers when there are none or one is neither a string nor
+    /// a number (shared by `redis.call` and `redis.acl_check_cmd`).
+    fn lay_out<'lua>(&mut self, args: &MultiValue<'lua>) -> Option<Answer<'lua>> {
+        if args.is_empty() {
+            return Some(Answer::Error(Cow::Borrowed(NO_ARGUMENTS), false));
+        }
+        if !self.take_arguments(args) {
+            return Some(Answer::Error(Cow::Borrowed(ARG_TYPES), false));
+        }
+        None
+    }
+
     /// Lays the call's arguments out in the request buffer; `false` if
     /// one is neither a string nor a number.
     fn take_arguments(&mut self, args: &MultiValue<'_>) -> bool {
@@ -364,11 +377,8 @@ impl Running<'_, '_> {
         _: &'lua Lua,
         args: MultiValue<'lua>,
     ) -> mlua::Result<Answer<'lua>> {
-        if args.is_empty() {
-            return Ok(Answer::Error(Cow::Borrowed(NO_ARGUMENTS), false));
-        }
-        if !self.take_arguments(&args) {
-            return Ok(Answer::Error(Cow::Borrowed(ARG_TYPES), false));
+        if let Some(refusal) = self.lay_out(&args) {
+            return Ok(refusal);
         }
         let args = Args::new(&self.scratch.request, &self.scratch.ranges);
         let Ok((container, spec)) = resolve(&args) else {
@@ -384,11 +394,8 @@ impl Running<'_, '_> {
         lua: &'lua Lua,
         args: MultiValue<'lua>,
     ) -> mlua::Result<Answer<'lua>> {
-        if args.is_empty() {
-            return Ok(Answer::Error(Cow::Borrowed(NO_ARGUMENTS), false));
-        }
-        if !self.take_arguments(&args) {
-            return Ok(Answer::Error(Cow::Borrowed(ARG_TYPES), false));
+        if let Some(refusal) = self.lay_out(&args) {
+            return Ok(refusal);
         }
         drop(args);
         let Running {
