@@ -77,6 +77,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent = number(text),
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent = number(text),
         "aof-rewrite-lend-loop-core" => config.aof_rewrite_lend_loop_core = yes,
+        "rdb-key-save-delay" => config.rdb_key_save_delay = number(text),
         "event-loop-unstack" => config.event_loop_unstack = yes,
         "oom-score-adj" => config.oom_score_adj = crate::oom::OomMode::parse(text),
         "oom-score-adj-values" => {
@@ -179,6 +180,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "aof-rewrite-io-share" => config.aof_rewrite_io_share_percent.to_string(),
         "aof-rewrite-cpu-share" => config.aof_rewrite_cpu_share_percent.to_string(),
         "aof-rewrite-lend-loop-core" => yes_no(config.aof_rewrite_lend_loop_core),
+        "rdb-key-save-delay" => config.rdb_key_save_delay.to_string(),
         "event-loop-unstack" => yes_no(config.event_loop_unstack),
         "client-output-buffer-limit" => config.client_output_buffer_limits.show(),
         "oom-score-adj" => config.oom_score_adj.name().to_string(),

@@ -112,6 +112,9 @@ pub struct Config {
     pub aof_rewrite_cpu_share_percent: u32,
     /// A rewrite burst may use the loop's core (`aof-rewrite-lend-loop-core`).
     pub aof_rewrite_lend_loop_core: bool,
+    /// Testing: a rewrite's delay per key written (`rdb-key-save-delay`,
+    /// microseconds; negative `-n`: one microsecond with a chance of 1/n).
+    pub rdb_key_save_delay: i32,
     /// How the OOM score is set (`oom-score-adj`).
     pub oom_score_adj: crate::oom::OomMode,
     /// Scores of a master, a replica and a child (`oom-score-adj-values`).
@@ -246,6 +249,7 @@ impl Default for Config {
             aof_rewrite_io_share_percent: 0,
             aof_rewrite_cpu_share_percent: 0,
             aof_rewrite_lend_loop_core: false,
+            rdb_key_save_delay: 0,
             event_loop_unstack: false,
             client_output_buffer_limits: Default::default(),
             oom_score_adj: Default::default(),

@@ -312,7 +312,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("rdb-del-sync-files", None, Bool, "no", 0, No(RDB), "Delete RDB files used only for replication."),
     d!("rdb-save-incremental-fsync", None, Bool, "yes", 0, No(RDB), "Sync every 4 MB while saving."),
     d!("stop-writes-on-bgsave-error", None, Bool, "yes", 0, No(RDB), "Refuse writes after a failed save."),
-    d!("rdb-key-save-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, No(RDB), "Testing: delay per key saved."),
+    d!("rdb-key-save-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, Acts, "Testing: microseconds a log rewrite waits per key it writes (negative -n: one microsecond with a chance of 1/n), as Redis's RDB and AOF rewrite."),
     d!("key-load-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, No(RDB), "Testing: delay per key loaded."),
     d!("loading-process-events-interval-bytes", None, num(1024, I32_MAX), "2097152", HIDDEN, No(RDB), "Bytes loaded between event loop turns."),
     // Encodings.

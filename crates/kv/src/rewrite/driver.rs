@@ -3,7 +3,7 @@
 //! scheduled or automatic rewrite, polling the running one, and the
 //! back-off after failures.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,8 @@ struct Running {
     /// ([`Race`]).
     race: Arc<Race>,
     log_base: u64,
+    /// `rdb-key-save-delay` as the workers read it ([`Pacer::delay_keys`]).
+    key_delay: Arc<AtomicI32>,
 }
 
 /// A rewrite whose new log and manifest are being made durable on the
@@ -237,6 +239,9 @@ impl Rewriter {
             // The log's size is refreshed by the server's timer.
             let grown = state.log.current_size.saturating_sub(running.log_base);
             running.race.log_grew_to(grown);
+            running
+                .key_delay
+                .store(state.config.rdb_key_save_delay, Ordering::Relaxed);
         }
         if self.running.is_some() || self.preparing.is_some() {
             note_keyspace_figures(state);
@@ -381,6 +386,8 @@ impl Rewriter {
         let wake = self.wake.clone();
         let cpus = state.config.cpulist("aof_rewrite_cpulist");
         let lift = pacer.lift_handle();
+        let key_delay = pacer.key_delay_handle();
+        key_delay.store(state.config.rdb_key_save_delay, Ordering::Relaxed);
         let race = pacer.race();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
@@ -429,6 +436,7 @@ impl Rewriter {
             lift,
             race,
             log_base,
+            key_delay,
         });
         Ok(())
     }
@@ -528,6 +536,7 @@ impl Rewriter {
                 lift: Arc::clone(&running.lift),
                 race: Arc::clone(&running.race),
                 log_base: running.log_base,
+                key_delay: Arc::clone(&running.key_delay),
             });
             self.poll(state);
         }

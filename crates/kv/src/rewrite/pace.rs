@@ -32,7 +32,7 @@
 //! device's full speed, and their clients lost the most in the shortest
 //! rewrites (`docs/results/rewrite-io.md`, "Kept and dropped").
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -104,6 +104,9 @@ pub struct Pacer {
     lifted: Arc<AtomicBool>,
     /// The event loop's core, lent to the bursts ([`Seat`]).
     seat: Option<Arc<Seat>>,
+    /// `rdb-key-save-delay`, kept current by the event loop
+    /// ([`Pacer::key_delay_handle`], [`Pacer::delay_keys`]).
+    key_delay: Arc<AtomicI32>,
 }
 
 /// CPU time a worker runs between two looks at the CPU budget ([`Burst`]).
@@ -219,6 +222,7 @@ impl Pacer {
             race: Arc::new(Race::new(100)),
             lifted: Arc::default(),
             seat: None,
+            key_delay: Arc::default(),
         }
     }
 
@@ -262,6 +266,35 @@ impl Pacer {
     /// and no client is left to leave the device or the CPU to).
     pub fn lift_handle(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.lifted)
+    }
+
+    /// The cell the event loop writes `rdb-key-save-delay` to, so that a
+    /// CONFIG SET during a rewrite takes effect at its next segment, as
+    /// Redis reads the setting at every key.
+    pub fn key_delay_handle(&self) -> Arc<AtomicI32> {
+        Arc::clone(&self.key_delay)
+    }
+
+    /// Waits what `rdb-key-save-delay` asks for `keys` keys written: a
+    /// testing knob (Redis's test suite slows rewrites with it), 0 in
+    /// production. A positive value is microseconds a key; a negative
+    /// `-n` is one microsecond with a chance of one in `n` a key, Redis's
+    /// way of asking for less than a microsecond. The wait is taken once
+    /// for the keys of a segment, so it needs one system call, not one a
+    /// key.
+    pub fn delay_keys(&self, keys: u64) {
+        let delay = self.key_delay.load(Ordering::Relaxed);
+        let micros = match delay {
+            0 => return,
+            d if d > 0 => keys.saturating_mul(u64::from(d.unsigned_abs())),
+            d => {
+                let one_in = u64::from(d.unsigned_abs());
+                (0..keys).filter(|_| fastrand::u64(0..one_in) == 0).count() as u64
+            }
+        };
+        if micros > 0 && !self.is_lifted() {
+            std::thread::sleep(Duration::from_micros(micros));
+        }
     }
 
     fn is_lifted(&self) -> bool {

@@ -82,6 +82,7 @@ fn write_one(
                 progress
                     .keys
                     .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                pacer.delay_keys(chunk.len() as u64);
                 writer.write_piece(db, seg, chunk, expires)
             })
             .map_err(io("write"))?;
@@ -108,6 +109,7 @@ fn write_one(
         progress
             .keys
             .fetch_add(segment.map.len() as u64, Ordering::Relaxed);
+        pacer.delay_keys(segment.map.len() as u64);
         snapshot.release(segment);
         let bytes = writer.bytes();
         pacer.wrote(bytes.saturating_sub(reported));
