@@ -158,10 +158,22 @@ pub(super) fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     ctx.reply.int(proto.version());
     ctx.reply.bulk(b"id");
     ctx.reply.int(ctx.session.id as i64);
+    // As Redis: the mode says whether cluster mode is on, the role
+    // whether this server follows a primary.
     ctx.reply.bulk(b"mode");
-    ctx.reply.bulk(b"standalone");
+    let mode: &[u8] = if ctx.state.cluster.is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
+    };
+    ctx.reply.bulk(mode);
     ctx.reply.bulk(b"role");
-    ctx.reply.bulk(b"master");
+    let role: &[u8] = if ctx.state.repl.master.is_some() {
+        b"replica"
+    } else {
+        b"master"
+    };
+    ctx.reply.bulk(role);
     ctx.reply.bulk(b"modules");
     ctx.reply.array(0);
     Ok(())
