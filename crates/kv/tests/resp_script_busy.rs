@@ -295,3 +295,63 @@ fn a_busy_function_is_killed_by_function_kill_only() {
     assert!(killed.contains("killed by user"), "{killed}");
     assert_eq!(call(&mut other, &["PING"]), "+PONG");
 }
+
+/// Reads lines up to and including `last`.
+fn lines_until(c: &mut Raw, last: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let got = line(c);
+        let done = got == last || got.is_empty();
+        out.push(got);
+        if done {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn connection_commands_are_answered_during_a_busy_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let mut other = server.raw();
+    let mut watcher = server.raw();
+    let mut caller = server.raw();
+    send(&mut caller, &["EVAL", "while true do end", "0"]);
+    wait_busy(&mut other);
+    // WATCH and UNWATCH take effect at once, not after the script.
+    assert_eq!(call(&mut watcher, &["WATCH", "w1"]), "+OK");
+    assert_eq!(call(&mut watcher, &["UNWATCH"]), "+OK");
+    assert_eq!(call(&mut watcher, &["WATCH", "w2"]), "+OK");
+    assert_eq!(call(&mut watcher, &["MULTI"]), "+OK");
+    assert_eq!(
+        call(&mut watcher, &["WATCH", "w3"]),
+        "-ERR WATCH inside MULTI is not allowed"
+    );
+    assert_eq!(call(&mut watcher, &["DISCARD"]), "+OK");
+    assert_eq!(call(&mut watcher, &["WATCH", "w2"]), "+OK");
+    // HELLO switches the protocol and answers its map.
+    assert_eq!(call(&mut other, &["HELLO", "3"]), "%7");
+    let hello = lines_until(&mut other, "*0");
+    assert!(hello.contains(&"standalone".to_string()), "{hello:?}");
+    assert_eq!(
+        call(&mut other, &["AUTH", "secret"]),
+        "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+    );
+    assert_eq!(
+        call(&mut other, &["AUTH", "nobody", "secret"]),
+        "-WRONGPASS invalid username-password pair or user is disabled."
+    );
+    assert_eq!(call(&mut other, &["RESET"]), "+RESET");
+    // Still BUSY for data commands, in RESP2 again after RESET.
+    assert_eq!(call(&mut other, &["GET", "w2"]), BUSY);
+    assert_eq!(call(&mut other, &["SCRIPT", "KILL"]), "+OK");
+    assert!(line(&mut caller).contains("killed by user"));
+    // The failed AUTH is in the users' log, and the watch holds: a change
+    // of w2 after it makes the watcher's EXEC fail.
+    assert_eq!(call(&mut other, &["ACL", "LOG"]), "*1");
+    let mut writer = server.raw();
+    assert_eq!(call(&mut writer, &["SET", "w2", "changed"]), "+OK");
+    assert_eq!(call(&mut watcher, &["MULTI"]), "+OK");
+    assert_eq!(call(&mut watcher, &["GET", "w2"]), "+QUEUED");
+    assert_eq!(call(&mut watcher, &["EXEC"]), "*-1");
+}

@@ -2,16 +2,17 @@
 //! run.rs` calls [`Reenter::serve`] from its Lua hook). It borrows only
 //! the poller, the listeners and the connection table: the script's own
 //! connection is out of the table while its command runs, and the
-//! server's state reaches it as a [`BusyView`], which has no keyspace, no
-//! log and no Lua state. So whatever it serves cannot change the data
-//! the suspended script works on (`docs/scripting.md`).
+//! server's state reaches it as a [`BusyView`], through which only the
+//! `allow-busy` commands run: none touches data, the log or Lua, so
+//! whatever it serves cannot change what the suspended script works on
+//! (`docs/scripting.md`).
 //!
 //! Each call polls without waiting, up to four rounds while events come
 //! (as Redis's `processEventsWhileBlocked`): accepts, reads, answers each
 //! complete command through [`busy_command`], and writes replies the log
 //! allows. What it cannot finish now is left to the main loop: clients
-//! with input held back (blocked clients, commands that must wait for the
-//! script to end, the caller's own socket) go on `reread`, and replies
+//! with input held back (blocked clients, a replica's REPLCONF, the
+//! caller's own socket) go on `reread`, and replies
 //! waiting for the log on `ready`.
 
 use std::collections::HashMap;
@@ -98,10 +99,10 @@ impl BusyLoop<'_> {
             next_client_id: &mut *self.next_client_id,
         };
         let mut admission = Admission {
-            config: view.config,
-            stats: &mut *view.stats,
-            clients: &mut *view.clients,
-            acl: view.acl,
+            config: &view.state.config,
+            stats: &mut view.state.stats,
+            clients: &mut view.state.clients,
+            acl: &view.state.acl,
         };
         accept_all(listener, tls, self.poll, &mut table, &mut admission);
     }
@@ -120,8 +121,8 @@ impl BusyLoop<'_> {
     }
 
     fn read(&mut self, conn: &mut Conn, index: usize, view: &mut BusyView<'_>) {
-        let limit = view.config.client_query_buffer_limit_bytes;
-        match conn.read(self.scratch, limit, &mut view.stats.net_input_bytes) {
+        let limit = view.state.config.client_query_buffer_limit_bytes;
+        match conn.read(self.scratch, limit, &mut view.state.stats.net_input_bytes) {
             // The main loop reads again, finds the same, and closes it.
             ReadOutcome::Closed | ReadOutcome::TooBig => return self.again(index),
             ReadOutcome::More => self.again(index),
@@ -132,12 +133,12 @@ impl BusyLoop<'_> {
             conn.inbuf.clear();
             return;
         }
-        if self.held.contains(&index) || view.blocking.is_blocked(conn.session.id) {
+        if self.held.contains(&index) || view.state.blocking.is_blocked(conn.session.id) {
             return self.hold(index);
         }
         let mut at = 0;
         while at < conn.inbuf.len() && !conn.closing {
-            let limits = conn.limits(view.config.proto_max_bulk_len_bytes);
+            let limits = conn.limits(view.state.config.proto_max_bulk_len_bytes);
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
                     let args = conn.parser.args(&conn.inbuf[at..]);
@@ -170,7 +171,7 @@ impl BusyLoop<'_> {
         if !pending {
             return;
         }
-        match conn.write_pending(&mut view.stats.net_output_bytes) {
+        match conn.write_pending(&mut view.state.stats.net_output_bytes) {
             Ok(true) => {}
             Ok(false) => {
                 if !conn.want_write {

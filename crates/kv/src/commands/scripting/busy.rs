@@ -1,20 +1,17 @@
 //! What a script that runs past `busy-reply-threshold` lets other clients
 //! do. The Lua hook (`run.rs`) calls back into the event loop through
 //! [`Reenter`]; the loop reads, parses and answers other clients, and each
-//! command it parses is decided here, from a [`BusyView`]: the part of the
-//! server's state that holds no data. The keyspace is not in the view, so
-//! nothing served while the script is suspended can read or change the
-//! data the script holds (see `docs/scripting.md`).
+//! command it parses is decided here, from a [`BusyView`]. Only commands
+//! with the `allow-busy` flag run, and none of them reads or changes data
+//! the suspended script works on (see `docs/scripting.md`).
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::super::accounting::stats_name;
-use super::super::{flags, resolve, Session};
-use crate::config::Config;
+use super::super::transactions::unwatch_all;
+use super::super::{flags, resolve, Ctx, Propagation, Session};
 use crate::resp::{Args, ReplyBuf};
-use crate::server::blocking::Blocking;
-use crate::state::{ClientInfo, Stats};
+use crate::state::State;
 
 /// The BUSY refusal while an EVAL runs, as Redis words it.
 pub const BUSY_EVAL: &str =
@@ -61,23 +58,17 @@ impl RunStatus {
     }
 }
 
-/// The state a busy re-entry may use: no keyspace, no log, no Lua.
+/// What a busy re-entry may use: the server's state, of which it touches
+/// only what holds no data (configuration, counters, the client table,
+/// users, the watch table, Pub/Sub subscriptions), and the running
+/// script. The keyspace's data, the log and Lua are not reached from
+/// here (`docs/scripting.md`).
 #[derive(Debug)]
 pub struct BusyView<'a> {
-    /// The configuration (`requirepass`, `maxclients`...), read only.
-    pub config: &'a Config,
-    /// Counters (errors, rejected calls, connections).
-    pub stats: &'a mut Stats,
-    /// CLIENT LIST's entries: new connections are added.
-    pub clients: &'a mut BTreeMap<u64, ClientInfo>,
-    /// Which clients are blocked: their input waits, as in Redis.
-    pub blocking: &'a Blocking,
+    /// The server's state.
+    pub state: &'a mut State,
     /// The running script.
     pub script: &'a mut RunStatus,
-    /// The function libraries, for FUNCTION STATS.
-    pub functions: &'a super::Libraries,
-    /// The users: whether new connections start authenticated.
-    pub acl: &'a crate::users::Acl,
 }
 
 /// The event loop, re-entered from a busy script's hook.
@@ -137,9 +128,8 @@ pub fn busy_command(
     let busy = view.script.busy_text();
     if !spec.has(flags::ALLOW_BUSY) {
         if spec.name == "exec" && session.multi.is_some() {
-            if !session.watched.is_empty() {
-                return BusyOutcome::Wait;
-            }
+            // The transaction is discarded, and with it the watches.
+            unwatch_all(&mut view.state.keyspace, session);
             session.multi = None;
             let text = format!("EXECABORT Transaction discarded because of: {busy}");
             refuse(view, reply, name, &text);
@@ -152,8 +142,12 @@ pub fn busy_command(
     let full = super::super::full_name(container, spec);
     let outcome = run_allowed(view, session, reply, args, &full);
     if outcome == BusyOutcome::Done {
-        view.stats.commands_processed += 1;
-        view.stats.commands.of(stats_name(container, spec)).calls += 1;
+        view.state.stats.commands_processed += 1;
+        view.state
+            .stats
+            .commands
+            .of(stats_name(container, spec))
+            .calls += 1;
     }
     outcome
 }
@@ -177,23 +171,74 @@ fn run_allowed(
             session.multi_error = false;
             reply.ok();
         }
-        "discard" | "quit" if !session.watched.is_empty() => return BusyOutcome::Wait,
         "discard" if session.multi.take().is_none() => {
             reply_error(view, reply, "ERR DISCARD without MULTI")
         }
-        "discard" => reply.ok(),
+        "discard" => {
+            unwatch_all(&mut view.state.keyspace, session);
+            reply.ok();
+        }
         "quit" => {
+            unwatch_all(&mut view.state.keyspace, session);
             reply.ok();
             session.close_after_reply = true;
         }
+        "watch" => watch(view, session, reply, args),
+        "unwatch" | "auth" | "hello" | "reset" => run_handler(view, session, reply, args),
         "script|kill" => kill(view, reply, true),
         "function|kill" => kill(view, reply, false),
         "function|stats" if view.script.eval => reply_error(view, reply, busy),
-        "function|stats" => stats_reply(reply, Some(view.script), view.functions),
+        "function|stats" => stats_reply(reply, Some(view.script), &view.state.functions),
         "shutdown" => return shutdown(view, session, reply, args),
         _ => return BusyOutcome::Wait,
     }
     BusyOutcome::Done
+}
+
+/// WATCH while a script is busy. Unlike WATCH between commands, it does
+/// not look the keys up (which could expire one, a change to the data the
+/// suspended script works on): a key that expired before the WATCH and is
+/// deleted after it counts as changed, so EXEC fails where Redis, which
+/// notes the key as already expired, may let it run. Failing safe.
+fn watch(view: &mut BusyView<'_>, session: &mut Session, reply: &mut ReplyBuf, args: &Args<'_>) {
+    if session.multi.is_some() {
+        return reply_error(view, reply, "ERR WATCH inside MULTI is not allowed");
+    }
+    let db = session.db;
+    for key in args.iter().skip(1) {
+        let version = view.state.keyspace.watch(db, key);
+        session.watched.push((db, key.into(), version));
+    }
+    reply.ok();
+}
+
+/// UNWATCH, AUTH, HELLO and RESET while a script is busy: their own
+/// handlers, which change only the calling client's session, the client
+/// table, users' log and the watch and Pub/Sub tables, never data. They
+/// log nothing (the propagation is dropped, and stays empty).
+fn run_handler(
+    view: &mut BusyView<'_>,
+    session: &mut Session,
+    reply: &mut ReplyBuf,
+    args: &Args<'_>,
+) {
+    let Ok((_, spec)) = resolve(args) else {
+        return;
+    };
+    let mut prop = Propagation::default();
+    let mut ctx = Ctx {
+        state: &mut *view.state,
+        session: &mut *session,
+        reply: &mut *reply,
+        prop: &mut prop,
+        busy: None,
+    };
+    let result = (spec.handler)(&mut ctx, args);
+    session.redacted.clear();
+    if let Err(text) = result {
+        reply_error(view, reply, &text);
+    }
+    debug_assert!(prop.buf.is_empty(), "a busy-time command logged something");
 }
 
 /// SCRIPT KILL (`eval`) or FUNCTION KILL while a script is busy.
@@ -251,7 +296,7 @@ fn shutdown(
 /// An error reply, counted in the error statistics.
 fn reply_error(view: &mut BusyView<'_>, reply: &mut ReplyBuf, text: &str) {
     reply.error(text);
-    view.stats.commands.error(text);
+    view.state.stats.commands.error(text);
 }
 
 /// A refusal: the error reply, counted as an error and a rejected call.
@@ -263,7 +308,7 @@ fn refuse(
 ) {
     reply_error(view, reply, text);
     if let Some(name) = name {
-        view.stats.commands.of(name).rejected_calls += 1;
+        view.state.stats.commands.of(name).rejected_calls += 1;
     }
 }
 

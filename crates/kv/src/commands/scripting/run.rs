@@ -324,13 +324,8 @@ impl Running<'_, '_> {
             let state = &mut *ctx.state;
             state.keyspace.now_ms = crate::state::unix_ms();
             busy.serve(BusyView {
-                config: &state.config,
-                stats: &mut state.stats,
-                clients: &mut state.clients,
-                blocking: &state.blocking,
+                state,
                 script: status,
-                functions: &state.functions,
-                acl: &state.acl,
             });
         }
         status.killed
