@@ -607,6 +607,11 @@ impl Server {
         repl.backlog = Some(Backlog::new(
             self.state.config.repl_backlog_size_bytes as usize,
         ));
+        // The new dataset's history, logged after it: a restart from here
+        // continues with the master partially.
+        if let Some(record) = self.state.repl.mark_record() {
+            self.log.append(&record);
+        }
         // Replicas of this replica must resync from the new history.
         self.disconnect_replicas();
         Ok(())
@@ -667,6 +672,7 @@ impl Server {
                 };
                 execute(&mut ctx, &args);
                 conn.reply.buf.truncate(mark);
+                self.mark_stream_record(conn.session.multi.is_some(), consumed);
                 self.log_command();
                 let (id, db) = (conn.session.id, conn.session.db);
                 self.after_command(id, db, index, None, &args);
@@ -683,6 +689,22 @@ impl Server {
             at += consumed;
         }
         conn.inbuf.drain(..at);
+    }
+}
+
+impl Server {
+    /// Tags the record the command just applied from the stream (if it
+    /// logged one) with the offset after it, `consumed` bytes on: the log
+    /// then holds the data and its offset in one record. Inside a
+    /// transaction nothing is logged until EXEC.
+    fn mark_stream_record(&mut self, in_multi: bool, consumed: usize) {
+        if self.prop.commands == 0 || in_multi {
+            return;
+        }
+        let pending = self.link.as_ref().map_or(0, |link| link.pending.len());
+        let repl = &self.state.repl;
+        let after = repl.offset + (pending + consumed) as i64;
+        self.prop.repl_mark = Some((repl.replid.clone(), after));
     }
 }
 

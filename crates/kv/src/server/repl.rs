@@ -188,6 +188,10 @@ pub struct Repl {
     /// The replicas attached when this server last became a master: they
     /// are disconnected to learn the new ID (those attaching since got it).
     pub stale_replicas: Vec<u64>,
+    /// The replication ID and offset of the last record loaded from the
+    /// log, if no change followed it (`aof/repl_mark.rs`): taken as this
+    /// server's history at start-up.
+    pub log_mark: Option<(String, i64)>,
 }
 
 /// A coordinated FAILOVER: writes are paused while the master waits for a
@@ -259,6 +263,7 @@ impl Default for Repl {
             sync_partial_err: 0,
             failover: None,
             stale_replicas: Vec::new(),
+            log_mark: None,
         }
     }
 }
@@ -316,6 +321,32 @@ impl Repl {
     pub fn shift_id(&mut self) {
         self.replid2 = std::mem::replace(&mut self.replid, random_id());
         self.second_offset = self.offset + 1;
+    }
+
+    /// A record holding only this server's replication mark, when it has
+    /// a history to resume (as `PSYNC` asks for one).
+    pub fn mark_record(&self) -> Option<crate::commands::Propagation> {
+        if self.offset <= 0 && self.backlog.is_none() {
+            return None;
+        }
+        Some(crate::commands::Propagation {
+            repl_mark: Some((self.replid.clone(), self.offset)),
+            ..Default::default()
+        })
+    }
+
+    /// Takes the history the log's last mark names as this server's own
+    /// (start-up): a replica then asks its master to continue from there.
+    /// A backlog starts there, empty, so that replicas holding the same
+    /// history continue partially, as Redis does after loading an RDB file
+    /// that names its history.
+    pub fn restore_from_log(&mut self, backlog_bytes: usize) {
+        if let Some((replid, offset)) = self.log_mark.take() {
+            tracing::info!("replication history from the log: {replid}:{offset}");
+            self.replid = replid;
+            self.offset = offset;
+            self.backlog = Some(Backlog::new(backlog_bytes));
+        }
     }
 
     /// Appends stream bytes to the offset and the backlog.
