@@ -221,3 +221,28 @@ fn a_replica_crashed_at_any_point_of_its_log_continues_without_loss_or_repeat() 
         "only {partial} crash points resumed partially"
     );
 }
+
+#[test]
+fn a_master_restarted_cleanly_continues_its_replicas_partially() {
+    let master_dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (master, replica) = replicated(master_dir.path(), dir.path(), 3);
+    let port = master.addr.port();
+    let mut m = master.raw();
+    let old_id = info_field(&mut m, "master_replid");
+    let offset = info_field(&mut m, "master_repl_offset");
+    master.stop();
+    let master = TestServer::start_with(master_dir.path(), |c| c.port = port);
+    let mut m = master.raw();
+    // A new history of its own, the old one valid up to the offset.
+    assert_ne!(info_field(&mut m, "master_replid"), old_id);
+    assert_eq!(info_field(&mut m, "master_replid2"), old_id);
+    let next: i64 = offset.parse::<i64>().expect("offset") + 1;
+    assert_eq!(info_field(&mut m, "second_repl_offset"), next.to_string());
+    let mut r = replica.raw();
+    caught_up(&mut m, &mut r);
+    assert_eq!(syncs(&mut m), ("0".into(), "1".into()));
+    call(&mut m, &["INCR", "counter"]);
+    caught_up(&mut m, &mut r);
+    assert_eq!(counter(&mut r), "$1\r\n4\r\n");
+}

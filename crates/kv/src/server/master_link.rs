@@ -670,7 +670,9 @@ impl Server {
                     reply: &mut conn.reply,
                     prop: &mut self.prop,
                 };
+                ctx.state.keyspace.expiry_ignored = true;
                 execute(&mut ctx, &args);
+                ctx.state.keyspace.expiry_ignored = false;
                 conn.reply.buf.truncate(mark);
                 self.mark_stream_record(conn.session.multi.is_some(), consumed);
                 self.log_command();

@@ -243,7 +243,8 @@ impl Server {
             reason,
         })?;
         let backlog_bytes = state.config.repl_backlog_size_bytes as usize;
-        state.repl.restore_from_log(backlog_bytes);
+        let as_master = state.config.replicaof.is_empty();
+        state.repl.restore_from_log(backlog_bytes, as_master);
         master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.

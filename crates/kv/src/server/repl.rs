@@ -340,12 +340,18 @@ impl Repl {
     /// A backlog starts there, empty, so that replicas holding the same
     /// history continue partially, as Redis does after loading an RDB file
     /// that names its history.
-    pub fn restore_from_log(&mut self, backlog_bytes: usize) {
+    /// A server starting as a master also takes a new ID, the restored
+    /// one staying valid up to this offset (as Redis after loading its RDB
+    /// file): its replicas continue, and the new history is its own.
+    pub fn restore_from_log(&mut self, backlog_bytes: usize, as_master: bool) {
         if let Some((replid, offset)) = self.log_mark.take() {
             tracing::info!("replication history from the log: {replid}:{offset}");
             self.replid = replid;
             self.offset = offset;
             self.backlog = Some(Backlog::new(backlog_bytes));
+            if as_master {
+                self.shift_id();
+            }
         }
     }
 

@@ -91,9 +91,12 @@ impl Server {
             let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
             out.extend_from_slice(line.as_bytes());
         }
-        let rdb = super::rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
-        out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        out.extend_from_slice(&rdb);
+        // Encoded in place, then its length put in front: the payload is
+        // in memory once (a separate file copied in would be twice).
+        let start = out.len();
+        super::rdb_file::encode_into(&self.state.keyspace, self.state.keyspace.now_ms, out);
+        let header = format!("${}\r\n", out.len() - start);
+        out.splice(start..start, header.into_bytes());
         self.register_replica(index, conn);
     }
 
