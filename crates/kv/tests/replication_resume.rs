@@ -246,3 +246,35 @@ fn a_master_restarted_cleanly_continues_its_replicas_partially() {
     caught_up(&mut m, &mut r);
     assert_eq!(counter(&mut r), "$1\r\n4\r\n");
 }
+
+#[test]
+fn a_resumed_stream_stays_in_the_database_it_had_selected() {
+    let master_dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (master, replica) = replicated(master_dir.path(), dir.path(), 0);
+    let mut m = master.raw();
+    call(&mut m, &["SELECT", "9"]);
+    call(&mut m, &["INCR", "counter"]);
+    let mut r = replica.raw();
+    caught_up(&mut m, &mut r);
+    // A cut link: the master continues its stream without a new SELECT.
+    assert_eq!(
+        call(&mut r, &["CLIENT", "KILL", "TYPE", "MASTER"]),
+        ":1\r\n"
+    );
+    eventually("the partial resync", || syncs(&mut m).1 == "1");
+    call(&mut m, &["INCR", "counter"]);
+    caught_up(&mut m, &mut r);
+    call(&mut r, &["SELECT", "9"]);
+    assert_eq!(counter(&mut r), "$1\r\n2\r\n");
+    replica.stop();
+    // A restart: the log's mark names the database as well.
+    call(&mut m, &["INCR", "counter"]);
+    let replica = start_replica(dir.path(), &master);
+    let mut r = replica.raw();
+    caught_up(&mut m, &mut r);
+    assert_eq!(syncs(&mut m), ("1".into(), "2".into()));
+    assert_eq!(counter(&mut r), "$-1\r\n", "nothing landed in database 0");
+    call(&mut r, &["SELECT", "9"]);
+    assert_eq!(counter(&mut r), "$1\r\n3\r\n");
+}

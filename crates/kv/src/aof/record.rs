@@ -30,10 +30,10 @@ pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
     let Some(first_db) = record.first_db else {
         // A record of a replication mark alone (after a full sync, at a
         // log switch, at shutdown).
-        let Some((replid, offset)) = &record.repl_mark else {
+        let Some((replid, offset, db)) = &record.repl_mark else {
             return false;
         };
-        super::repl_mark::encode(out, replid, *offset);
+        super::repl_mark::encode(out, replid, *offset, *db);
         return true;
     };
     if first_db != 0 {
@@ -51,8 +51,8 @@ pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
         encode_command(out, &[b"EXEC"]);
     }
     // The mark goes last, after the commands it accounts for.
-    if let Some((replid, offset)) = &record.repl_mark {
-        super::repl_mark::encode(out, replid, *offset);
+    if let Some((replid, offset, db)) = &record.repl_mark {
+        super::repl_mark::encode(out, replid, *offset, *db);
     }
     true
 }

@@ -3,8 +3,10 @@
 //! knows exactly which byte of its master's stream it holds.
 //!
 //! A record applied from the master's stream ends with
-//! `REPLCONF ferrite-replid <id> ferrite-offset <offset>`, `offset` being
-//! the stream's offset once that record's commands ran. The wal keeps a
+//! `REPLCONF ferrite-replid <id> ferrite-offset <offset> ferrite-db <db>`,
+//! `offset` being the stream's offset once that record's commands ran and
+//! `db` the database the stream had selected then (a partial resync
+//! continues the stream without a SELECT). The wal keeps a
 //! record whole or drops it whole, so the mark and the data it describes
 //! are never separated by a crash. A record holding only a mark is written
 //! where the offset is known but no command is logged: after a full sync,
@@ -24,10 +26,13 @@ use crate::resp::Args;
 /// The mark's option names, which no Redis REPLCONF option uses.
 const ID_OPTION: &[u8] = b"ferrite-replid";
 const OFFSET_OPTION: &[u8] = b"ferrite-offset";
+const DB_OPTION: &[u8] = b"ferrite-db";
 
-/// Appends the mark command for `replid` at `offset` to `out`.
-pub(crate) fn encode(out: &mut Vec<u8>, replid: &str, offset: i64) {
+/// Appends the mark command for `replid` at `offset`, the stream having
+/// selected database `db`, to `out`.
+pub(crate) fn encode(out: &mut Vec<u8>, replid: &str, offset: i64, db: usize) {
     let offset = offset.to_string();
+    let db = db.to_string();
     encode_command(
         out,
         &[
@@ -36,6 +41,8 @@ pub(crate) fn encode(out: &mut Vec<u8>, replid: &str, offset: i64) {
             replid.as_bytes(),
             OFFSET_OPTION,
             offset.as_bytes(),
+            DB_OPTION,
+            db.as_bytes(),
         ],
     );
 }
@@ -45,8 +52,8 @@ pub(crate) fn encode(out: &mut Vec<u8>, replid: &str, offset: i64) {
 pub(crate) enum Parsed {
     /// Not a mark: a command to run.
     Command,
-    /// A well-formed mark.
-    Mark(String, i64),
+    /// A well-formed mark: ID, offset, the stream's database.
+    Mark(String, i64, usize),
 }
 
 /// Reads `args` as a mark; an error says why a command that claims to be
@@ -58,8 +65,11 @@ pub(crate) fn parse(args: &Args<'_>) -> Result<Parsed, String> {
     {
         return Ok(Parsed::Command);
     }
-    if args.len() != 5 || !args.get(3).eq_ignore_ascii_case(OFFSET_OPTION) {
-        return Err("a replication mark needs an ID and an offset".into());
+    if args.len() != 7
+        || !args.get(3).eq_ignore_ascii_case(OFFSET_OPTION)
+        || !args.get(5).eq_ignore_ascii_case(DB_OPTION)
+    {
+        return Err("a replication mark needs an ID, an offset and a database".into());
     }
     let id = args.get(2);
     if id.len() != 40 || !id.iter().all(u8::is_ascii_hexdigit) {
@@ -70,8 +80,12 @@ pub(crate) fn parse(args: &Args<'_>) -> Result<Parsed, String> {
         .and_then(|text| text.parse::<i64>().ok())
         .filter(|offset| *offset >= 0)
         .ok_or("a replication mark's offset is not a non-negative integer")?;
+    let db = std::str::from_utf8(args.get(6))
+        .ok()
+        .and_then(|text| text.parse::<usize>().ok())
+        .ok_or("a replication mark's database is not a non-negative integer")?;
     let id = String::from_utf8_lossy(id).into_owned();
-    Ok(Parsed::Mark(id, offset))
+    Ok(Parsed::Mark(id, offset, db))
 }
 
 #[cfg(test)]
@@ -97,8 +111,8 @@ mod tests {
     fn a_mark_reads_back() {
         let id = "a".repeat(40);
         let mut out = Vec::new();
-        encode(&mut out, &id, 12345);
-        assert_eq!(parse_bytes(&out), Ok(Parsed::Mark(id, 12345)));
+        encode(&mut out, &id, 12345, 9);
+        assert_eq!(parse_bytes(&out), Ok(Parsed::Mark(id, 12345, 9)));
     }
 
     #[test]
@@ -114,35 +128,30 @@ mod tests {
     #[test]
     fn malformed_marks_are_errors() {
         let id = "b".repeat(40);
+        let id = id.as_bytes();
+        let (o, d) = (OFFSET_OPTION, DB_OPTION);
         for bad in [
-            vec![&b"REPLCONF"[..], ID_OPTION, id.as_bytes()],
-            vec![&b"REPLCONF"[..], ID_OPTION, b"short", OFFSET_OPTION, b"1"],
-            vec![&b"REPLCONF"[..], ID_OPTION, id.as_bytes(), b"other", b"1"],
-            vec![
-                &b"REPLCONF"[..],
-                ID_OPTION,
-                id.as_bytes(),
-                OFFSET_OPTION,
-                b"-1",
-            ],
-            vec![
-                &b"REPLCONF"[..],
-                ID_OPTION,
-                id.as_bytes(),
-                OFFSET_OPTION,
-                b"x",
-            ],
+            vec![ID_OPTION, id],
+            vec![ID_OPTION, id, o, b"1"],
+            vec![ID_OPTION, b"short", o, b"1", d, b"0"],
+            vec![ID_OPTION, id, b"other", b"1", d, b"0"],
+            vec![ID_OPTION, id, o, b"-1", d, b"0"],
+            vec![ID_OPTION, id, o, b"x", d, b"0"],
+            vec![ID_OPTION, id, o, b"1", d, b"-1"],
+            vec![ID_OPTION, id, o, b"1", b"other", b"0"],
         ] {
+            let mut parts: Vec<&[u8]> = vec![b"REPLCONF"];
+            parts.extend(bad);
             let mut out = Vec::new();
-            encode_command(&mut out, &bad);
-            assert!(parse_bytes(&out).is_err(), "{bad:?}");
+            encode_command(&mut out, &parts);
+            assert!(parse_bytes(&out).is_err(), "{parts:?}");
         }
     }
 
     proptest! {
         #[test]
         fn decoding_never_panics(args in proptest::collection::vec(
-            proptest::collection::vec(any::<u8>(), 0..48), 1..7)) {
+            proptest::collection::vec(any::<u8>(), 0..48), 1..9)) {
             let mut out = Vec::new();
             let mut parts: Vec<&[u8]> = vec![b"REPLCONF", ID_OPTION];
             parts.extend(args.iter().map(Vec::as_slice));
@@ -151,10 +160,10 @@ mod tests {
         }
 
         #[test]
-        fn any_mark_round_trips(id in "[0-9a-f]{40}", offset in 0i64..i64::MAX) {
+        fn any_mark_round_trips(id in "[0-9a-f]{40}", offset in 0i64..i64::MAX, db in 0usize..1 << 20) {
             let mut out = Vec::new();
-            encode(&mut out, &id, offset);
-            prop_assert_eq!(parse_bytes(&out), Ok(Parsed::Mark(id, offset)));
+            encode(&mut out, &id, offset, db);
+            prop_assert_eq!(parse_bytes(&out), Ok(Parsed::Mark(id, offset, db)));
         }
     }
 }

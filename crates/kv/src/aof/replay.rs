@@ -231,8 +231,8 @@ impl Replayer {
         let mut segments = Vec::new();
         let mut mark = None;
         let commands = for_each_command(bytes, parser, |args| {
-            if let repl_mark::Parsed::Mark(replid, offset) = repl_mark::parse(args)? {
-                mark = Some((replid, offset));
+            if let repl_mark::Parsed::Mark(replid, offset, db) = repl_mark::parse(args)? {
+                mark = Some((replid, offset, db));
                 return Ok(());
             }
             check_command(args)?;

@@ -119,9 +119,9 @@ pub struct Propagation {
     pub first_db: Option<usize>,
     /// Database the last command ran in.
     pub last_db: usize,
-    /// On a replica, the replication ID and offset the record leaves the
-    /// dataset at, logged with it (`aof/repl_mark.rs`).
-    pub repl_mark: Option<(String, i64)>,
+    /// On a replica, the replication ID, offset and stream database the
+    /// record leaves the dataset at, logged with it (`aof/repl_mark.rs`).
+    pub repl_mark: Option<(String, i64, usize)>,
 }
 
 impl Propagation {

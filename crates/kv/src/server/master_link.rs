@@ -461,8 +461,9 @@ impl Server {
                         self.disconnect_replicas();
                     }
                 }
+                // The stream goes on in the database it had selected.
+                conn.session.db = self.state.repl.stream_db;
                 self.start_streaming();
-                let _ = conn;
                 true
             }
             _ => self.handshake_failed(&format!("Unexpected reply to PSYNC from master: {line}")),
@@ -604,6 +605,8 @@ impl Server {
         repl.second_offset = -1;
         repl.offset = offset;
         repl.seldb = None;
+        // The master selects a database before its next record.
+        repl.stream_db = 0;
         repl.backlog = Some(Backlog::new(
             self.state.config.repl_backlog_size_bytes as usize,
         ));
@@ -673,6 +676,8 @@ impl Server {
                 ctx.state.keyspace.expiry_ignored = true;
                 execute(&mut ctx, &args);
                 ctx.state.keyspace.expiry_ignored = false;
+                // A SELECT of the stream outlives this connection.
+                ctx.state.repl.stream_db = ctx.session.db;
                 conn.reply.buf.truncate(mark);
                 self.mark_stream_record(conn.session.multi.is_some(), consumed);
                 self.log_command();
@@ -706,7 +711,7 @@ impl Server {
         let pending = self.link.as_ref().map_or(0, |link| link.pending.len());
         let repl = &self.state.repl;
         let after = repl.offset + (pending + consumed) as i64;
-        self.prop.repl_mark = Some((repl.replid.clone(), after));
+        self.prop.repl_mark = Some((repl.replid.clone(), after, repl.stream_db));
     }
 }
 

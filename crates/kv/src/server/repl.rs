@@ -191,7 +191,11 @@ pub struct Repl {
     /// The replication ID and offset of the last record loaded from the
     /// log, if no change followed it (`aof/repl_mark.rs`): taken as this
     /// server's history at start-up.
-    pub log_mark: Option<(String, i64)>,
+    pub log_mark: Option<(String, i64, usize)>,
+    /// On a replica, the database the master's stream has selected: a
+    /// partial resync continues the stream without a SELECT, so a new
+    /// link starts in it (Redis keeps its cached master client's).
+    pub stream_db: usize,
 }
 
 /// A coordinated FAILOVER: writes are paused while the master waits for a
@@ -264,6 +268,7 @@ impl Default for Repl {
             failover: None,
             stale_replicas: Vec::new(),
             log_mark: None,
+            stream_db: 0,
         }
     }
 }
@@ -330,7 +335,7 @@ impl Repl {
             return None;
         }
         Some(crate::commands::Propagation {
-            repl_mark: Some((self.replid.clone(), self.offset)),
+            repl_mark: Some((self.replid.clone(), self.offset, self.stream_db)),
             ..Default::default()
         })
     }
@@ -344,10 +349,11 @@ impl Repl {
     /// one staying valid up to this offset (as Redis after loading its RDB
     /// file): its replicas continue, and the new history is its own.
     pub fn restore_from_log(&mut self, backlog_bytes: usize, as_master: bool) {
-        if let Some((replid, offset)) = self.log_mark.take() {
+        if let Some((replid, offset, db)) = self.log_mark.take() {
             tracing::info!("replication history from the log: {replid}:{offset}");
             self.replid = replid;
             self.offset = offset;
+            self.stream_db = db;
             self.backlog = Some(Backlog::new(backlog_bytes));
             if as_master {
                 self.shift_id();
