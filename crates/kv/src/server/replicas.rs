@@ -97,6 +97,7 @@ impl Server {
         super::rdb_file::encode_into(&self.state.keyspace, self.state.keyspace.now_ms, out);
         let header = format!("${}\r\n", out.len() - start);
         out.splice(start..start, header.into_bytes());
+        conn.payload_end = conn.reply.buf.len();
         self.register_replica(index, conn);
     }
 
@@ -257,7 +258,8 @@ impl Server {
                 continue;
             };
             conn.reply.buf.extend_from_slice(bytes);
-            if conn.reply.buf.len().saturating_sub(conn.out_sent) > OUTPUT_MAX_BYTES {
+            let unsent_from = conn.out_sent.max(conn.payload_end);
+            if conn.reply.buf.len().saturating_sub(unsent_from) > OUTPUT_MAX_BYTES {
                 tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
                 self.close(conn, index);
             } else {
