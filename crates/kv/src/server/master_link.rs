@@ -678,6 +678,9 @@ impl Server {
                 ctx.state.keyspace.expiry_ignored = false;
                 // A SELECT of the stream outlives this connection.
                 ctx.state.repl.stream_db = ctx.session.db;
+                if conn.reply.buf.get(mark) == Some(&b'-') {
+                    report_master_error(&conn.reply.buf[mark..], &args);
+                }
                 conn.reply.buf.truncate(mark);
                 self.mark_stream_record(conn.session.multi.is_some(), consumed);
                 self.log_command();
@@ -713,6 +716,21 @@ impl Server {
         let after = repl.offset + (pending + consumed) as i64;
         self.prop.repl_mark = Some((repl.replid.clone(), after, repl.stream_db));
     }
+}
+
+/// Logs an error the master's command got here, which means the datasets
+/// differ (a write on a writable replica, or a bug): in Redis's words, so
+/// that operators' log searches find it.
+fn report_master_error(reply: &[u8], args: &crate::resp::Args<'_>) {
+    let line = reply.split(|b| *b == b'\r').next().unwrap_or_default();
+    let error = String::from_utf8_lossy(line.get(1..).unwrap_or_default());
+    let name = match crate::commands::resolve(args) {
+        Ok((container, spec)) => crate::commands::full_name(container, spec),
+        Err(_) => "<unknown>".to_string(),
+    };
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{name}'"
+    );
 }
 
 /// `replicaof host port` in the configuration: the server starts as a
