@@ -82,3 +82,26 @@ fn debug_replicate_reaches_the_replicas_only_and_change_repl_id_starts_a_history
         "0000000000000000000000000000000000000000"
     );
 }
+
+#[test]
+fn a_master_frees_its_backlog_after_repl_backlog_ttl_without_replicas() {
+    let (a, b) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let master = server(a.path());
+    let replica = server(b.path());
+    let (mut m, mut r) = (master.raw(), replica.raw());
+    call(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    call(&mut m, &["CONFIG", "SET", "repl-backlog-ttl", "1"]);
+    let port = master.addr.port().to_string();
+    call(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
+    eventually("the link", || field(&mut r, "master_link_status") == "up");
+    let id = field(&mut m, "master_replid");
+    assert_eq!(field(&mut m, "repl_backlog_active"), "1");
+    call(&mut r, &["REPLICAOF", "NO", "ONE"]);
+    eventually("the backlog to go", || {
+        field(&mut m, "repl_backlog_active") == "0"
+    });
+    assert_ne!(field(&mut m, "master_replid"), id, "a new history");
+}

@@ -196,6 +196,9 @@ pub struct Repl {
     /// partial resync continues the stream without a SELECT, so a new
     /// link starts in it (Redis keeps its cached master client's).
     pub stream_db: usize,
+    /// Since when (Unix ms) this master has had no replica, for
+    /// `repl-backlog-ttl`.
+    pub no_replicas_since_ms: Option<i64>,
 }
 
 /// A coordinated FAILOVER: writes are paused while the master waits for a
@@ -269,6 +272,7 @@ impl Default for Repl {
             stale_replicas: Vec::new(),
             log_mark: None,
             stream_db: 0,
+            no_replicas_since_ms: None,
         }
     }
 }

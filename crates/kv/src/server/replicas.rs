@@ -318,6 +318,7 @@ impl Server {
     pub(super) fn replicas_cron(&mut self) {
         self.start_pending_syncs();
         self.drop_silent_replicas();
+        self.expire_backlog();
         let period = self.state.config.repl_ping_replica_period_s.max(1);
         if self.state.repl.replicas.is_empty()
             || self.state.repl.failover.is_some()
@@ -327,6 +328,40 @@ impl Server {
         }
         self.last_replica_ping = std::time::Instant::now();
         self.feed_command(&[b"PING"]);
+    }
+
+    /// A master without replicas for `repl-backlog-ttl` seconds (0:
+    /// never) frees its backlog and starts a new history, as Redis does:
+    /// a replica returning after that syncs in full. A replica keeps its
+    /// backlog, since it may be promoted.
+    fn expire_backlog(&mut self) {
+        let now = unix_ms();
+        let repl = &mut self.state.repl;
+        if !repl.replicas.is_empty() || !repl.pending.is_empty() || repl.is_replica() {
+            repl.no_replicas_since_ms = None;
+            return;
+        }
+        if repl.backlog.is_none() {
+            return;
+        }
+        let since = *repl.no_replicas_since_ms.get_or_insert(now);
+        let ttl_s: i64 = self
+            .state
+            .config
+            .get("repl-backlog-ttl")
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(3600);
+        if ttl_s == 0 || now - since < ttl_s.saturating_mul(1000) {
+            return;
+        }
+        tracing::info!(
+            "Replication backlog freed after {ttl_s} seconds without connected replicas."
+        );
+        repl.backlog = None;
+        repl.replid = super::repl::random_id();
+        repl.replid2 = super::repl::NO_ID.to_string();
+        repl.second_offset = -1;
+        repl.no_replicas_since_ms = None;
     }
 
     /// Before sleeping: asks the replicas for an ACK if a WAIT waits.
