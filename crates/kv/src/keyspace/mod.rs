@@ -492,11 +492,13 @@ impl Keyspace {
     /// Stores `value` at `key`; drops any TTL unless `keep_ttl`.
     pub fn set(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
         let seg = segment_of(key);
-        self.expire_if_needed(db, seg, key);
+        // An expired key left in place (a replica's, or during a pause) is
+        // replaced as a new key: its old TTL does not carry over.
+        let expired = self.expire_if_needed(db, seg, key);
         self.touch(db, key);
         let segment = self.segment_mut(db, seg, Some(key));
         let inserted = segment.map.insert(key, value).is_none();
-        if !keep_ttl && !segment.expires.is_empty() {
+        if (!keep_ttl || expired) && !segment.expires.is_empty() {
             segment.expires.remove(key);
         }
         if inserted {
