@@ -345,13 +345,8 @@ impl Server {
             return;
         }
         let since = *repl.no_replicas_since_ms.get_or_insert(now);
-        let ttl_s: i64 = self
-            .state
-            .config
-            .get("repl-backlog-ttl")
-            .and_then(|text| text.parse().ok())
-            .unwrap_or(3600);
-        if ttl_s == 0 || now - since < ttl_s.saturating_mul(1000) {
+        let ttl_s = self.state.config.repl_backlog_ttl_s;
+        if ttl_s <= 0 || now - since < ttl_s.saturating_mul(1000) {
             return;
         }
         tracing::info!(
