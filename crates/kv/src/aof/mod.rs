@@ -25,6 +25,7 @@ mod committer;
 mod open;
 mod prefetch;
 mod record;
+pub(crate) mod repl_mark;
 mod replay;
 mod wal_log;
 mod wbuf_log;

@@ -28,7 +28,13 @@ pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
     out.clear();
     ferrite_io::buf::give_back(out, record.buf.len(), SCRATCH_KEEP_BYTES);
     let Some(first_db) = record.first_db else {
-        return false;
+        // A record of a replication mark alone (after a full sync, at a
+        // log switch, at shutdown).
+        let Some((replid, offset, db)) = &record.repl_mark else {
+            return false;
+        };
+        super::repl_mark::encode(out, replid, *offset, *db);
+        return true;
     };
     if first_db != 0 {
         let text = first_db.to_string();
@@ -43,6 +49,10 @@ pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
     out.extend_from_slice(&record.buf);
     if wrap {
         encode_command(out, &[b"EXEC"]);
+    }
+    // The mark goes last, after the commands it accounts for.
+    if let Some((replid, offset, db)) = &record.repl_mark {
+        super::repl_mark::encode(out, replid, *offset, *db);
     }
     true
 }

@@ -22,6 +22,7 @@ use ferrite_wal::{Lsn, Visit, Wal, WalConfig};
 
 use super::open::start_error;
 use super::record::{check_command, for_each_command};
+use super::repl_mark;
 use crate::commands::{execute, resolve, Ctx, Propagation, SegmentWalk, Session};
 use crate::error::{Error, Result};
 use crate::resp::{Args, Parser, Protocol, ReplyBuf};
@@ -228,7 +229,12 @@ impl Replayer {
         let decide = state.keyspace.replay_needs_decision(lsn);
         let mut walk = SegmentWalk::new(session.db, state.keyspace.databases());
         let mut segments = Vec::new();
-        for_each_command(bytes, parser, |args| {
+        let mut mark = None;
+        let commands = for_each_command(bytes, parser, |args| {
+            if let repl_mark::Parsed::Mark(replid, offset, db) = repl_mark::parse(args)? {
+                mark = Some((replid, offset, db));
+                return Ok(());
+            }
             check_command(args)?;
             if decide && !replay_applies(state, args, &mut walk, lsn, &mut segments)? {
                 return Ok(());
@@ -244,6 +250,10 @@ impl Replayer {
             reply.buf.clear();
             prop.clear();
             Ok(())
-        })
+        })?;
+        // A record without a mark changed the dataset outside the master's
+        // stream: the last mark no longer describes it.
+        state.repl.log_mark = mark;
+        Ok(commands)
     }
 }

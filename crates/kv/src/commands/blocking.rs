@@ -448,7 +448,8 @@ pub(super) fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // Keys stop expiring from the next command on (the loop keeps this
     // in step with the pause from then on).
     let now = ctx.state.keyspace.now_ms;
-    ctx.state.keyspace.expiry_paused = ctx.state.blocking.pause_mode(now).is_some();
+    ctx.state.keyspace.expiry_paused =
+        ctx.state.blocking.pause_mode(now).is_some() || ctx.state.repl.is_replica();
     ctx.reply.ok();
     Ok(())
 }
@@ -456,7 +457,7 @@ pub(super) fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// CLIENT UNPAUSE.
 pub(super) fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ctx.state.blocking.unpause();
-    ctx.state.keyspace.expiry_paused = false;
+    ctx.state.keyspace.expiry_paused = ctx.state.repl.is_replica();
     ctx.reply.ok();
     Ok(())
 }

@@ -206,7 +206,19 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             Ok(())
         }
         (b"CHANGE-REPL-ID", 2) => {
-            // No replication: there is no id to change.
+            // A new history with no secondary ID: no replica continues.
+            let repl = &mut ctx.state.repl;
+            repl.replid = crate::server::repl::random_id();
+            repl.replid2 = crate::server::repl::NO_ID.to_string();
+            repl.second_offset = -1;
+            ctx.reply.ok();
+            Ok(())
+        }
+        (b"REPLICATE", 3..) => {
+            // The command goes to the replicas only: not run, not logged.
+            let command: Vec<Vec<u8>> = args.iter().skip(2).map(<[u8]>::to_vec).collect();
+            let db = ctx.session.db;
+            ctx.state.repl.replicate_only.push((db, command));
             ctx.reply.ok();
             Ok(())
         }
@@ -376,6 +388,8 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
             "    cut to <size> bytes; existing keys are left alone.",
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Accepted for compatibility; lists have one representation.",
+            "REPLICATE <command> [<arg> ...]",
+            "    Sends the command to the replicas only, without running or logging it.",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
             "    As LOADAOF: the log already holds every write, so there is nothing to save.",
             "    NOFLUSH loads over the data in memory (the same data): it fails if any key",

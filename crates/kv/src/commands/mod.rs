@@ -119,6 +119,9 @@ pub struct Propagation {
     pub first_db: Option<usize>,
     /// Database the last command ran in.
     pub last_db: usize,
+    /// On a replica, the replication ID, offset and stream database the
+    /// record leaves the dataset at, logged with it (`aof/repl_mark.rs`).
+    pub repl_mark: Option<(String, i64, usize)>,
 }
 
 impl Propagation {
@@ -152,6 +155,7 @@ impl Propagation {
         ferrite_io::buf::give_back(&mut self.buf, used, crate::aof::SCRATCH_KEEP_BYTES);
         self.commands = 0;
         self.first_db = None;
+        self.repl_mark = None;
     }
 }
 

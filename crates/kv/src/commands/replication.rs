@@ -205,6 +205,10 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .blocking
         .unblock_all_for_role_change(&mut state.keyspace);
     let repl = &mut state.repl;
+    if repl.master.is_none() {
+        // A master continuing as a replica: its history is its own stream.
+        repl.stream_db = repl.seldb.unwrap_or(0);
+    }
     repl.master = Some(Master::new(host, port));
     repl.changed = true;
     ctx.reply.ok();

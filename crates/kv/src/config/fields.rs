@@ -117,6 +117,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "replica-serve-stale-data" => config.replica_serve_stale_data = yes,
         "repl-ping-replica-period" => config.repl_ping_replica_period_s = number(text),
         "repl-timeout" => config.repl_timeout_s = number(text),
+        "repl-backlog-ttl" => config.repl_backlog_ttl_s = number(text),
         "replica-announce-ip" => {
             config.replica_announce_ip = (!text.is_empty()).then(|| text.to_string())
         }
@@ -215,6 +216,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "replica-serve-stale-data" => yes_no(config.replica_serve_stale_data),
         "repl-ping-replica-period" => config.repl_ping_replica_period_s.to_string(),
         "repl-timeout" => config.repl_timeout_s.to_string(),
+        "repl-backlog-ttl" => config.repl_backlog_ttl_s.to_string(),
         "replica-announce-ip" => config.replica_announce_ip.clone().unwrap_or_default(),
         "replica-announce-port" => config.replica_announce_port.to_string(),
         "repl-backlog-size" => config.repl_backlog_size_bytes.to_string(),

@@ -175,6 +175,9 @@ pub struct Config {
     /// Seconds of silence after which a replication link is dropped
     /// (`repl-timeout`).
     pub repl_timeout_s: u64,
+    /// Seconds a master keeps its backlog without replicas, 0 for ever
+    /// (`repl-backlog-ttl`).
+    pub repl_backlog_ttl_s: i64,
     /// The address a replica gives its master (`replica-announce-ip`).
     pub replica_announce_ip: Option<String>,
     /// The port a replica gives its master, 0 for its own
@@ -275,6 +278,7 @@ impl Default for Config {
             replica_serve_stale_data: false,
             repl_ping_replica_period_s: 0,
             repl_timeout_s: 0,
+            repl_backlog_ttl_s: 0,
             replica_announce_ip: None,
             replica_announce_port: 0,
             repl_backlog_size_bytes: 0,

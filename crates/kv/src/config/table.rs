@@ -359,7 +359,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("repl-ping-replica-period", Some("repl-ping-slave-period"), num(1, I32_MAX), "10", 0, Acts, "Seconds between pings to replicas."),
     d!("repl-timeout", None, num(1, I32_MAX), "60", 0, Acts, "Replication timeout in seconds."),
     d!("repl-backlog-size", None, memory(1, I64_MAX, true), "1048576", 0, Acts, "Replication backlog size."),
-    d!("repl-backlog-ttl", None, num(0, I64_MAX), "3600", 0, No(REPL), "Seconds the backlog outlives its replicas."),
+    d!("repl-backlog-ttl", None, num(0, I64_MAX), "3600", 0, Acts, "Seconds the backlog outlives its replicas."),
     d!("min-replicas-to-write", Some("min-slaves-to-write"), num(0, I32_MAX), "0", 0, Acts, "Replicas needed to accept writes."),
     d!("min-replicas-max-lag", Some("min-slaves-max-lag"), num(0, I32_MAX), "10", 0, Acts, "Lag of a replica counted as good."),
     // Cluster.

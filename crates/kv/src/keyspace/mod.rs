@@ -21,6 +21,7 @@ pub mod events;
 pub mod evict;
 pub mod glob;
 pub mod map;
+mod replica_expire;
 mod snapshot;
 mod supersede;
 pub mod tier;
@@ -123,6 +124,14 @@ pub struct Keyspace {
     /// CLIENT PAUSE holds writes: an expired key reads as missing but is
     /// not removed (nor logged) until the pause ends, as in Redis.
     pub expiry_paused: bool,
+    /// On a replica, while a command of the master's stream runs: keys
+    /// are as the master left them, expired or not (the master sends a DEL
+    /// for each expiry), as in Redis.
+    pub expiry_ignored: bool,
+    /// On a replica: TTLs set by its own clients are remembered, since
+    /// only the replica can expire those keys (`replica_expire.rs`).
+    pub track_local_expires: bool,
+    local_expires: std::collections::HashSet<(usize, Bytes)>,
     /// Keys removed because they expired, for the log (as `DEL`) and INFO.
     pub expired: Vec<(usize, Bytes)>,
     /// Total keys expired since start.
@@ -175,6 +184,9 @@ impl Keyspace {
             now_ms: 0,
             loading: false,
             expiry_paused: false,
+            expiry_ignored: false,
+            track_local_expires: false,
+            local_expires: Default::default(),
             expired: Vec::new(),
             expired_total: 0,
             notify_flags: 0,
@@ -366,7 +378,7 @@ impl Keyspace {
     }
 
     fn is_expired(&self, db: usize, seg: usize, key: &[u8]) -> bool {
-        if self.loading {
+        if self.loading || self.expiry_ignored {
             return false;
         }
         let expires = &self.dbs[db].segments[seg].expires;
@@ -480,11 +492,13 @@ impl Keyspace {
     /// Stores `value` at `key`; drops any TTL unless `keep_ttl`.
     pub fn set(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
         let seg = segment_of(key);
-        self.expire_if_needed(db, seg, key);
+        // An expired key left in place (a replica's, or during a pause) is
+        // replaced as a new key: its old TTL does not carry over.
+        let expired = self.expire_if_needed(db, seg, key);
         self.touch(db, key);
         let segment = self.segment_mut(db, seg, Some(key));
         let inserted = segment.map.insert(key, value).is_none();
-        if !keep_ttl && !segment.expires.is_empty() {
+        if (!keep_ttl || expired) && !segment.expires.is_empty() {
             segment.expires.remove(key);
         }
         if inserted {
@@ -544,6 +558,7 @@ impl Keyspace {
             self.segment_mut(db, seg, None)
                 .expires
                 .insert(key.into(), at_ms);
+            self.note_local_expire(db, key);
         }
     }
 

@@ -349,6 +349,12 @@ impl Rewriter {
         if let Some(record) = crate::commands::functions_record(&state.functions) {
             log.append(&record);
         }
+        // Nor is the replication history: the new log names it, so that a
+        // replica restarted before its next write still resumes
+        // (`aof/repl_mark.rs`).
+        if let Some(record) = state.repl.mark_record() {
+            log.append(&record);
+        }
         let switched = on_loop.elapsed();
         log.info(&mut state.log);
         let log_base = state.log.current_size;

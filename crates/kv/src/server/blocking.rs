@@ -279,7 +279,11 @@ impl Server {
         self.state.blocking.expire(&mut self.state.keyspace, now);
         self.release();
         let paused = self.state.blocking.pause_mode(now).is_some();
-        self.state.keyspace.expiry_paused = paused;
+        // A replica's clients see expired keys as missing but never remove
+        // them: the master's DEL does, as in Redis.
+        let replica = self.state.repl.is_replica();
+        self.state.keyspace.expiry_paused = paused || replica;
+        self.state.keyspace.track_local_expires = replica;
         if !paused && !self.state.blocking.postponed.is_empty() {
             for (_, index) in std::mem::take(&mut self.state.blocking.postponed) {
                 self.reread.push(index);

@@ -54,6 +54,10 @@ pub struct Conn {
     pub parser: Parser,
     /// How much of `reply.buf` was already sent.
     pub out_sent: usize,
+    /// Where a full sync's RDB payload ends in `reply.buf` (0: none): the
+    /// payload does not count against a replica's output limit, which is
+    /// for the stream that piles up behind it (as in Redis).
+    pub payload_end: usize,
     /// The replies in `reply.buf` may go out once the log acknowledged this.
     pub wait_ticket: Ticket,
     /// When the connection started waiting for the log.
@@ -84,6 +88,7 @@ impl Conn {
             inbuf: Vec::new(),
             parser: Parser::new(),
             out_sent: 0,
+            payload_end: 0,
             wait_ticket: 0,
             waiting_since: None,
             closing: false,
@@ -163,6 +168,7 @@ impl Conn {
         }
         self.last_round = sent_len;
         self.out_sent = 0;
+        self.payload_end = 0;
         Ok(true)
     }
 

@@ -31,6 +31,12 @@ impl Server {
             let ms = started.elapsed().as_millis() as u64;
             crate::commands::diagnostics::latency_event(&mut self.state, "expire-cycle", ms);
         }
+        // Only the replica itself expires what its own clients gave a TTL.
+        if cron && self.state.active_expire_enabled && self.state.repl.is_replica() {
+            self.state.keyspace.expire_local_keys();
+        } else if !self.state.repl.is_replica() {
+            self.state.keyspace.forget_local_expires();
+        }
         // Expired keys: `expired` notifications and invalidations.
         notify::settle(&mut self.state);
         self.log_command();

@@ -62,6 +62,8 @@ impl Server {
         state
             .blocking
             .unblock_all_for_role_change(&mut state.keyspace);
+        // Its history is its own stream, which selected this database.
+        state.repl.stream_db = state.repl.seldb.unwrap_or(0);
         state.repl.master = Some(Master::new(host, port));
         state.repl.changed = true;
         // As Redis: this server's replicas resync, with it or the new master.

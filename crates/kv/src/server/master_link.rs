@@ -461,8 +461,9 @@ impl Server {
                         self.disconnect_replicas();
                     }
                 }
+                // The stream goes on in the database it had selected.
+                conn.session.db = self.state.repl.stream_db;
                 self.start_streaming();
-                let _ = conn;
                 true
             }
             _ => self.handshake_failed(&format!("Unexpected reply to PSYNC from master: {line}")),
@@ -604,9 +605,16 @@ impl Server {
         repl.second_offset = -1;
         repl.offset = offset;
         repl.seldb = None;
+        // The master selects a database before its next record.
+        repl.stream_db = 0;
         repl.backlog = Some(Backlog::new(
             self.state.config.repl_backlog_size_bytes as usize,
         ));
+        // The new dataset's history, logged after it: a restart from here
+        // continues with the master partially.
+        if let Some(record) = self.state.repl.mark_record() {
+            self.log.append(&record);
+        }
         // Replicas of this replica must resync from the new history.
         self.disconnect_replicas();
         Ok(())
@@ -665,8 +673,16 @@ impl Server {
                     reply: &mut conn.reply,
                     prop: &mut self.prop,
                 };
+                ctx.state.keyspace.expiry_ignored = true;
                 execute(&mut ctx, &args);
+                ctx.state.keyspace.expiry_ignored = false;
+                // A SELECT of the stream outlives this connection.
+                ctx.state.repl.stream_db = ctx.session.db;
+                if conn.reply.buf.get(mark) == Some(&b'-') {
+                    report_master_error(&conn.reply.buf[mark..], &args);
+                }
                 conn.reply.buf.truncate(mark);
+                self.mark_stream_record(conn.session.multi.is_some(), consumed);
                 self.log_command();
                 let (id, db) = (conn.session.id, conn.session.db);
                 self.after_command(id, db, index, None, &args);
@@ -684,6 +700,37 @@ impl Server {
         }
         conn.inbuf.drain(..at);
     }
+}
+
+impl Server {
+    /// Tags the record the command just applied from the stream (if it
+    /// logged one) with the offset after it, `consumed` bytes on: the log
+    /// then holds the data and its offset in one record. Inside a
+    /// transaction nothing is logged until EXEC.
+    fn mark_stream_record(&mut self, in_multi: bool, consumed: usize) {
+        if self.prop.commands == 0 || in_multi {
+            return;
+        }
+        let pending = self.link.as_ref().map_or(0, |link| link.pending.len());
+        let repl = &self.state.repl;
+        let after = repl.offset + (pending + consumed) as i64;
+        self.prop.repl_mark = Some((repl.replid.clone(), after, repl.stream_db));
+    }
+}
+
+/// Logs an error the master's command got here, which means the datasets
+/// differ (a write on a writable replica, or a bug): in Redis's words, so
+/// that operators' log searches find it.
+fn report_master_error(reply: &[u8], args: &crate::resp::Args<'_>) {
+    let line = reply.split(|b| *b == b'\r').next().unwrap_or_default();
+    let error = String::from_utf8_lossy(line.get(1..).unwrap_or_default());
+    let name = match crate::commands::resolve(args) {
+        Ok((container, spec)) => crate::commands::full_name(container, spec),
+        Err(_) => "<unknown>".to_string(),
+    };
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{name}'"
+    );
 }
 
 /// `replicaof host port` in the configuration: the server starts as a

@@ -242,6 +242,9 @@ impl Server {
             origin: "cluster".into(),
             reason,
         })?;
+        let backlog_bytes = state.config.repl_backlog_size_bytes as usize;
+        let as_master = state.config.replicaof.is_empty();
+        state.repl.restore_from_log(backlog_bytes, as_master);
         master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
@@ -380,6 +383,11 @@ impl Server {
         if let Some(rewriter) = &mut self.rewriter {
             rewriter.wait(&mut self.state);
         }
+        // The offset moved past the last logged record by the stream's
+        // pings and reads: a restart resumes from exactly here.
+        if let Some(record) = self.state.repl.mark_record() {
+            self.log.append(&record);
+        }
         self.log.close()?;
         Ok(())
     }
@@ -456,7 +464,13 @@ impl Server {
         let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
             return;
         };
-        let limit = self.state.config.client_query_buffer_limit_bytes;
+        // The master's stream is exempt, as in Redis: one command longer
+        // than this replica's limit must still replicate.
+        let limit = if self.is_link(index) {
+            usize::MAX
+        } else {
+            self.state.config.client_query_buffer_limit_bytes
+        };
         let outcome = conn.read(
             &mut self.scratch,
             limit,
@@ -638,6 +652,7 @@ impl Server {
                     commands: prop.commands,
                     first_db: prop.first_db,
                     last_db: prop.last_db,
+                    repl_mark: None,
                 };
                 replicas::push_all(&mut to_replicas, &extra);
                 self.feed_replicas(&to_replicas);

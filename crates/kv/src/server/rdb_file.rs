@@ -15,8 +15,17 @@ const OPCODE_EOF: u8 = 0xff;
 
 /// The whole dataset as an RDB file; keys already expired at `now_ms` are
 /// left out (a replica would drop them on load).
+#[cfg(test)]
 pub fn encode(keyspace: &Keyspace, now_ms: i64) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
+    let mut out = Vec::new();
+    encode_into(keyspace, now_ms, &mut out);
+    out
+}
+
+/// Appends the RDB file of `keyspace` to `out` (a full sync writes it
+/// straight into the replica's reply buffer, so the payload exists once).
+pub fn encode_into(keyspace: &Keyspace, now_ms: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(MAGIC);
     for db in 0..keyspace.databases() {
         let mut selected = false;
         for segment in keyspace.db(db).segments() {
@@ -27,7 +36,7 @@ pub fn encode(keyspace: &Keyspace, now_ms: i64) -> Vec<u8> {
                 }
                 if !selected {
                     out.push(OPCODE_SELECT_DB);
-                    push_len(&mut out, db as u64);
+                    push_len(out, db as u64);
                     selected = true;
                 }
                 if let Some(at) = expiry {
@@ -35,14 +44,13 @@ pub fn encode(keyspace: &Keyspace, now_ms: i64) -> Vec<u8> {
                     out.extend_from_slice(&at.to_le_bytes());
                 }
                 out.push(object_type_of(value));
-                write_string(&mut out, key);
-                write_value(&mut out, value);
+                write_string(out, key);
+                write_value(out, value);
             }
         }
     }
     out.push(OPCODE_EOF);
     out.extend_from_slice(&[0; 8]);
-    out
 }
 
 #[cfg(test)]

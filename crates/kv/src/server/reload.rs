@@ -62,5 +62,8 @@ impl Server {
             }
         }
         self.state.keyspace.now_ms = unix_ms();
+        // The running server's history is already its own; the log's mark
+        // matters only at start-up.
+        self.state.repl.log_mark = None;
     }
 }

@@ -188,6 +188,17 @@ pub struct Repl {
     /// The replicas attached when this server last became a master: they
     /// are disconnected to learn the new ID (those attaching since got it).
     pub stale_replicas: Vec<u64>,
+    /// The replication ID and offset of the last record loaded from the
+    /// log, if no change followed it (`aof/repl_mark.rs`): taken as this
+    /// server's history at start-up.
+    pub log_mark: Option<(String, i64, usize)>,
+    /// On a replica, the database the master's stream has selected: a
+    /// partial resync continues the stream without a SELECT, so a new
+    /// link starts in it (Redis keeps its cached master client's).
+    pub stream_db: usize,
+    /// Since when (Unix ms) this master has had no replica, for
+    /// `repl-backlog-ttl`.
+    pub no_replicas_since_ms: Option<i64>,
 }
 
 /// A coordinated FAILOVER: writes are paused while the master waits for a
@@ -259,6 +270,9 @@ impl Default for Repl {
             sync_partial_err: 0,
             failover: None,
             stale_replicas: Vec::new(),
+            log_mark: None,
+            stream_db: 0,
+            no_replicas_since_ms: None,
         }
     }
 }
@@ -316,6 +330,39 @@ impl Repl {
     pub fn shift_id(&mut self) {
         self.replid2 = std::mem::replace(&mut self.replid, random_id());
         self.second_offset = self.offset + 1;
+    }
+
+    /// A record holding only this server's replication mark, when it has
+    /// a history to resume (as `PSYNC` asks for one).
+    pub fn mark_record(&self) -> Option<crate::commands::Propagation> {
+        if self.offset <= 0 && self.backlog.is_none() {
+            return None;
+        }
+        Some(crate::commands::Propagation {
+            repl_mark: Some((self.replid.clone(), self.offset, self.stream_db)),
+            ..Default::default()
+        })
+    }
+
+    /// Takes the history the log's last mark names as this server's own
+    /// (start-up): a replica then asks its master to continue from there.
+    /// A backlog starts there, empty, so that replicas holding the same
+    /// history continue partially, as Redis does after loading an RDB file
+    /// that names its history.
+    /// A server starting as a master also takes a new ID, the restored
+    /// one staying valid up to this offset (as Redis after loading its RDB
+    /// file): its replicas continue, and the new history is its own.
+    pub fn restore_from_log(&mut self, backlog_bytes: usize, as_master: bool) {
+        if let Some((replid, offset, db)) = self.log_mark.take() {
+            tracing::info!("replication history from the log: {replid}:{offset}");
+            self.replid = replid;
+            self.offset = offset;
+            self.stream_db = db;
+            self.backlog = Some(Backlog::new(backlog_bytes));
+            if as_master {
+                self.shift_id();
+            }
+        }
     }
 
     /// Appends stream bytes to the offset and the backlog.

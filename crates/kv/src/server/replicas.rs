@@ -91,9 +91,13 @@ impl Server {
             let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
             out.extend_from_slice(line.as_bytes());
         }
-        let rdb = super::rdb_file::encode(&self.state.keyspace, self.state.keyspace.now_ms);
-        out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        out.extend_from_slice(&rdb);
+        // Encoded in place, then its length put in front: the payload is
+        // in memory once (a separate file copied in would be twice).
+        let start = out.len();
+        super::rdb_file::encode_into(&self.state.keyspace, self.state.keyspace.now_ms, out);
+        let header = format!("${}\r\n", out.len() - start);
+        out.splice(start..start, header.into_bytes());
+        conn.payload_end = conn.reply.buf.len();
         self.register_replica(index, conn);
     }
 
@@ -254,7 +258,8 @@ impl Server {
                 continue;
             };
             conn.reply.buf.extend_from_slice(bytes);
-            if conn.reply.buf.len().saturating_sub(conn.out_sent) > OUTPUT_MAX_BYTES {
+            let unsent_from = conn.out_sent.max(conn.payload_end);
+            if conn.reply.buf.len().saturating_sub(unsent_from) > OUTPUT_MAX_BYTES {
                 tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
                 self.close(conn, index);
             } else {
@@ -313,6 +318,7 @@ impl Server {
     pub(super) fn replicas_cron(&mut self) {
         self.start_pending_syncs();
         self.drop_silent_replicas();
+        self.expire_backlog();
         let period = self.state.config.repl_ping_replica_period_s.max(1);
         if self.state.repl.replicas.is_empty()
             || self.state.repl.failover.is_some()
@@ -322,6 +328,35 @@ impl Server {
         }
         self.last_replica_ping = std::time::Instant::now();
         self.feed_command(&[b"PING"]);
+    }
+
+    /// A master without replicas for `repl-backlog-ttl` seconds (0:
+    /// never) frees its backlog and starts a new history, as Redis does:
+    /// a replica returning after that syncs in full. A replica keeps its
+    /// backlog, since it may be promoted.
+    fn expire_backlog(&mut self) {
+        let now = unix_ms();
+        let repl = &mut self.state.repl;
+        if !repl.replicas.is_empty() || !repl.pending.is_empty() || repl.is_replica() {
+            repl.no_replicas_since_ms = None;
+            return;
+        }
+        if repl.backlog.is_none() {
+            return;
+        }
+        let since = *repl.no_replicas_since_ms.get_or_insert(now);
+        let ttl_s = self.state.config.repl_backlog_ttl_s;
+        if ttl_s <= 0 || now - since < ttl_s.saturating_mul(1000) {
+            return;
+        }
+        tracing::info!(
+            "Replication backlog freed after {ttl_s} seconds without connected replicas."
+        );
+        repl.backlog = None;
+        repl.replid = super::repl::random_id();
+        repl.replid2 = super::repl::NO_ID.to_string();
+        repl.second_offset = -1;
+        repl.no_replicas_since_ms = None;
     }
 
     /// Before sleeping: asks the replicas for an ACK if a WAIT waits.
