@@ -389,6 +389,12 @@ impl SimVfs {
     /// A VFS whose files hold `images` (as left by a crash).
     pub fn from_images(options: VfsOptions, images: SimImages) -> Result<SimVfs> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
+        if options.mode == Mode::Wbuf {
+            return Err(Error::BadName {
+                name: options.mode.vfs_name().into(),
+                reason: "the simulated VFS has no write-buffer mode; see tests/wbuf_crash.rs",
+            });
+        }
         let mut files = BTreeMap::new();
         for (name, image) in images.files {
             let device = SimDevice::new(options.mode, &name, Some(image))?;
