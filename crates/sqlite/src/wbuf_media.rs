@@ -36,10 +36,15 @@ use crate::error::{Error, Result};
 /// is emulated PM (it survives a crash of the process, not of the machine).
 pub(crate) const WBUF_DIR_DEFAULT: &str = "/dev/shm/ferrite-wbuf";
 
-/// PM bytes per file's buffer when `FERRITE_WBUF_BYTES` is not set. A
-/// rollback journal gets a buffer of its own for each transaction, so the
-/// size is kept small: creating a buffer allocates it.
+/// PM bytes of a database's (or WAL's) buffer when `FERRITE_WBUF_BYTES` is
+/// not set.
 pub(crate) const WBUF_BYTES_DEFAULT: usize = 8 << 20;
+
+/// PM bytes of a rollback journal's buffer when `FERRITE_WBUF_JOURNAL_BYTES`
+/// is not set. A journal gets a new buffer for each transaction, and
+/// creating a buffer allocates all of it, so this one is small: a larger
+/// journal still works (the buffer destages, or writes through).
+pub(crate) const WBUF_JOURNAL_BYTES_DEFAULT: usize = 2 << 20;
 
 /// Bytes per buffer block: SQLite's default page size, so a page write is
 /// one block and needs no read of the block's old image.
@@ -50,6 +55,7 @@ pub(crate) const WBUF_BLOCK_BYTES: u32 = 4096;
 pub(crate) struct WbufSettings {
     pub(crate) dir: PathBuf,
     pub(crate) capacity_bytes: usize,
+    pub(crate) journal_capacity_bytes: usize,
 }
 
 impl WbufSettings {
@@ -58,20 +64,30 @@ impl WbufSettings {
         let dir = std::env::var_os("FERRITE_WBUF_DIR")
             .filter(|d| !d.is_empty())
             .map_or_else(|| PathBuf::from(WBUF_DIR_DEFAULT), PathBuf::from);
-        let capacity_bytes = std::env::var("FERRITE_WBUF_BYTES")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(WBUF_BYTES_DEFAULT);
+        let bytes = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(default)
+        };
         WbufSettings {
             dir,
-            capacity_bytes,
+            capacity_bytes: bytes("FERRITE_WBUF_BYTES", WBUF_BYTES_DEFAULT),
+            journal_capacity_bytes: bytes("FERRITE_WBUF_JOURNAL_BYTES", WBUF_JOURNAL_BYTES_DEFAULT),
         }
     }
 
-    fn config(&self) -> WbufConfig {
+    /// The buffer settings for the file `path`: a rollback journal's
+    /// buffer is the smaller one.
+    fn config(&self, path: &Path) -> WbufConfig {
+        let journal = path.to_str().is_some_and(|p| p.ends_with("-journal"));
         WbufConfig {
             block_bytes: WBUF_BLOCK_BYTES,
-            capacity_bytes: self.capacity_bytes,
+            capacity_bytes: if journal {
+                self.journal_capacity_bytes
+            } else {
+                self.capacity_bytes
+            },
             ..WbufConfig::default()
         }
     }
@@ -120,7 +136,7 @@ impl WbufSettings {
         if !pm_path.exists() {
             self.create_buffer(path)?;
         }
-        let buffer = WriteBuffer::open(&pm_path, path, self.config())?;
+        let buffer = WriteBuffer::open(&pm_path, path, self.config(path))?;
         Ok(BufferedFile {
             buffer: Arc::new(buffer),
         })
