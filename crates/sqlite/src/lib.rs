@@ -59,7 +59,7 @@ use std::sync::{Mutex, PoisonError};
 pub use error::{Error, Result};
 pub use mode::{Mode, VfsOptions};
 pub use portable::{export, import};
-pub use sim::{CrashPoint, Operation, SeededPrng, SimImages, SimVfs};
+pub use sim::{CrashPoint, Operation, SeededPrng, SimImages, SimVfs, WBUF_IMAGE_SUFFIX};
 
 use crate::media::RealMedia;
 use crate::vfs::Host;
