@@ -24,8 +24,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The modes of paper 000, which the simulated VFS of crash tests
-    /// ([`crate::SimVfs`]) also provides.
+    /// The modes of paper 000 (SQLite on PM); [`Mode::EVERY`] adds
+    /// `ferrite-wbuf`.
     pub const ALL: [Mode; 3] = [Mode::File, Mode::Mmap, Mode::Pmem];
 
     /// Every mode, `ferrite-wbuf` included: what `register_defaults_linked`
