@@ -201,7 +201,7 @@ impl Media for RealMedia {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io("open", path, e))?;
-        if !existed {
+        if !existed && self.wbuf.is_none() {
             ferrite_io::sync_parent_dir(path)?;
         }
         let meta = file.metadata().map_err(|e| Error::io("fstat", path, e))?;
@@ -218,6 +218,9 @@ impl Media for RealMedia {
                 }
             }
         };
+        if !existed && self.wbuf.is_some() && needs_dir_sync(shared.device.as_ref()) {
+            ferrite_io::sync_parent_dir(path)?;
+        }
         if self.mode.owns_device() {
             if let Some(database) = database_of_journal(path)? {
                 *database.journal() = Some(shared.clone());
@@ -308,6 +311,17 @@ impl Media for RealMedia {
             .into_string()
             .map_err(|_| Error::NotFound { path: path.into() })
     }
+}
+
+/// Whether a new file behind a write buffer needs its directory synced.
+/// Only on real PM: there a staged write survives a power failure, and the
+/// file's name must too, or recovery would find a buffer without its
+/// file and drop it as stale. On emulated PM nothing outlives a power
+/// failure anyway, and a crash of the process keeps the name without a
+/// sync; a rollback journal is created per transaction, and the sync of
+/// the disk's directory was the one disk wait left in it.
+fn needs_dir_sync(device: &dyn Device) -> bool {
+    device.info().pmem_mode == Some(ferrite_pmem::MapMode::RealPm)
 }
 
 /// Fails, before anything maps (and so grows) the file, if `path` holds

@@ -38,7 +38,7 @@ pub(crate) const WBUF_DIR_DEFAULT: &str = "/dev/shm/ferrite-wbuf";
 
 /// PM bytes of a database's (or WAL's) buffer when `FERRITE_WBUF_BYTES` is
 /// not set.
-pub(crate) const WBUF_BYTES_DEFAULT: usize = 8 << 20;
+pub(crate) const WBUF_BYTES_DEFAULT: usize = 64 << 20;
 
 /// PM bytes of a rollback journal's buffer when `FERRITE_WBUF_JOURNAL_BYTES`
 /// is not set. A journal gets a new buffer for each transaction, and
@@ -77,17 +77,28 @@ impl WbufSettings {
         }
     }
 
-    /// The buffer settings for the file `path`: a rollback journal's
-    /// buffer is the smaller one.
+    /// The buffer settings for the file `path`. A rollback journal's
+    /// buffer is smaller and has no destage thread: it lives for one
+    /// transaction and is deleted without destaging, so a thread would
+    /// only cost a start and a join per transaction (a join waits for the
+    /// thread to be scheduled, which on a busy machine takes milliseconds).
+    /// A journal larger than its buffer is destaged by its writer, when
+    /// the buffer is full.
     fn config(&self, path: &Path) -> WbufConfig {
         let journal = path.to_str().is_some_and(|p| p.ends_with("-journal"));
+        if journal {
+            return WbufConfig {
+                block_bytes: WBUF_BLOCK_BYTES,
+                capacity_bytes: self.journal_capacity_bytes,
+                background: false,
+                max_age: None,
+                direct_destage: false,
+                ..WbufConfig::default()
+            };
+        }
         WbufConfig {
             block_bytes: WBUF_BLOCK_BYTES,
-            capacity_bytes: if journal {
-                self.journal_capacity_bytes
-            } else {
-                self.capacity_bytes
-            },
+            capacity_bytes: self.capacity_bytes,
             ..WbufConfig::default()
         }
     }
