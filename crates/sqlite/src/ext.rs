@@ -44,7 +44,7 @@ const _: () = assert!(
         == (ENTRIES_BEFORE_VFS_FIND + 3 + ENTRIES_BETWEEN) * std::mem::size_of::<*const c_void>()
 );
 
-/// Registers `ferrite-file`, `ferrite-mmap` and `ferrite-pmem` with the
+/// Registers `ferrite-file`, `ferrite-mmap`, `ferrite-pmem` and `ferrite-wbuf` with the
 /// host that loads this library.
 ///
 /// # Safety

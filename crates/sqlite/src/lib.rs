@@ -7,6 +7,7 @@
 //! | `ferrite-file` | [`Mode::File`] | `pwrite` | `fdatasync` |
 //! | `ferrite-mmap` | [`Mode::Mmap`] (SQLite/MM) | memcpy + flush + fence | length only |
 //! | `ferrite-pmem` | [`Mode::Pmem`] (SQLite/PMM) | `copy_nodrain` | drain |
+//! | `ferrite-wbuf` | [`Mode::Wbuf`] | staged in a PM write buffer | nothing to order |
 //!
 //! SQLite's own rollback journal or WAL still provides atomicity; only the
 //! I/O underneath changes. Both journal kinds work, with locking between
@@ -51,13 +52,14 @@ mod portable;
 mod shm;
 pub mod sim;
 mod vfs;
+mod wbuf_media;
 
 use std::sync::{Mutex, PoisonError};
 
 pub use error::{Error, Result};
 pub use mode::{Mode, VfsOptions};
 pub use portable::{export, import};
-pub use sim::{CrashPoint, Operation, SeededPrng, SimImages, SimVfs};
+pub use sim::{CrashPoint, Operation, SeededPrng, SimImages, SimVfs, WBUF_IMAGE_SUFFIX};
 
 use crate::media::RealMedia;
 use crate::vfs::Host;
@@ -82,16 +84,17 @@ fn register_once(host: Host, name: &str, options: VfsOptions) -> Result<()> {
     vfs::register(host, name, options, media).map(drop)
 }
 
-/// Registers `ferrite-file`, `ferrite-mmap` and `ferrite-pmem` with `host`.
+/// Registers `ferrite-file`, `ferrite-mmap`, `ferrite-pmem` and
+/// `ferrite-wbuf` with `host`.
 fn register_defaults(host: Host) -> Result<()> {
-    for mode in Mode::ALL {
+    for mode in Mode::EVERY {
         register_once(host, mode.vfs_name(), VfsOptions::new(mode))?;
     }
     Ok(())
 }
 
-/// Registers `ferrite-file`, `ferrite-mmap` and `ferrite-pmem` with the
-/// SQLite this program links (the one `rusqlite` uses). Idempotent.
+/// Registers `ferrite-file`, `ferrite-mmap`, `ferrite-pmem` and
+/// `ferrite-wbuf` with the SQLite this program links (the one `rusqlite` uses). Idempotent.
 pub fn register_defaults_linked() -> Result<()> {
     register_defaults(Host::linked())
 }

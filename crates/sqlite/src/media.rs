@@ -26,6 +26,7 @@ use ferrite_io::{Device, FileDevice, PmemDevice};
 use crate::error::{Error, Result};
 use crate::lock::{Kind, LockFile, PROCESS_OWNER_BYTE};
 use crate::mode::Mode;
+use crate::wbuf_media::{BufferedFile, WbufSettings};
 
 /// A device shared by every connection of this process that has the file
 /// open.
@@ -37,6 +38,9 @@ pub(crate) struct Shared {
     /// For a PM database: its rollback journal, kept open between
     /// transactions (see the module docs).
     journal: Mutex<Option<Arc<Shared>>>,
+    /// For `ferrite-wbuf`: the file behind its buffer (also `device`), to
+    /// discard when the file is deleted.
+    wbuf: Option<BufferedFile>,
 }
 
 impl Shared {
@@ -45,6 +49,7 @@ impl Shared {
             device,
             _owner: None,
             journal: Mutex::new(None),
+            wbuf: None,
         }
     }
 
@@ -116,19 +121,25 @@ fn database_of_journal(path: &Path) -> Result<Option<Arc<Shared>>> {
 #[derive(Debug)]
 pub(crate) struct RealMedia {
     mode: Mode,
+    /// For `ferrite-wbuf`: where the buffers are and their size.
+    wbuf: Option<WbufSettings>,
 }
 
 impl RealMedia {
     pub(crate) fn new(mode: Mode) -> RealMedia {
-        RealMedia { mode }
+        let wbuf = (mode == Mode::Wbuf).then(WbufSettings::from_env);
+        RealMedia { mode, wbuf }
     }
 
     /// Opens the device of a file not open yet in this process.
     fn open_device(&self, path: &Path) -> Result<Shared> {
-        let Some(policy) = self.mode.policy() else {
+        let policy = self.mode.policy();
+        if policy.is_none() && self.wbuf.is_none() {
             return Ok(Shared::new(Box::new(FileDevice::open_existing(path)?)));
-        };
-        refuse_foreign(path)?;
+        }
+        if policy.is_some() {
+            refuse_foreign(path)?;
+        }
         let owner = LockFile::open(path, false)?;
         if !owner.try_lock(Kind::Write, PROCESS_OWNER_BYTE, 1)? {
             return Err(Error::InUseByAnotherProcess {
@@ -136,17 +147,26 @@ impl RealMedia {
                 mode: self.mode.name(),
             });
         }
+        let (device, wbuf): (Box<dyn Device>, _) = match (&self.wbuf, policy) {
+            (Some(settings), _) => {
+                let file = settings.open(path)?;
+                (Box::new(file.clone()), Some(file))
+            }
+            (None, Some(policy)) => (Box::new(PmemDevice::open(path, policy)?), None),
+            (None, None) => (Box::new(FileDevice::open_existing(path)?), None),
+        };
         Ok(Shared {
-            device: Box::new(PmemDevice::open(path, policy)?),
+            device,
             _owner: Some(owner),
             journal: Mutex::new(None),
+            wbuf,
         })
     }
 
-    /// A PM file this process has open already: one `stat`, no descriptor
-    /// (PM files need none per connection).
+    /// A PM or buffered file this process has open already: one `stat`,
+    /// no descriptor (such files need none per connection).
     fn open_in_process(&self, path: &Path) -> Result<Option<Opened>> {
-        if !self.mode.is_pm() {
+        if !self.mode.owns_device() {
             return Ok(None);
         }
         Ok(stat(path)?
@@ -169,6 +189,11 @@ impl Media for RealMedia {
         if !existed && !create {
             return Err(Error::NotFound { path: path.into() });
         }
+        if let (false, Some(settings)) = (existed, &self.wbuf) {
+            // The buffer exists before its file does (module docs of
+            // `wbuf_media`).
+            settings.create_buffer(path)?;
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -176,7 +201,7 @@ impl Media for RealMedia {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io("open", path, e))?;
-        if !existed {
+        if !existed && self.wbuf.is_none() {
             ferrite_io::sync_parent_dir(path)?;
         }
         let meta = file.metadata().map_err(|e| Error::io("fstat", path, e))?;
@@ -193,7 +218,10 @@ impl Media for RealMedia {
                 }
             }
         };
-        if self.mode.is_pm() {
+        if !existed && self.wbuf.is_some() && needs_dir_sync(shared.device.as_ref()) {
+            ferrite_io::sync_parent_dir(path)?;
+        }
+        if self.mode.owns_device() {
             if let Some(database) = database_of_journal(path)? {
                 *database.journal() = Some(shared.clone());
             }
@@ -201,13 +229,20 @@ impl Media for RealMedia {
         Ok(Opened {
             shared,
             lock_path: path.to_path_buf(),
-            size_file: (!self.mode.is_pm()).then_some(file),
+            size_file: (!self.mode.owns_device()).then_some(file),
         })
     }
 
     fn delete(&self, path: &str, sync_dir: bool) -> Result<()> {
         let path = Path::new(path);
-        if self.mode.is_pm() {
+        // A buffered file's blocks are not destaged when its device closes:
+        // the file is about to go. Should the unlink fail, the blocks stay
+        // in PM and the next open recovers them.
+        let open = stat(path)?.and_then(|meta| open_device_of(&meta));
+        if let Some(file) = open.as_ref().and_then(|shared| shared.wbuf.as_ref()) {
+            file.skip_destage();
+        }
+        if self.mode.owns_device() {
             // Unmap a kept journal now rather than when its database closes.
             if let Some(database) = database_of_journal(path)? {
                 database.journal().take();
@@ -223,6 +258,11 @@ impl Media for RealMedia {
         if sync_dir {
             ferrite_io::sync_parent_dir(path)?;
         }
+        if let Some(settings) = &self.wbuf {
+            // Only now that the file is gone: its buffer is stale.
+            settings.remove_stale(path)?;
+        }
+        drop(open);
         Ok(())
     }
 
@@ -238,11 +278,21 @@ impl Media for RealMedia {
         if !meta.is_file() {
             return Ok(true);
         }
-        if !self.mode.is_pm() {
+        if !self.mode.owns_device() {
             return Ok(meta.len() > 0);
         }
         if let Some(shared) = open_device_of(&meta) {
             return Ok(!shared.device.is_empty());
+        }
+        if let Some(settings) = &self.wbuf {
+            // Blocks in the buffer may lie past the file's end: recover the
+            // buffer into the file (its close then marks it clean, so the
+            // next open is instant) and ask the file.
+            if settings.buffer_path(Path::new(path)).exists() {
+                let opened = self.open(path, false)?;
+                return Ok(!opened.shared.device.is_empty());
+            }
+            return Ok(meta.len() > 0);
         }
         match ferrite_io::stored_len(path) {
             Ok(Some(len)) => Ok(len > 0),
@@ -261,6 +311,17 @@ impl Media for RealMedia {
             .into_string()
             .map_err(|_| Error::NotFound { path: path.into() })
     }
+}
+
+/// Whether a new file behind a write buffer needs its directory synced.
+/// Only on real PM: there a staged write survives a power failure, and the
+/// file's name must too, or recovery would find a buffer without its
+/// file and drop it as stale. On emulated PM nothing outlives a power
+/// failure anyway, and a crash of the process keeps the name without a
+/// sync; a rollback journal is created per transaction, and the sync of
+/// the disk's directory was the one disk wait left in it.
+fn needs_dir_sync(device: &dyn Device) -> bool {
+    device.info().pmem_mode == Some(ferrite_pmem::MapMode::RealPm)
 }
 
 /// Fails, before anything maps (and so grows) the file, if `path` holds

@@ -17,35 +17,46 @@ pub enum Mode {
     Mmap,
     /// The paper's SQLite/PMM: `copy_nodrain` on write, one drain on sync.
     Pmem,
+    /// Plain SQLite files on disk, each behind its own PM write buffer
+    /// (`crates/wbuf`, paper 003): a write is durable once staged in PM
+    /// and reaches the file later; sync orders nothing.
+    Wbuf,
 }
 
 impl Mode {
-    /// Every mode.
+    /// The modes of paper 000 (SQLite on PM); [`Mode::EVERY`] adds
+    /// `ferrite-wbuf`.
     pub const ALL: [Mode; 3] = [Mode::File, Mode::Mmap, Mode::Pmem];
 
-    /// Lower-case name: `file`, `mmap` or `pmem`.
+    /// Every mode, `ferrite-wbuf` included: what `register_defaults_linked`
+    /// and the extension register.
+    pub const EVERY: [Mode; 4] = [Mode::File, Mode::Mmap, Mode::Pmem, Mode::Wbuf];
+
+    /// Lower-case name: `file`, `mmap`, `pmem` or `wbuf`.
     pub fn name(self) -> &'static str {
         match self {
             Mode::File => "file",
             Mode::Mmap => "mmap",
             Mode::Pmem => "pmem",
+            Mode::Wbuf => "wbuf",
         }
     }
 
     /// The name the VFS is registered under: `ferrite-file`,
-    /// `ferrite-mmap` or `ferrite-pmem`.
+    /// `ferrite-mmap`, `ferrite-pmem` or `ferrite-wbuf`.
     pub fn vfs_name(self) -> &'static str {
         match self {
             Mode::File => "ferrite-file",
             Mode::Mmap => "ferrite-mmap",
             Mode::Pmem => "ferrite-pmem",
+            Mode::Wbuf => "ferrite-wbuf",
         }
     }
 
     /// The PM write policy, for the PM modes.
     pub fn policy(self) -> Option<PmPolicy> {
         match self {
-            Mode::File => None,
+            Mode::File | Mode::Wbuf => None,
             Mode::Mmap => Some(PmPolicy::FlushEveryWrite),
             Mode::Pmem => Some(PmPolicy::DrainOnSync),
         }
@@ -54,6 +65,15 @@ impl Mode {
     /// Whether files of this mode are PM device files (with the 4 KiB
     /// Ferrite header) rather than plain SQLite files.
     pub fn is_pm(self) -> bool {
+        matches!(self, Mode::Mmap | Mode::Pmem)
+    }
+
+    /// Whether a file of this mode is served by one device per process
+    /// that holds state of its own (a PM mapping, a write buffer's index):
+    /// connections share it, its length is the device's, other processes
+    /// are refused, and a database keeps its rollback journal's device
+    /// between transactions.
+    pub fn owns_device(self) -> bool {
         self != Mode::File
     }
 }
@@ -68,10 +88,10 @@ impl FromStr for Mode {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Mode, String> {
-        Mode::ALL
+        Mode::EVERY
             .into_iter()
             .find(|m| m.name() == s || m.vfs_name() == s)
-            .ok_or_else(|| format!("unknown VFS mode {s:?}; expected file, mmap or pmem"))
+            .ok_or_else(|| format!("unknown VFS mode {s:?}; expected file, mmap, pmem or wbuf"))
     }
 }
 

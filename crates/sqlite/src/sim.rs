@@ -1,7 +1,9 @@
 //! [`SimVfs`]: a VFS whose files are simulated media, for crash tests.
 //!
 //! Files are kept by name in memory: PM modes put each on a
-//! [`PmDevice`] over [`SimPmem`], `file` mode on a [`SimFile`]. Every
+//! [`PmDevice`] over [`SimPmem`], `file` mode on a [`SimFile`], `wbuf`
+//! mode on a [`SimFile`] behind a write buffer on [`SimPmem`] (two images
+//! per file, the buffer's under the name plus [`WBUF_IMAGE_SUFFIX`]). Every
 //! mutating operation the VFS performs (write, truncate, sync, delete) is
 //! a numbered *event*; a hook runs just before each one and can take the
 //! images a crash at that instant could leave ([`CrashPoint::images`]).
@@ -24,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use ferrite_io::{Device, DeviceInfo, PmDevice, SimFile};
 use ferrite_pmem::{FlushStats, SimPmem};
+use ferrite_wbuf::{WbufConfig, WriteBuffer};
 
 use crate::error::{Error, Result};
 use crate::media::{Media, Opened, Shared};
@@ -72,14 +75,50 @@ pub struct SimImages {
     pub files: BTreeMap<String, Vec<u8>>,
 }
 
+/// In [`SimImages`] of `ferrite-wbuf`, the key of a file's buffer: the
+/// file's name with this added.
+pub const WBUF_IMAGE_SUFFIX: &str = "#wbuf";
+
+/// PM bytes of each simulated write buffer: small, so that destaging,
+/// reclaim and writing through happen within a short test.
+const SIM_WBUF_BYTES: usize = 96 << 10;
+
 #[derive(Clone, Debug)]
 enum SimDevice {
     Pm(Arc<PmDevice<SimPmem>>),
     Disk(Arc<SimFile>),
+    /// A simulated file behind a write buffer on simulated PM, destaged
+    /// only when the buffer fills, so every event is reproducible.
+    Wbuf(Arc<WriteBuffer<SimPmem>>, Arc<SimFile>),
 }
 
 impl SimDevice {
-    fn new(mode: Mode, name: &str, image: Option<Vec<u8>>) -> Result<SimDevice> {
+    fn new(
+        mode: Mode,
+        name: &str,
+        image: Option<Vec<u8>>,
+        pm_image: Option<Vec<u8>>,
+    ) -> Result<SimDevice> {
+        if mode == Mode::Wbuf {
+            let file = Arc::new(SimFile::from_image(name, image.unwrap_or_default()));
+            let pm = pm_image.map_or_else(|| SimPmem::new(SIM_WBUF_BYTES), SimPmem::from_image);
+            let config = WbufConfig {
+                block_bytes: 4096,
+                capacity_bytes: SIM_WBUF_BYTES,
+                background: false,
+                max_age: None,
+                direct_destage: false,
+                ..WbufConfig::default()
+            };
+            let backing: Arc<dyn Device> = file.clone();
+            let buffer = WriteBuffer::with_medium(
+                pm,
+                format!("{name}{WBUF_IMAGE_SUFFIX}"),
+                backing,
+                config,
+            )?;
+            return Ok(SimDevice::Wbuf(Arc::new(buffer), file));
+        }
         Ok(match mode.policy() {
             Some(policy) => {
                 let medium = image.map_or_else(|| SimPmem::new(0), SimPmem::from_image);
@@ -96,13 +135,23 @@ impl SimDevice {
         match self {
             SimDevice::Pm(d) => d.clone(),
             SimDevice::Disk(d) => d.clone(),
+            SimDevice::Wbuf(b, _) => b.clone(),
         }
     }
 
-    fn crash_image(&self, seed: u64) -> Vec<u8> {
+    fn is_empty(&self) -> bool {
+        self.device().is_empty()
+    }
+
+    /// The file's image and, for a buffered file, the buffer's.
+    fn crash_images(&self, seed: u64) -> (Vec<u8>, Option<Vec<u8>>) {
         match self {
-            SimDevice::Pm(d) => d.medium().crash_image(seed),
-            SimDevice::Disk(d) => d.crash_image(seed),
+            SimDevice::Pm(d) => (d.medium().crash_image(seed), None),
+            SimDevice::Disk(d) => (d.crash_image(seed), None),
+            SimDevice::Wbuf(b, f) => (
+                f.crash_image(seed),
+                Some(b.medium().crash_image(seed ^ 0x5EED)),
+            ),
         }
     }
 }
@@ -194,9 +243,13 @@ impl SimMedia {
         let mut images = SimImages::default();
         for (index, (name, device)) in files.iter().enumerate() {
             let file_seed = seed.wrapping_mul(0x9E37_79B9).wrapping_add(index as u64);
-            images
-                .files
-                .insert(name.clone(), device.crash_image(file_seed));
+            let (image, buffer) = device.crash_images(file_seed);
+            images.files.insert(name.clone(), image);
+            if let Some(buffer) = buffer {
+                images
+                    .files
+                    .insert(format!("{name}{WBUF_IMAGE_SUFFIX}"), buffer);
+            }
         }
         images
     }
@@ -313,7 +366,7 @@ impl Media for SimHandle {
             match files.get(path) {
                 Some(device) => device.clone(),
                 None if create => {
-                    let device = SimDevice::new(media.mode, path, None)?;
+                    let device = SimDevice::new(media.mode, path, None, None)?;
                     files.insert(path.to_owned(), device.clone());
                     device
                 }
@@ -343,6 +396,11 @@ impl Media for SimHandle {
         let media = self.media(path)?;
         media.event(path, Operation::Delete);
         let removed = media.files().remove(path);
+        if let Some(SimDevice::Wbuf(buffer, _)) = &removed {
+            // As on the real media: a deleted file's blocks are not
+            // destaged. File and buffer go in one step here.
+            buffer.discard();
+        }
         match removed {
             Some(_) => Ok(()),
             None => Err(Error::NotFound { path: path.into() }),
@@ -355,8 +413,7 @@ impl Media for SimHandle {
         Ok(match files.get(path) {
             // As on the real media: a file exists if it is not empty, and
             // a PM file's size is its logical length.
-            Some(SimDevice::Pm(d)) => !d.is_empty(),
-            Some(SimDevice::Disk(d)) => !d.is_empty(),
+            Some(device) => !device.is_empty(),
             None => false,
         })
     }
@@ -390,8 +447,24 @@ impl SimVfs {
     pub fn from_images(options: VfsOptions, images: SimImages) -> Result<SimVfs> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let mut files = BTreeMap::new();
-        for (name, image) in images.files {
-            let device = SimDevice::new(options.mode, &name, Some(image))?;
+        let mut images = images.files;
+        let buffered: Vec<String> = images
+            .keys()
+            .filter(|k| k.ends_with(WBUF_IMAGE_SUFFIX))
+            .cloned()
+            .collect();
+        let mut buffers = BTreeMap::new();
+        for key in buffered {
+            if let Some(image) = images.remove(&key) {
+                let name = key.trim_end_matches(WBUF_IMAGE_SUFFIX).to_owned();
+                buffers.insert(name, image);
+            }
+        }
+        // A buffer whose file is gone is stale (a crash between the two
+        // steps of a delete) and is dropped, as on the real media.
+        for (name, image) in images {
+            let buffer = buffers.remove(&name);
+            let device = SimDevice::new(options.mode, &name, Some(image), buffer)?;
             files.insert(name, device);
         }
         let dir = tempfile::tempdir().map_err(|e| Error::io("mkdtemp", std::env::temp_dir(), e))?;

@@ -329,3 +329,11 @@ fn persist_commit_clears_the_journal_magic_first_on_pm() {
         }
     }
 }
+
+/// `ferrite-wbuf`: the files on a simulated disk behind write buffers on
+/// simulated PM, small enough that destaging and writing through run
+/// during the transactions; the crash images hold both.
+#[test]
+fn crash_consistency_wbuf() {
+    crash_suite(Mode::Wbuf);
+}

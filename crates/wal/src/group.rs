@@ -34,7 +34,9 @@ use crate::stats::Counters;
 pub(crate) struct Segment {
     pub(crate) device: Arc<dyn Device>,
     pub(crate) header: LogHeader,
-    /// Appenders persist their own records (PM); else the leader syncs.
+    /// Appenders persist their own records (mapped PM); else a leader
+    /// writes each round's records with one write (and syncs, where the
+    /// device is not durable on write).
     pub(crate) self_persist: bool,
     /// On the PM path, whether a write needs the appender's own `sync` to be
     /// durable (PM drained at sync, which covers the calling thread only).

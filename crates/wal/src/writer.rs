@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use ferrite_io::{Device, SyncScope};
+use ferrite_io::{Device, DeviceKind, SyncScope};
 
 use crate::durability::{Durability, WalConfig, PERIODIC_POSTPONE_MAX};
 use crate::error::{Error, Result};
@@ -598,9 +598,19 @@ impl Drop for Wal {
 }
 
 impl Segment {
+    /// Chooses the path from the device. Mapped PM (`Pmem`, `Mmap`) takes
+    /// the PM path: a write there is a byte-granular copy and a fence that
+    /// only the writing thread can issue, so each appender persists its own
+    /// record. A write buffer (`Wbuf`) is durable on write too, but each
+    /// write costs a whole slot (a block image, a header and a drain) and
+    /// any thread's write is durable for all: there the file path's leader
+    /// gathers a round's records into one write, whose return makes them
+    /// all durable, and its sync orders nothing more (it only checks the
+    /// device's poison).
     pub(crate) fn new(device: Arc<dyn Device>, header: LogHeader) -> Segment {
         let info = device.info();
-        let self_persist = info.durable_on_write || info.sync_scope == SyncScope::CallingThread;
+        let self_persist = info.sync_scope == SyncScope::CallingThread
+            || (info.durable_on_write && info.kind != DeviceKind::Wbuf);
         Segment {
             self_persist,
             align: if self_persist {

@@ -51,6 +51,9 @@ pub struct WriteBuffer<M: PmemMedium + 'static> {
     pub(crate) inner: Arc<Inner<M>>,
     destager: Option<JoinHandle<()>>,
     closed: bool,
+    /// Set by [`WriteBuffer::discard`]: closing leaves the blocks in PM
+    /// and the file as they are.
+    discarded: AtomicBool,
 }
 
 /// A write buffer on a mapped PM file.
@@ -144,6 +147,7 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             inner,
             destager,
             closed: false,
+            discarded: AtomicBool::new(false),
         })
     }
 
@@ -189,6 +193,16 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
         self.shut_down()
     }
 
+    /// Marks the buffer as serving a file that is being deleted: closing
+    /// it (or dropping it) then stops the destage thread but neither
+    /// destages nor marks the buffer clean, since nothing will read the
+    /// file again. The caller deletes the file first and the PM file after,
+    /// so a crash in between leaves a buffer without its file, which the
+    /// owner recognises as stale.
+    pub fn discard(&self) {
+        self.discarded.store(true, Ordering::Release);
+    }
+
     fn shut_down(&mut self) -> Result<()> {
         if self.closed {
             return Ok(());
@@ -200,6 +214,9 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             if handle.join().is_err() {
                 tracing::error!("the write buffer's destage thread panicked");
             }
+        }
+        if self.discarded.load(Ordering::Acquire) {
+            return Ok(());
         }
         self.inner.check_poison()?;
         let _round = lock(&self.inner.destage_lock);

@@ -92,7 +92,9 @@ fn create<M: PmemMedium>(pm: &M, pm_path: &Path, config: &WbufConfig) -> Result<
     pm.memset_nodrain(geometry.header_at(0), 0, headers)?;
     pm.drain();
     pm.copy_persist(0, &MAGIC)?;
-    tracing::info!(
+    // Debug, not info: the SQLite VFS creates a buffer per transaction
+    // for its rollback journal.
+    tracing::debug!(
         "created write buffer {}: {} slots of {} bytes ({})",
         pm_path.display(),
         geometry.slots,

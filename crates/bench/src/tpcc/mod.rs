@@ -1,6 +1,8 @@
 //! TPC-C on SQLite (paper 000, figure 3): tpmC of ferrite-pmem (SQLite/PMM)
 //! against ferrite-mmap (SQLite/MM) and vanilla SQLite with a rollback
-//! journal and with WAL, on the disk and on tmpfs, all in the same run.
+//! journal and with WAL, on the disk and on tmpfs, all in the same run;
+//! and `ferrite-wbuf` (the files on the disk behind PM write buffers,
+//! paper 003) against vanilla SQLite's rollback journal on the disk.
 //!
 //! The database is loaded once per warehouse count (a plain SQLite file),
 //! then every run starts from a fresh copy of it (imported into a PM device
@@ -60,7 +62,7 @@ const MMAP_SIZE: u64 = 1 << 30;
 /// systems read pages by copying them (`mmap_size` 0, SQLite's default);
 /// the `*_fetch` and `*_mmap` ones let SQLite read pages in place (the
 /// paper's future work on PM; SQLite's own mmap on tmpfs, for fairness).
-const CONFIGS: [Config; 12] = [
+const CONFIGS: [Config; 13] = [
     Config {
         key: "pmem",
         vfs: "ferrite-pmem",
@@ -145,10 +147,19 @@ const CONFIGS: [Config; 12] = [
         medium: Medium::Disk,
         mmap_size: 0,
     },
+    // The database and its journal on the disk, their writes staged in
+    // PM write buffers on tmpfs (emulated PM; issue #38).
+    Config {
+        key: "wbuf_delete_disk",
+        vfs: "ferrite-wbuf",
+        journal: "DELETE",
+        medium: Medium::Disk,
+        mmap_size: 0,
+    },
 ];
 
 /// Ratios reported: (key, numerator config, denominator config).
-const RATIOS: [(&str, &str, &str); 11] = [
+const RATIOS: [(&str, &str, &str); 12] = [
     ("pmem_vs_vanilla_delete_disk", "pmem", "vanilla_delete_disk"),
     ("pmem_vs_vanilla_wal_disk", "pmem", "vanilla_wal_disk"),
     ("pmem_vs_mmap", "pmem", "mmap"),
@@ -176,9 +187,20 @@ const RATIOS: [(&str, &str, &str); 11] = [
         "file_delete_disk",
         "vanilla_delete_disk",
     ),
+    (
+        "wbuf_vs_vanilla_delete_disk",
+        "wbuf_delete_disk",
+        "vanilla_delete_disk",
+    ),
 ];
 
-fn register_vfses() -> Result<()> {
+/// Registers the VFSes; `ferrite-wbuf` keeps its buffers in `buffers`
+/// (unless `FERRITE_WBUF_DIR` says otherwise), a directory on tmpfs that
+/// the experiment removes when it ends.
+fn register_vfses(buffers: &Path) -> Result<()> {
+    if std::env::var_os("FERRITE_WBUF_DIR").is_none() {
+        std::env::set_var("FERRITE_WBUF_DIR", buffers);
+    }
     ferrite_sqlite::register_defaults_linked()?;
     // The experimental variant: SAFE_APPEND on, to measure what the
     // default (off, see docs/sqlite.md) costs.
@@ -224,10 +246,11 @@ pub fn run(args: &TpccArgs) -> Result<()> {
             args.duration
                 .unwrap_or(if common.quick { 3.0 } else { 10.0 }),
         );
-    register_vfses()?;
     let configs = selected_configs(&args.configs)?;
     let disk = report::disk_scratch_dir()?;
     let tmpfs = report::pm_scratch_dir()?;
+    let buffers = tempfile::tempdir_in(&tmpfs)?;
+    register_vfses(buffers.path())?;
     let mut seeds = fastrand::Rng::with_seed(0x7CC0);
     let load_constants = Constants::for_load(&mut seeds);
     let run_constants = Constants::for_run(load_constants, &mut seeds);
@@ -251,6 +274,11 @@ pub fn run(args: &TpccArgs) -> Result<()> {
                     constants: run_constants,
                 };
                 let result = driver::run(config, &template, scratch, spec)?;
+                if config.vfs == "ferrite-wbuf" {
+                    // The run's database is gone; so must its buffer be,
+                    // or every run would leave one on tmpfs.
+                    clear_dir(buffers.path())?;
+                }
                 tracing::info!(
                     w,
                     run,
@@ -270,6 +298,15 @@ pub fn run(args: &TpccArgs) -> Result<()> {
         std::fs::remove_file(&template).ok();
     }
     write_report(&common, args, &results)
+}
+
+/// Removes the files in `dir`.
+fn clear_dir(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The configurations named in `keys`, in table order; all if `keys` is
