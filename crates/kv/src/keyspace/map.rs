@@ -306,6 +306,30 @@ impl KeyMap {
             .map(|e| e.key.clock())
     }
 
+    /// A random entry (its key, value and access clock) in constant time:
+    /// a random chunk, then a random entry of it, `random(n)` choosing in
+    /// `0..n`. A few chunks are tried before giving up, so a sparse map may
+    /// yield nothing; the pick favours keys of small chunks slightly,
+    /// which sampling for a cold value (`keyspace/tier.rs`) can afford,
+    /// unlike RANDOMKEY.
+    pub fn sample(&self, random: &mut impl FnMut(usize) -> usize) -> Option<(&[u8], &Value, u32)> {
+        if self.len == 0 || self.chunks.is_empty() {
+            return None;
+        }
+        for _ in 0..4 {
+            let Some(Some(chunk)) = self.chunks.get(random(self.chunks.len())) else {
+                continue;
+            };
+            if chunk.is_empty() {
+                continue;
+            }
+            if let Some(entry) = chunk.iter().nth(random(chunk.len())) {
+                return Some((entry.key.as_bytes(), &entry.value, entry.key.clock()));
+            }
+        }
+        None
+    }
+
     /// Sets the access clock of `key` to `update(old)` if its chunk is
     /// this map's alone: an access never copies a chunk a rewrite
     /// snapshot shares (Redis likewise leaves the clocks alone while a
