@@ -307,27 +307,26 @@ impl KeyMap {
     }
 
     /// A random entry (its key, value and access clock) in constant time:
-    /// a random chunk, then a random entry of it, `random(n)` choosing in
-    /// `0..n`. A few chunks are tried before giving up, so a sparse map may
-    /// yield nothing; the pick favours keys of small chunks slightly,
+    /// the first chunk holding keys from a random one on (at most
+    /// [`CHUNKS`] pointers read), then a random entry of it, `random(n)`
+    /// choosing in `0..n`. `None` only for an empty map. The pick favours
+    /// keys of chunks that follow empty ones, and keys of small chunks,
     /// which sampling for a cold value (`keyspace/tier.rs`) can afford,
     /// unlike RANDOMKEY.
     pub fn sample(&self, random: &mut impl FnMut(usize) -> usize) -> Option<(&[u8], &Value, u32)> {
-        if self.len == 0 || self.chunks.is_empty() {
+        let n = self.chunks.len();
+        if self.len == 0 || n == 0 {
             return None;
         }
-        for _ in 0..4 {
-            let Some(Some(chunk)) = self.chunks.get(random(self.chunks.len())) else {
-                continue;
-            };
-            if chunk.is_empty() {
-                continue;
-            }
-            if let Some(entry) = chunk.iter().nth(random(chunk.len())) {
-                return Some((entry.key.as_bytes(), &entry.value, entry.key.clock()));
-            }
-        }
-        None
+        let start = random(n);
+        let chunk = (0..n).find_map(|i| {
+            self.chunks
+                .get((start + i) % n)
+                .and_then(Option::as_ref)
+                .filter(|c| !c.is_empty())
+        })?;
+        let entry = chunk.iter().nth(random(chunk.len()))?;
+        Some((entry.key.as_bytes(), &entry.value, entry.key.clock()))
     }
 
     /// Sets the access clock of `key` to `update(old)` if its chunk is
