@@ -150,6 +150,7 @@ fn measure(spec: &Spec, args: &TierArgs, dirs: (&Path, &Path), runs: usize) -> R
             "tier_promotions",
             "tier_pm_flushes_per_write",
             "tier_pm_frag_ratio",
+            "tier_demote_backoffs",
         ] {
             out.insert(field.into(), tier_load::info_field(PORT, "memory", field)?);
         }

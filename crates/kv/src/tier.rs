@@ -19,9 +19,13 @@ use crate::state::State;
 pub const DEMOTE_BYTES_PER_CMD: usize = 64 << 10;
 /// Bytes reads may promote back to DRAM during one command.
 pub const PROMOTE_BYTES_PER_CMD: usize = 16 << 10;
-/// Keys demotion samples before one command at most (in rounds of
-/// `maxmemory-samples` per database) when none it finds is movable.
+/// Values demotion moves before one command at most (each the coldest
+/// of its own sample), besides the byte allowance.
 const DEMOTE_ROUNDS_MAX: usize = 32;
+/// Random entries one demotion round probes, per movable value it wants:
+/// with a fifth of the values in DRAM a round finds its sample in about
+/// five probes each, and at a tenth of that it gives up after this many.
+const PROBES_PER_SAMPLE: usize = 16;
 /// Commands demotion sits out after a round that moved nothing (nothing
 /// movable was found, or the heap was full), so a DRAM figure held up by
 /// what cannot move does not cost every command a sampling.
@@ -40,6 +44,9 @@ pub struct Tier {
     pub full: u64,
     /// Commands left before demotion tries again.
     backoff: u32,
+    /// Times demotion found nothing movable (or the heap full) and sat
+    /// out the next [`BACKOFF_COMMANDS`] commands.
+    pub backoffs: u64,
     /// The memory the server used before loading, as [`Tier::open`] saw it.
     startup_bytes: u64,
 }
@@ -118,6 +125,7 @@ impl Tier {
             demotions: 0,
             full: 0,
             backoff: 0,
+            backoffs: 0,
             startup_bytes,
         }))
     }
@@ -184,12 +192,14 @@ fn demote(state: &mut State, budget: u64) {
     }
     let mut moved = 0;
     for _ in 0..DEMOTE_ROUNDS_MAX {
-        // A round whose samples were all on PM already (or small) is one
-        // attempt of the command's allowance, not the end of it.
+        // A round that finds nothing movable ends the command's demotion:
+        // more rounds would sample the same mostly-PM keyspace again.
         let Some((db, key)) =
-            keyspace.demotion_candidate(samples, |n| rng.u64(..(n as u64).max(1)) as usize)
+            keyspace.demotion_candidate(samples, samples * PROBES_PER_SAMPLE, |n| {
+                rng.u64(..(n as u64).max(1)) as usize
+            })
         else {
-            continue;
+            break;
         };
         match keyspace.demote(db, &key, &tier.heap) {
             Demoted::Moved(len) => {
@@ -217,6 +227,7 @@ fn demote(state: &mut State, budget: u64) {
     }
     if moved == 0 {
         tier.backoff = BACKOFF_COMMANDS;
+        tier.backoffs += 1;
     }
 }
 
@@ -244,10 +255,10 @@ pub fn info(state: &State, out: &mut String) {
     } else {
         100.0 * keys.saturating_sub(stats.values) as f64 / keys as f64
     };
-    let (demotions, full) = state
+    let (demotions, full, backoffs) = state
         .tier
         .as_ref()
-        .map_or((0, 0), |t| (t.demotions, t.full));
+        .map_or((0, 0, 0), |t| (t.demotions, t.full, t.backoffs));
     let per_write = if stats.stores == 0 {
         0.0
     } else {
@@ -255,7 +266,7 @@ pub fn info(state: &State, out: &mut String) {
     };
     let _ = write!(
         out,
-        "used_memory_dram:{dram}\r\nused_memory_pmem:{}\r\ntier_values_dram_pct:{dram_pct:.2}\r\ntier_demotions:{demotions}\r\ntier_promotions:{}\r\ntier_pm_read_bytes:{}\r\ntier_pm_flushes_per_write:{per_write:.2}\r\ntier_pm_values:{}\r\ntier_pm_value_bytes:{}\r\ntier_pm_free_bytes:{}\r\ntier_pm_frag_ratio:{:.2}\r\ntier_pm_full:{full}\r\n",
+        "used_memory_dram:{dram}\r\nused_memory_pmem:{}\r\ntier_values_dram_pct:{dram_pct:.2}\r\ntier_demotions:{demotions}\r\ntier_promotions:{}\r\ntier_pm_read_bytes:{}\r\ntier_pm_flushes_per_write:{per_write:.2}\r\ntier_pm_values:{}\r\ntier_pm_value_bytes:{}\r\ntier_pm_free_bytes:{}\r\ntier_pm_frag_ratio:{:.2}\r\ntier_pm_full:{full}\r\ntier_demote_backoffs:{backoffs}\r\n",
         stats.slot_bytes,
         state.keyspace.promotion.promotions,
         stats.read_bytes,

@@ -306,6 +306,29 @@ impl KeyMap {
             .map(|e| e.key.clock())
     }
 
+    /// A random entry (its key, value and access clock) in constant time:
+    /// the first chunk holding keys from a random one on (at most
+    /// [`CHUNKS`] pointers read), then a random entry of it, `random(n)`
+    /// choosing in `0..n`. `None` only for an empty map. The pick favours
+    /// keys of chunks that follow empty ones, and keys of small chunks,
+    /// which sampling for a cold value (`keyspace/tier.rs`) can afford,
+    /// unlike RANDOMKEY.
+    pub fn sample(&self, random: &mut impl FnMut(usize) -> usize) -> Option<(&[u8], &Value, u32)> {
+        let n = self.chunks.len();
+        if self.len == 0 || n == 0 {
+            return None;
+        }
+        let start = random(n);
+        let chunk = (0..n).find_map(|i| {
+            self.chunks
+                .get((start + i) % n)
+                .and_then(Option::as_ref)
+                .filter(|c| !c.is_empty())
+        })?;
+        let entry = chunk.iter().nth(random(chunk.len()))?;
+        Some((entry.key.as_bytes(), &entry.value, entry.key.clock()))
+    }
+
     /// Sets the access clock of `key` to `update(old)` if its chunk is
     /// this map's alone: an access never copies a chunk a rewrite
     /// snapshot shares (Redis likewise leaves the clocks alone while a

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ferrite_pmem::slab::MAX_VALUE;
 use ferrite_pmem::SlabHeap;
 
-use super::{access, segment_of, Keyspace};
+use super::{access, segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::types::{Bytes, Str, Value};
 
 /// The smallest string value the tier moves to PM (pmem-redis's and
@@ -47,39 +47,55 @@ fn movable(value: &Value) -> bool {
 }
 
 impl Keyspace {
-    /// The coldest of `samples` keys sampled per database (as eviction
-    /// samples) whose value may move to PM, ranked by the access clocks
-    /// (idle time, or the LFU counter under an LFU policy).
+    /// The coldest of the first `wanted` movable values found among at
+    /// most `probes` random entries (over the databases holding keys),
+    /// ranked by the access clocks (idle time, or the LFU counter under an
+    /// LFU policy); `None` when no probe found a movable value.
+    ///
+    /// Entries whose value is already on PM, or too small, do not count
+    /// towards `wanted`: with most values on PM, counting every probe (as
+    /// eviction's sampling does) would leave one movable value a round,
+    /// picked whatever its clock, and demotion would move hot values that
+    /// promotion brings straight back. Each probe takes constant time
+    /// ([`super::map::KeyMap::sample`]), so a keyspace with nothing to
+    /// move costs `probes` lookups, not a walk of segments.
     pub fn demotion_candidate(
         &self,
-        samples: usize,
+        wanted: usize,
+        probes: usize,
         mut random: impl FnMut(usize) -> usize,
     ) -> Option<(usize, Bytes)> {
-        let mut best: Option<(u64, usize, Bytes)> = None;
-        for db in 0..self.dbs.len() {
-            if self.dbs[db].is_empty() {
+        let dbs: Vec<usize> = (0..self.dbs.len())
+            .filter(|&db| !self.dbs[db].is_empty())
+            .collect();
+        if dbs.is_empty() {
+            return None;
+        }
+        let mut best: Option<(u64, usize, &[u8])> = None;
+        let mut found = 0;
+        for probe in 0..probes {
+            let db = dbs[probe % dbs.len()];
+            let segment = &self.dbs[db].segments[random(SEGMENTS_PER_DB)];
+            let Some((key, value, clock)) = segment.map.sample(&mut random) else {
+                continue;
+            };
+            if !movable(value) {
                 continue;
             }
-            for _ in 0..samples.max(1) {
-                let Some(key) = self.random_key(db, &mut random) else {
-                    break;
-                };
-                let segment = &self.dbs[db].segments[segment_of(&key)];
-                if !segment.map.get(&key).is_some_and(movable) {
-                    continue;
-                }
-                let clock = segment.map.clock(&key).unwrap_or(0);
-                let score = if self.access.lfu {
-                    255 - u64::from(access::lfu_counter(clock, self.now_ms, &self.access))
-                } else {
-                    access::idle_ms(clock, self.now_ms)
-                };
-                if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
-                    best = Some((score, db, key));
-                }
+            let score = if self.access.lfu {
+                255 - u64::from(access::lfu_counter(clock, self.now_ms, &self.access))
+            } else {
+                access::idle_ms(clock, self.now_ms)
+            };
+            if best.is_none_or(|(s, _, _)| score > s) {
+                best = Some((score, db, key));
+            }
+            found += 1;
+            if found >= wanted {
+                break;
             }
         }
-        best.map(|(_, db, key)| (db, key))
+        best.map(|(_, db, key)| (db, key.into()))
     }
 
     /// Moves the value at `key` into `heap`, if it is a movable DRAM
