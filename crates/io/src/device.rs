@@ -145,6 +145,21 @@ pub trait Device: Send + Sync + fmt::Debug {
         let _ = (offset, len);
     }
 
+    /// Readies device bytes up to `end`, past the current length, so that a
+    /// later extension there ([`Device::set_len`], an append) is cheap: a
+    /// mapped device grows its mapping and faults its pages in. Changes
+    /// neither the length nor any byte a read or a recovery can see. For a
+    /// thread off the writing path, ahead of need; does nothing by default.
+    fn prepare(&self, end: u64) -> Result<()> {
+        let _ = end;
+        Ok(())
+    }
+
+    /// Whether [`Device::prepare`] does anything on this device.
+    fn prepares(&self) -> bool {
+        false
+    }
+
     /// Flush accounting of PM-backed devices; `None` for disk files.
     fn flush_stats(&self) -> Option<FlushStats> {
         None

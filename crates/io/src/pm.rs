@@ -408,6 +408,31 @@ impl<M: PmemMedium> Device for PmDevice<M> {
         Ok(())
     }
 
+    /// Grows the medium to cover `end` and populates the pages between the
+    /// length and `end`, all under the extend lock: every store past the
+    /// length takes that lock, so none lands in the range while it is
+    /// populated. The length, the header and every byte stay as they were,
+    /// so a crash during or after it finds the device as before.
+    fn prepare(&self, end: u64) -> Result<()> {
+        self.poison.check(&self.path)?;
+        if !self.medium.populates() {
+            return Ok(());
+        }
+        let _guard = self.lock_extend();
+        let current = self.len.load(Ordering::Acquire);
+        if end <= current {
+            return Ok(());
+        }
+        let (at, end) = self.at(current, (end - current) as usize)?;
+        self.reserve(end)?;
+        self.medium.populate(at, (end - current) as usize)?;
+        Ok(())
+    }
+
+    fn prepares(&self) -> bool {
+        self.medium.populates()
+    }
+
     fn info(&self) -> DeviceInfo {
         DeviceInfo {
             kind: self.policy.kind(),

@@ -126,6 +126,23 @@ pub trait PmemMedium: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Makes the pages of `[offset, offset + len)` present in this
+    /// process's page tables and writable, so the first stores there take
+    /// no page fault: ahead of need, on a thread off the writing path. Never
+    /// changes a byte. The caller ensures nothing stores to the range
+    /// meanwhile (it lies past what a writer may touch). Returns whether
+    /// the medium has pages to populate; a simulated medium has none, and
+    /// does nothing (the default).
+    fn populate(&self, offset: usize, len: usize) -> Result<bool> {
+        let _ = (offset, len);
+        Ok(false)
+    }
+
+    /// Whether [`populate`](PmemMedium::populate) does anything here.
+    fn populates(&self) -> bool {
+        false
+    }
+
     /// What backs this region.
     fn mode(&self) -> MapMode;
 

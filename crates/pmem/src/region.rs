@@ -335,6 +335,41 @@ impl PmemMedium for PmemRegion {
         Ok(())
     }
 
+    fn populate(&self, offset: usize, len: usize) -> Result<bool> {
+        if len == 0 {
+            return Ok(true);
+        }
+        let page = page_size();
+        let start = offset / page * page;
+        let end = round_up(offset + len, page).min(self.len());
+        if end <= start {
+            return Ok(true);
+        }
+        let base = self.at(start, end - start)?;
+        // SAFETY: the page range is inside the mapping (`at` checked it);
+        // madvise only faults the pages in, it changes no byte.
+        let rc = unsafe { libc::madvise(base.cast(), end - start, libc::MADV_POPULATE_WRITE) };
+        if rc != 0 {
+            // A kernel before 5.14 (EINVAL) or a mapping it refuses: touch
+            // one byte a page instead, rewriting the value it holds, which
+            // faults the page in writable without changing it. The caller
+            // guarantees no store to the range meanwhile, so the read and
+            // the write see and leave the same byte.
+            for at in (0..end - start).step_by(page) {
+                // SAFETY: `at` lies inside the checked range.
+                unsafe {
+                    let byte = base.add(at);
+                    byte.write_volatile(byte.read_volatile());
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn populates(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn read(&self, offset: usize, buf: &mut [u8]) -> Result<()> {
         let ptr = self.at(offset, buf.len())?;

@@ -90,6 +90,9 @@ pub(crate) struct State {
     pub(crate) pending: VecDeque<(u64, bool)>,
     /// PM path: bytes of the device already extended (zeroed) for records.
     pub(crate) allocated: u64,
+    /// PM path: the end up to which the device was asked to ready itself
+    /// ahead of the log (`Device::prepare`, on a thread of its own).
+    pub(crate) prepared: u64,
     pub(crate) poison: Option<PoisonCause>,
     pub(crate) closed: bool,
     /// A log switch is draining the log: appends wait.

@@ -17,11 +17,12 @@
 //! bytes just read) and, on removal, moving the last entry into the hole
 //! and re-pointing its slot (one more hash of a key).
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
 use super::map::Key;
+use super::KeyHasher;
 use crate::types::{jemalloc_class, Value};
 
 /// One key and its value.
@@ -99,11 +100,47 @@ impl Chunk {
         hash: u64,
         key: &[u8],
         value: Value,
-        hasher: &RandomState,
+        hasher: &KeyHasher,
     ) -> Option<Value> {
         if let Some(entry) = self.find_mut(hash, key) {
             return Some(std::mem::replace(&mut entry.value, value));
         }
+        self.push_at(hash, key, value, hasher);
+        None
+    }
+
+    /// The entry of `key` (hash `hash`), added with the value `make`
+    /// gives (and a zero clock) if missing; whether it added it.
+    pub(crate) fn find_or_insert(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+        hasher: &KeyHasher,
+    ) -> (&mut Entry, bool) {
+        let (position, inserted) = match self.position(hash, key) {
+            Some(position) => (position, false),
+            None => (self.push_at(hash, key, make(), hasher), true),
+        };
+        // The position is one the table holds or the push just made.
+        (&mut self.entries[position], inserted)
+    }
+
+    /// Adds an entry for `key` (hash `hash`), known to be missing (the
+    /// caller searched for it just before); returns it.
+    pub(crate) fn push(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        hasher: &KeyHasher,
+    ) -> &mut Entry {
+        let position = self.push_at(hash, key, value, hasher);
+        &mut self.entries[position]
+    }
+
+    /// Adds an entry for `key`, known to be missing; returns its position.
+    fn push_at(&mut self, hash: u64, key: &[u8], value: Value, hasher: &KeyHasher) -> usize {
         let len = self.entries.len();
         let Ok(position) = u32::try_from(len) else {
             // 4 billion keys in one chunk of 65,536 would be 280 trillion
@@ -123,11 +160,11 @@ impl Chunk {
                 .get(p as usize)
                 .map_or(0, |e| hasher.hash_one(e.key.as_bytes()))
         });
-        None
+        len
     }
 
     /// Removes the entry of `key` (hash `hash`) and returns it.
-    pub(crate) fn remove(&mut self, hash: u64, key: &[u8], hasher: &RandomState) -> Option<Entry> {
+    pub(crate) fn remove(&mut self, hash: u64, key: &[u8], hasher: &KeyHasher) -> Option<Entry> {
         let entries = &self.entries;
         let matches = |&p: &u32| {
             entries
@@ -186,7 +223,7 @@ mod tests {
         /// limit, agree with a `HashMap` at every step.
         #[test]
         fn behaves_like_a_hash_map(ops in proptest::collection::vec((0u8..3, 0u16..60, 0u8..30), 0..400)) {
-            let hasher = RandomState::new();
+            let hasher = KeyHasher::default();
             let mut chunk = Chunk::default();
             let mut model: HashMap<Vec<u8>, Value> = HashMap::new();
             for (i, (op, k, len)) in ops.into_iter().enumerate() {

@@ -31,10 +31,11 @@
 //! (1M x 100 B, 12,000 SETs right after a snapshot: the copy-before-write
 //! added 1.4-2.0 µs per SET before, 0.96-1.1 after).
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use super::chunk::{Chunk, ENTRY_BYTES};
+use super::KeyHasher;
 use crate::types::{arc_counts, Value};
 
 /// Longest key kept inside its entry; longer ones get a boxed copy. 19
@@ -137,7 +138,7 @@ pub struct KeyMap {
     /// never get one), then [`CHUNKS`] slots, each allocated on its first
     /// insert, so a sparse segment costs a pointer per chunk.
     chunks: Vec<Option<Arc<Chunk>>>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     len: usize,
 }
 
@@ -153,7 +154,7 @@ impl Clone for KeyMap {
         }
         KeyMap {
             chunks: self.chunks.clone(),
-            hasher: self.hasher.clone(),
+            hasher: self.hasher,
             len: self.len,
         }
     }
@@ -184,8 +185,22 @@ fn chunk_of(hash: u64) -> usize {
     (hash >> CHUNK_SHIFT) as usize & (CHUNKS - 1)
 }
 
+/// The chunk of `chunks` that keys of hash `hash` belong to, this map's
+/// own (copied if a clone shares it, created if missing). A function of
+/// the field rather than a method, so the map's other fields stay
+/// available while the chunk is borrowed.
+fn chunk_in(chunks: &mut Vec<Option<Arc<Chunk>>>, hash: u64) -> &mut Chunk {
+    if chunks.is_empty() {
+        *chunks = vec![None; CHUNKS];
+    }
+    let slot = &mut chunks[chunk_of(hash)];
+    Arc::make_mut(slot.get_or_insert_with(Arc::default))
+}
+
 impl KeyMap {
-    fn hash(&self, key: &[u8]) -> u64 {
+    /// The hash of `key` in this map: computed once by a caller that then
+    /// makes several calls for the same key (the `*_hashed` methods).
+    pub(crate) fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }
 
@@ -201,7 +216,11 @@ impl KeyMap {
 
     /// The value at `key`.
     pub fn get(&self, key: &[u8]) -> Option<&Value> {
-        let hash = self.hash(key);
+        self.get_hashed(self.hash(key), key)
+    }
+
+    /// [`KeyMap::get`] with the key's hash ([`KeyMap::hash`]) given.
+    pub(crate) fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&Value> {
         self.chunks
             .get(chunk_of(hash))?
             .as_ref()?
@@ -218,7 +237,12 @@ impl KeyMap {
     /// clone shares it); if it copied, returns the chunk's index and how
     /// many entries it copied.
     pub fn unshare(&mut self, key: &[u8]) -> Option<(usize, usize)> {
-        let index = chunk_of(self.hash(key));
+        self.unshare_hashed(self.hash(key))
+    }
+
+    /// [`KeyMap::unshare`] of the chunk that keys of hash `hash` belong to.
+    pub(crate) fn unshare_hashed(&mut self, hash: u64) -> Option<(usize, usize)> {
+        let index = chunk_of(hash);
         let chunk = self.chunks.get_mut(index)?.as_mut()?;
         if Arc::get_mut(chunk).is_some() {
             return None;
@@ -250,16 +274,13 @@ impl KeyMap {
         chunks[index] = Some(chunk);
         Some(KeyMap {
             chunks,
-            hasher: self.hasher.clone(),
+            hasher: self.hasher,
             len,
         })
     }
 
     fn chunk_mut(&mut self, hash: u64) -> &mut Chunk {
-        if self.chunks.is_empty() {
-            self.chunks = vec![None; CHUNKS];
-        }
-        Arc::make_mut(self.chunks[chunk_of(hash)].get_or_insert_with(Arc::default))
+        chunk_in(&mut self.chunks, hash)
     }
 
     /// The value at `key` for a change no one can observe (the PM tier
@@ -275,10 +296,13 @@ impl KeyMap {
 
     /// The value at `key`, for modification.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
-        if !self.contains_key(key) {
-            return None;
-        }
-        let hash = self.hash(key);
+        self.get_mut_hashed(self.hash(key), key)
+    }
+
+    /// [`KeyMap::get_mut`] with the key's hash given. A missing key copies
+    /// nothing: the shared chunk is searched first.
+    pub(crate) fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Value> {
+        self.get_hashed(hash, key)?;
         self.chunk_mut(hash)
             .find_mut(hash, key)
             .map(|e| &mut e.value)
@@ -287,13 +311,38 @@ impl KeyMap {
     /// Stores `value` at `key`; returns the value it replaced.
     pub fn insert(&mut self, key: impl AsRef<[u8]>, value: Value) -> Option<Value> {
         let key = key.as_ref();
-        let hash = self.hash(key);
-        let hasher = self.hasher.clone();
-        let replaced = self.chunk_mut(hash).insert(hash, key, value, &hasher);
+        self.insert_hashed(self.hash(key), key, value)
+    }
+
+    /// [`KeyMap::insert`] with the key's hash given.
+    pub(crate) fn insert_hashed(&mut self, hash: u64, key: &[u8], value: Value) -> Option<Value> {
+        let replaced = chunk_in(&mut self.chunks, hash).insert(hash, key, value, &self.hasher);
         if replaced.is_none() {
             self.len += 1;
         }
         replaced
+    }
+
+    /// The value at `key` (hash `hash`), stored from `make` first if
+    /// missing, with its access clock set to `clock(old)` (`None` for a
+    /// key just stored). One search where a lookup, an insert and a clock
+    /// update would each hash and search again. Copies the key's chunk if
+    /// a clone shares it, as any write does. Returns whether it stored.
+    pub(crate) fn get_or_insert_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+        clock: impl FnOnce(Option<u32>) -> u32,
+    ) -> (&mut Value, bool) {
+        let chunk = chunk_in(&mut self.chunks, hash);
+        let (entry, inserted) = chunk.find_or_insert(hash, key, make, &self.hasher);
+        let old = (!inserted).then(|| entry.key.clock());
+        entry.key.set_clock(clock(old));
+        if inserted {
+            self.len += 1;
+        }
+        (&mut entry.value, inserted)
     }
 
     /// The access clock of `key` (`keyspace/access.rs`).
@@ -354,8 +403,12 @@ impl KeyMap {
     /// The value at `key`, recording an access in its clock (`update`)
     /// when its chunk is this map's alone; a chunk a clone shares is read
     /// without it, never copied for a read.
-    pub fn get_touch(&mut self, key: &[u8], update: impl FnOnce(u32) -> u32) -> Option<&Value> {
-        let hash = self.hash(key);
+    pub(crate) fn get_touch_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        update: impl FnOnce(u32) -> u32,
+    ) -> Option<&Value> {
         let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
         if Arc::get_mut(slot).is_none() {
             return slot.find(hash, key).map(|e| &e.value);
@@ -368,26 +421,57 @@ impl KeyMap {
     /// The value at `key` for modification, recording an access in its
     /// clock; copies the key's chunk first if a clone shares it (as any
     /// write does).
-    pub fn get_mut_touch(
+    pub(crate) fn get_mut_touch_hashed(
         &mut self,
+        hash: u64,
         key: &[u8],
         update: impl FnOnce(u32) -> u32,
     ) -> Option<&mut Value> {
-        let hash = self.hash(key);
         let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
         let entry = Arc::make_mut(slot).find_mut(hash, key)?;
         entry.key.set_clock(update(entry.key.clock()));
         Some(&mut entry.value)
     }
 
+    /// Stores `value` at `key` (hash `hash`) and sets its access clock to
+    /// `clock(old)` (`None` for a new key): one search for the store and
+    /// the clock. Copies the key's chunk if a clone shares it. Returns
+    /// whether the key is new.
+    pub(crate) fn insert_touch_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        clock: impl FnOnce(Option<u32>) -> u32,
+    ) -> bool {
+        let chunk = chunk_in(&mut self.chunks, hash);
+        match chunk.find_mut(hash, key) {
+            Some(entry) => {
+                entry.value = value;
+                entry.key.set_clock(clock(Some(entry.key.clock())));
+                false
+            }
+            None => {
+                let entry = chunk.push(hash, key, value, &self.hasher);
+                entry.key.set_clock(clock(None));
+                self.len += 1;
+                true
+            }
+        }
+    }
+
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
-        if !self.contains_key(key) {
-            return None;
-        }
-        let hash = self.hash(key);
-        let hasher = self.hasher.clone();
-        let value = self.chunk_mut(hash).remove(hash, key, &hasher)?.value;
+        self.remove_hashed(self.hash(key), key)
+    }
+
+    /// [`KeyMap::remove`] with the key's hash given. A missing key copies
+    /// nothing: the shared chunk is searched first.
+    pub(crate) fn remove_hashed(&mut self, hash: u64, key: &[u8]) -> Option<Value> {
+        self.get_hashed(hash, key)?;
+        let value = chunk_in(&mut self.chunks, hash)
+            .remove(hash, key, &self.hasher)?
+            .value;
         self.len -= 1;
         Some(value)
     }
@@ -587,3 +671,7 @@ mod tests {
         assert!(map.contains_key(b"k") && !map.contains_key(b"x"));
     }
 }
+
+#[cfg(test)]
+#[path = "map_hashed_tests.rs"]
+mod hashed_tests;

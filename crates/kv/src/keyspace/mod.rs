@@ -46,10 +46,54 @@ pub const SEGMENTS_PER_DB: usize = 1024;
 /// Random segments RANDOMKEY tries before it walks them in order.
 const RANDOM_KEY_PROBES: usize = 16;
 
+/// The keyed hash of the keyspace's tables (each segment's map and its
+/// expiry times): foldhash, seeded at random once per process and per
+/// table. A key's bytes come from clients, so a hash without a secret key
+/// would let one client pick keys that all land in one bucket (hash
+/// flooding); `docs/memory.md` says why this one and not SipHash.
+pub type KeyHasher = foldhash::fast::RandomState;
+
+/// One segment's expiry times: key → absolute expiry in Unix ms.
+pub type Expires = HashMap<Bytes, i64, KeyHasher>;
+
 /// Which segment `key` lives in. CRC32C is hardware-accelerated and fixed
 /// across runs, so segment membership is stable for the rewrite workers.
 pub fn segment_of(key: &[u8]) -> usize {
     (crc32c::crc32c(key) as usize) & (SEGMENTS_PER_DB - 1)
+}
+
+/// A uniform number in [0, 1) from the xorshift generator `state`.
+fn next_random(state: &mut u64) -> f64 {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The access clock a write gives `key` from its old clock (`None`: the
+/// key is new): fresh for a new key, an access for an existing one, and
+/// left as it was while loading. An existing key's LFU counter draws
+/// from `generator`, so it advances only when a draw is used.
+fn clock_after(
+    now: i64,
+    policy: access::AccessPolicy,
+    loading: bool,
+    generator: &mut u64,
+) -> impl FnOnce(Option<u32>) -> u32 + '_ {
+    move |old| match old {
+        _ if loading => old.unwrap_or(0),
+        None => access::fresh(now, &policy),
+        Some(old) => {
+            let random = if policy.lfu {
+                next_random(generator)
+            } else {
+                0.0
+            };
+            access::accessed(old, now, &policy, random)
+        }
+    }
 }
 
 /// One segment: its keys and their expiry times.
@@ -58,7 +102,7 @@ pub struct Segment {
     /// Key → value.
     pub map: KeyMap,
     /// Key → absolute expiry in Unix milliseconds, only for keys with a TTL.
-    pub expires: HashMap<Bytes, i64>,
+    pub expires: Expires,
 }
 
 /// One database.
@@ -211,12 +255,7 @@ impl Keyspace {
     /// A uniform number in [0, 1) for LFU's increments (xorshift: the
     /// counters need no better).
     fn next_random(&mut self) -> f64 {
-        let mut x = self.access_random;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.access_random = x;
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        next_random(&mut self.access_random)
     }
 
     /// Records an access to `key` in its clock (or, with `fresh`, gives a
@@ -363,14 +402,14 @@ impl Keyspace {
     /// map's chunks with the snapshot; then the chunk `key` is in is copied
     /// (`KeyMap::unshare`), and it shares every value with the snapshot, so
     /// a write copies 1/64 of a segment's table, never its data.
-    fn segment_mut(&mut self, db: usize, seg: usize, key: Option<&[u8]>) -> &mut Segment {
+    fn segment_mut(&mut self, db: usize, seg: usize, hash: Option<u64>) -> &mut Segment {
         let slot = &mut self.dbs[db].segments[seg];
         let before = Arc::as_ptr(slot);
         let segment = Arc::make_mut(slot);
         if !std::ptr::eq(before, segment) {
             self.cow.copied_segment(segment);
         }
-        if let Some((chunk, entries)) = key.and_then(|k| segment.map.unshare(k)) {
+        if let Some((chunk, entries)) = hash.and_then(|h| segment.map.unshare_hashed(h)) {
             self.cow.copied_entries(entries);
             self.supersede.copied(db * SEGMENTS_PER_DB + seg, chunk);
         }
@@ -393,9 +432,10 @@ impl Keyspace {
         if self.expiry_paused {
             return true;
         }
-        let segment = self.segment_mut(db, seg, Some(key));
+        let hash = self.dbs[db].segments[seg].map.hash(key);
+        let segment = self.segment_mut(db, seg, Some(hash));
         segment.expires.remove(key);
-        if segment.map.remove(key).is_some() {
+        if segment.map.remove_hashed(hash, key).is_some() {
             self.dbs[db].len -= 1;
             self.touch_by(db, key, false);
             self.expired.push((db, key.into()));
@@ -429,15 +469,16 @@ impl Keyspace {
         // One lookup that also records the access, unless loading or a
         // rewrite snapshot shares the segment (then the clock stays).
         let slot = &mut self.dbs[db].segments[seg];
+        let hash = slot.map.hash(key);
         let found = if gone {
             None
         } else if self.loading || Arc::get_mut(slot).is_none() {
-            slot.map.get(key)
+            slot.map.get_hashed(hash, key)
         } else {
             Arc::get_mut(slot).and_then(|segment| {
                 segment
                     .map
-                    .get_touch(key, |old| access::accessed(old, now, &policy, random))
+                    .get_touch_hashed(hash, key, |old| access::accessed(old, now, &policy, random))
             })
         };
         if found.is_some() {
@@ -459,34 +500,43 @@ impl Keyspace {
     pub fn get_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         let seg = segment_of(key);
         let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
-        if gone || !self.dbs[db].segments[seg].map.contains_key(key) {
+        let map = &self.dbs[db].segments[seg].map;
+        let hash = map.hash(key);
+        if gone || map.get_hashed(hash, key).is_none() {
             return None;
         }
         self.touch(db, key);
         let (now, policy, loading) = (self.now_ms, self.access, self.loading);
         let random = if policy.lfu { self.next_random() } else { 0.0 };
-        let map = &mut self.segment_mut(db, seg, Some(key)).map;
+        let map = &mut self.segment_mut(db, seg, Some(hash)).map;
         if loading {
-            return map.get_mut(key);
+            return map.get_mut_hashed(hash, key);
         }
-        map.get_mut_touch(key, |old| access::accessed(old, now, &policy, random))
+        map.get_mut_touch_hashed(hash, key, |old| access::accessed(old, now, &policy, random))
     }
 
-    /// The value at `key`, created with `make` if missing.
+    /// The value at `key`, created with `make` if missing: one hash of the
+    /// key and one search of its table for the lookup, the insert and the
+    /// access clock together.
     pub fn get_or_insert(&mut self, db: usize, key: &[u8], make: fn() -> Value) -> &mut Value {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let segment = self.segment_mut(db, seg, Some(key));
-        let inserted = !segment.map.contains_key(key);
+        let (now, policy, loading) = (self.now_ms, self.access, self.loading);
+        let mut generator = self.access_random;
+        let hash = self.dbs[db].segments[seg].map.hash(key);
+        let segment = self.segment_mut(db, seg, Some(hash));
+        let clock = clock_after(now, policy, loading, &mut generator);
+        let (_, inserted) = segment.map.get_or_insert_hashed(hash, key, make, clock);
+        self.access_random = generator;
         if inserted {
-            segment.map.insert(key, make());
             self.dbs[db].len += 1;
             self.queue_event(events::NEW, "new", db, key);
         }
-        self.note_access(db, seg, key, inserted);
-        let map = &mut self.segment_mut(db, seg, Some(key)).map;
-        map.get_mut(key).expect("inserted just above")
+        // The segment and chunk are this keyspace's own already: nothing
+        // is copied again.
+        let map = &mut self.segment_mut(db, seg, Some(hash)).map;
+        map.get_mut_hashed(hash, key).expect("inserted just above")
     }
 
     /// Stores `value` at `key`; drops any TTL unless `keep_ttl`.
@@ -496,16 +546,20 @@ impl Keyspace {
         // replaced as a new key: its old TTL does not carry over.
         let expired = self.expire_if_needed(db, seg, key);
         self.touch(db, key);
-        let segment = self.segment_mut(db, seg, Some(key));
-        let inserted = segment.map.insert(key, value).is_none();
+        let (now, policy, loading) = (self.now_ms, self.access, self.loading);
+        let mut generator = self.access_random;
+        let hash = self.dbs[db].segments[seg].map.hash(key);
+        let segment = self.segment_mut(db, seg, Some(hash));
+        let clock = clock_after(now, policy, loading, &mut generator);
+        let inserted = segment.map.insert_touch_hashed(hash, key, value, clock);
         if (!keep_ttl || expired) && !segment.expires.is_empty() {
             segment.expires.remove(key);
         }
+        self.access_random = generator;
         if inserted {
             self.dbs[db].len += 1;
             self.queue_event(events::NEW, "new", db, key);
         }
-        self.note_access(db, seg, key, inserted);
     }
 
     /// Removes `key`; returns its value.
@@ -520,11 +574,10 @@ impl Keyspace {
     fn remove_untouched(&mut self, db: usize, key: &[u8]) -> Option<Value> {
         let seg = segment_of(key);
         self.expire_if_needed(db, seg, key);
-        if !self.dbs[db].segments[seg].map.contains_key(key) {
-            return None;
-        }
-        let segment = self.segment_mut(db, seg, Some(key));
-        let value = segment.map.remove(key)?;
+        let hash = self.dbs[db].segments[seg].map.hash(key);
+        self.dbs[db].segments[seg].map.get_hashed(hash, key)?;
+        let segment = self.segment_mut(db, seg, Some(hash));
+        let value = segment.map.remove_hashed(hash, key)?;
         segment.expires.remove(key);
         self.dbs[db].len -= 1;
         Some(value)
@@ -534,9 +587,13 @@ impl Keyspace {
     pub fn remove_if_empty(&mut self, db: usize, key: &[u8]) {
         let seg = segment_of(key);
         let found = &self.dbs[db].segments[seg].map;
-        if found.get(key).is_some_and(Value::is_empty_collection) {
-            let segment = self.segment_mut(db, seg, Some(key));
-            segment.map.remove(key);
+        let hash = found.hash(key);
+        if found
+            .get_hashed(hash, key)
+            .is_some_and(Value::is_empty_collection)
+        {
+            let segment = self.segment_mut(db, seg, Some(hash));
+            segment.map.remove_hashed(hash, key);
             segment.expires.remove(key);
             self.dbs[db].len -= 1;
         }
@@ -555,9 +612,15 @@ impl Keyspace {
         let seg = segment_of(key);
         self.touch(db, key);
         if self.dbs[db].segments[seg].map.contains_key(key) {
-            self.segment_mut(db, seg, None)
-                .expires
-                .insert(key.into(), at_ms);
+            let expires = &mut self.segment_mut(db, seg, None).expires;
+            // A key whose TTL changes keeps its entry: no owned copy of
+            // the key is made for it.
+            match expires.get_mut(key) {
+                Some(at) => *at = at_ms,
+                None => {
+                    expires.insert(key.into(), at_ms);
+                }
+            }
             self.note_local_expire(db, key);
         }
     }

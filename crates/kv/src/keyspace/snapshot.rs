@@ -19,7 +19,6 @@
 //! an estimate when the event loop copies and the worker subtracts the
 //! same estimate when it frees the old version.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -28,7 +27,6 @@ use super::map::KeyMap;
 use super::map::ENTRY_BYTES_ESTIMATE;
 use super::supersede::{LoopNotes, SegmentQueue};
 use super::{Keyspace, Segment, SEGMENTS_PER_DB};
-use crate::types::Bytes;
 
 /// Estimated bytes of a segment copied before a write, not counting the
 /// map's chunks (shared until written, counted by `copied_entries`): the
@@ -123,7 +121,7 @@ impl Snapshot {
     pub fn write_ahead(
         &self,
         segments: &mut SegmentQueue,
-        write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
+        write_piece: impl FnMut(u16, u16, &KeyMap, &super::Expires) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         self.notes
             .write_ahead(segments, &self.released, write_piece)

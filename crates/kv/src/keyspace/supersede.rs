@@ -51,7 +51,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::map::{Key, KeyMap, ENTRY_BYTES_ESTIMATE};
 use super::{segment_of, Keyspace, Segment, SEGMENTS_PER_DB};
-use crate::types::Bytes;
 
 /// A worker's segments still to serialise: `(db, segment, contents)`, in
 /// global order.
@@ -196,7 +195,7 @@ impl LoopNotes {
         &self,
         segments: &mut SegmentQueue,
         released: &AtomicI64,
-        mut write_piece: impl FnMut(u16, u16, &KeyMap, &HashMap<Bytes, i64>) -> std::io::Result<()>,
+        mut write_piece: impl FnMut(u16, u16, &KeyMap, &super::Expires) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let (mut pieces, mut written, mut freed) = (0, 0, 0);

@@ -79,9 +79,10 @@ impl Keyspace {
         if !self.is_expired(db, seg, key) {
             return;
         }
-        let segment = self.segment_mut(db, seg, Some(key));
+        let hash = self.dbs[db].segments[seg].map.hash(key);
+        let segment = self.segment_mut(db, seg, Some(hash));
         segment.expires.remove(key);
-        if segment.map.remove(key).is_some() {
+        if segment.map.remove_hashed(hash, key).is_some() {
             self.dbs[db].len -= 1;
             self.expired.push((db, key.into()));
             self.expired_total += 1;

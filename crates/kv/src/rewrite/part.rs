@@ -22,12 +22,11 @@
 //! other blocks; the reader gathers a segment's pieces until its turn
 //! comes (or the part ends).
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use super::FormatError;
-use crate::keyspace::{KeyMap, Segment, SegmentRange, SEGMENTS_PER_DB};
-use crate::types::{Bytes, Value};
+use crate::keyspace::{Expires, KeyMap, Segment, SegmentRange, SEGMENTS_PER_DB};
+use crate::types::Value;
 
 /// First bytes of every base part.
 pub const PART_MAGIC: [u8; 8] = *b"FERBASE\0";
@@ -230,7 +229,7 @@ impl<W: Write> PartWriter<W> {
         db: u16,
         seg: u16,
         chunk: &KeyMap,
-        expires: &HashMap<Bytes, i64>,
+        expires: &Expires,
     ) -> std::io::Result<()> {
         self.end_block()?;
         self.block_at = Some((db, seg));
@@ -241,11 +240,7 @@ impl<W: Write> PartWriter<W> {
         Ok(())
     }
 
-    fn write_entries(
-        &mut self,
-        map: &KeyMap,
-        expires: &HashMap<Bytes, i64>,
-    ) -> std::io::Result<()> {
+    fn write_entries(&mut self, map: &KeyMap, expires: &Expires) -> std::io::Result<()> {
         // Each value is its own allocation somewhere in the heap: reading
         // them in table order misses the cache and the TLB on nearly every
         // one. So the entries are gathered a batch at a time, a tight loop
