@@ -21,7 +21,12 @@ fn buffers() -> &'static Path {
                 .expect("the parent sets the buffer directory")
                 .into();
         }
-        let dir = tempfile::tempdir().expect("tempdir").keep();
+        // Under cargo's scratch directory for tests (`cargo clean` takes
+        // it), not /tmp: a static is never dropped, so nothing removes it.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("wbuf-vfs-buffers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("buffer dir");
         std::env::set_var("FERRITE_WBUF_DIR", &dir);
         std::env::set_var("FERRITE_WBUF_BYTES", (4u64 << 20).to_string());
         dir
