@@ -166,17 +166,13 @@ pub(super) fn reply_entry(r: &mut ReplyBuf, e: &Entry<'_>) {
     }
 }
 
-/// The block limits the configuration sets (`stream-node-max-*`).
+/// The block limits the configuration sets (`stream-node-max-*`): typed
+/// fields, read on every XADD.
 pub(super) fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
     let config = &ctx.state.config;
-    let get = |name, default: u64| {
-        config
-            .accepted_int(name)
-            .map_or(default, |n| u64::try_from(n).unwrap_or(0))
-    };
     NodeLimits {
-        max_entries: get("stream-node-max-entries", 100),
-        max_bytes: get("stream-node-max-bytes", 4096),
+        max_entries: config.stream_node_max_entries,
+        max_bytes: config.stream_node_max_bytes,
     }
 }
 

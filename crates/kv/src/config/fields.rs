@@ -118,6 +118,8 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "repl-ping-replica-period" => config.repl_ping_replica_period_s = number(text),
         "repl-timeout" => config.repl_timeout_s = number(text),
         "repl-backlog-ttl" => config.repl_backlog_ttl_s = number(text),
+        "stream-node-max-entries" => config.stream_node_max_entries = number(text),
+        "stream-node-max-bytes" => config.stream_node_max_bytes = number(text),
         "replica-announce-ip" => {
             config.replica_announce_ip = (!text.is_empty()).then(|| text.to_string())
         }
@@ -217,6 +219,8 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "repl-ping-replica-period" => config.repl_ping_replica_period_s.to_string(),
         "repl-timeout" => config.repl_timeout_s.to_string(),
         "repl-backlog-ttl" => config.repl_backlog_ttl_s.to_string(),
+        "stream-node-max-entries" => config.stream_node_max_entries.to_string(),
+        "stream-node-max-bytes" => config.stream_node_max_bytes.to_string(),
         "replica-announce-ip" => config.replica_announce_ip.clone().unwrap_or_default(),
         "replica-announce-port" => config.replica_announce_port.to_string(),
         "repl-backlog-size" => config.repl_backlog_size_bytes.to_string(),

@@ -178,6 +178,10 @@ pub struct Config {
     /// Seconds a master keeps its backlog without replicas, 0 for ever
     /// (`repl-backlog-ttl`).
     pub repl_backlog_ttl_s: i64,
+    /// Most entries in a stream's block (`stream-node-max-entries`, 0: no limit).
+    pub stream_node_max_entries: u64,
+    /// Largest stream block in bytes (`stream-node-max-bytes`, 0: no limit).
+    pub stream_node_max_bytes: u64,
     /// The address a replica gives its master (`replica-announce-ip`).
     pub replica_announce_ip: Option<String>,
     /// The port a replica gives its master, 0 for its own
@@ -279,6 +283,8 @@ impl Default for Config {
             repl_ping_replica_period_s: 0,
             repl_timeout_s: 0,
             repl_backlog_ttl_s: 0,
+            stream_node_max_entries: 0,
+            stream_node_max_bytes: 0,
             replica_announce_ip: None,
             replica_announce_port: 0,
             repl_backlog_size_bytes: 0,

@@ -324,8 +324,8 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), unsigned(0, I64_MAX), "128", 0, No(ENCODING), "Largest sorted set kept as a listpack."),
     d!("zset-max-listpack-value", Some("zset-max-ziplist-value"), memory(0, I64_MAX, false), "64", 0, No(ENCODING), "Longest member kept in a sorted set listpack."),
     d!("hll-sparse-max-bytes", None, memory(0, I64_MAX, false), "3000", 0, No(ENCODING), "Largest sparse HyperLogLog."),
-    d!("stream-node-max-bytes", None, memory(0, I64_MAX, false), "4096", 0, No(ENCODING), "Largest stream node in bytes."),
-    d!("stream-node-max-entries", None, num(0, I64_MAX), "100", 0, No(ENCODING), "Most entries in a stream node."),
+    d!("stream-node-max-bytes", None, memory(0, I64_MAX, false), "4096", 0, Acts, "Largest stream node in bytes."),
+    d!("stream-node-max-entries", None, num(0, I64_MAX), "100", 0, Acts, "Most entries in a stream node."),
     // Memory management.
     d!("activedefrag", None, Bool, "no", 0, No(ALLOCATOR), "Defragment memory while running."),
     d!("active-defrag-ignore-bytes", None, memory(1, I64_MAX, false), "104857600", 0, No(ALLOCATOR), "Fragmentation below which defrag waits."),
