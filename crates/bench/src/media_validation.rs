@@ -7,7 +7,8 @@
 //!   knee: below a media line every access still costs a whole line);
 //! - sequential vs random, writes and reads through the PM API;
 //! - persist latency vs size;
-//! - the cost of each flush instruction (clwb <= clflushopt <= clflush).
+//! - the cost of each flush instruction (clwb <= clflushopt <= clflush), on
+//!   isolated persists read back afterwards.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,9 +49,15 @@ pub struct Validation {
     /// Persist latency p50 in ns by model and size (back to back,
     /// sequential).
     pub persist_p50_ns: BTreeMap<String, BySize>,
-    /// Nanoseconds per persist by model, flush instruction and size
-    /// (cached stores, then the instruction, then a fence).
+    /// Nanoseconds of a persist and a read of the same bytes back, p50, by
+    /// model, flush instruction and size (cached stores, the instruction, a
+    /// fence, then a read through the API; each isolated, with the DIMM
+    /// idle before it): what tells the instructions apart (module comment).
     pub flush_ns_per_op: Figure,
+    /// Of which the persist alone, p50.
+    pub flush_persist_ns: Figure,
+    /// Of which the read back alone, p50.
+    pub flush_read_back_ns: Figure,
     /// 64-byte writes, sixteen per fence, GB/s by model and pattern: the
     /// bandwidth-bound shape, with the host's fence (which bounds one
     /// persist at a time) paid once per sixteen lines.
@@ -168,6 +175,123 @@ fn latency(region: &PmemRegion, time: Duration) -> Result<BySize> {
     Ok(out)
 }
 
+/// The flush figure's three medians, by instruction and size.
+#[derive(Default)]
+struct FlushFigures {
+    whole: BTreeMap<String, BySize>,
+    persist: BTreeMap<String, BySize>,
+    read_back: BTreeMap<String, BySize>,
+}
+
+/// One op of the flush figure: the persist's and the read back's ns.
+fn persist_then_read(
+    region: &PmemRegion,
+    at: usize,
+    data: &[u8],
+    back: &mut [u8],
+) -> Result<(f64, f64)> {
+    let start = Instant::now();
+    region.copy_persist(at, data)?;
+    let persisted = Instant::now();
+    region.read(at, back)?;
+    let read = Instant::now();
+    Ok((
+        (persisted - start).as_nanos() as f64,
+        (read - persisted).as_nanos() as f64,
+    ))
+}
+
+/// Spins for `gap`: the DIMM finishes what earlier ops left in its queue,
+/// so that every op starts on an idle DIMM (a stream of persists would be
+/// bandwidth-bound, and the DIMM's time for a line is the same whichever
+/// instruction wrote it back).
+fn idle(gap: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < gap {
+        std::hint::spin_loop();
+    }
+}
+
+/// The flush instructions' figure. Each op stores `size` bytes through the
+/// cache, writes them back with the instruction, fences, and reads them
+/// back through the API, at a new place each time (a 64 MiB walk, larger
+/// than the cache) after the DIMM went idle. This is where the hardware
+/// tells them apart (Yang et al., FAST'20; Intel SDM): `clflush` waits for
+/// each line in turn; `clflushopt` and `clwb` overlap in the write queue;
+/// `clflushopt` invalidates the lines, so the read back misses, while
+/// `clwb` keeps them cached and the read hits. Medians of `REPS` ops per
+/// run, the instructions interleaved within each run, then the median over
+/// runs.
+fn flush_readback(
+    common: &Common,
+    report: &mut Report,
+    dir: &Path,
+    best: Dispatch,
+    choice: ModelChoice,
+) -> Result<FlushFigures> {
+    let mut regions = Vec::new();
+    for flush in [
+        FlushInstruction::Clwb,
+        FlushInstruction::Clflushopt,
+        FlushInstruction::Clflush,
+    ] {
+        match best.with_flush(flush) {
+            Ok(dispatch) => {
+                let name = format!("validate-{flush}");
+                let region = map(dir, &name, dispatch.with_nt_threshold(usize::MAX), choice)?;
+                regions.push((flush.to_string(), region));
+            }
+            Err(_) => report.note(format!("validation: {flush} not available on this CPU")),
+        }
+    }
+    let reps = if common.quick { 5000 } else { 20000 };
+    // The DIMM's write time for a media line (pacing only: the figures
+    // come from the ops themselves).
+    let line_ns = ferrite_pmem::model::MediaParams::from_env()
+        .map(|p| 256.0 / p.dimm_write_gbps)
+        .unwrap_or(111.0);
+    let mut runs: Vec<[BTreeMap<String, BySize>; 3]> = Vec::new();
+    for run in 0..common.runs().max(3) {
+        let mut medians: [BTreeMap<String, BySize>; 3] = Default::default();
+        for &size in &FLUSH_SIZES {
+            let data = vec![0x11u8; size];
+            let mut back = vec![0u8; size];
+            // Twice the DIMM's write time for the op's lines, and 1 us.
+            let gap =
+                Duration::from_nanos((2.0 * size.div_ceil(256) as f64 * line_ns) as u64 + 1000);
+            for i in 0..regions.len() {
+                let (flush, region) = &regions[(i + run) % regions.len()];
+                let mut samples = [Vec::new(), Vec::new(), Vec::new()];
+                for op in 0..(reps + reps / 10) {
+                    let at = (op * size) % (WORKING_SET - size);
+                    idle(gap);
+                    let (persist, read) = persist_then_read(region, at, &data, &mut back)?;
+                    // The first tenth warms up (page faults, the clock).
+                    if op >= reps / 10 {
+                        samples[0].push(persist + read);
+                        samples[1].push(persist);
+                        samples[2].push(read);
+                    }
+                }
+                for (figure, values) in medians.iter_mut().zip(&samples) {
+                    figure
+                        .entry(flush.clone())
+                        .or_default()
+                        .insert(size, median(values));
+                }
+            }
+        }
+        runs.push(medians);
+    }
+    let over_runs =
+        |k: usize| median_figure(&runs.iter().map(|r| r[k].clone()).collect::<Vec<_>>());
+    Ok(FlushFigures {
+        whole: over_runs(0),
+        persist: over_runs(1),
+        read_back: over_runs(2),
+    })
+}
+
 /// Runs the validation into `report` (figures `media_validation` and
 /// ratios `model_*`).
 pub fn run(common: &Common, report: &mut Report, dir: &Path) -> Result<Validation> {
@@ -205,38 +329,16 @@ pub fn run(common: &Common, report: &mut Report, dir: &Path) -> Result<Validatio
         validation
             .persist_p50_ns
             .insert(name.into(), latency(&region, time)?);
-        let mut by_flush = BTreeMap::new();
-        for flush in [
-            FlushInstruction::Clwb,
-            FlushInstruction::Clflushopt,
-            FlushInstruction::Clflush,
-        ] {
-            let Ok(dispatch) = best.with_flush(flush) else {
-                report.note(format!("validation: {flush} not available on this CPU"));
-                continue;
-            };
-            let region = map(
-                dir,
-                "validate",
-                dispatch.with_nt_threshold(usize::MAX),
-                choice,
-            )?;
-            let mut sizes = BySize::new();
-            for &size in &FLUSH_SIZES {
-                let data = vec![0x11u8; size];
-                let mut runs = Vec::new();
-                for _ in 0..common.runs() {
-                    let ops = rate(time, |i| {
-                        let at = (i * size) % (WORKING_SET - size);
-                        Ok(region.copy_persist(at, &data)?)
-                    })?;
-                    runs.push(1e9 / ops);
-                }
-                sizes.insert(size, median(&runs));
-            }
-            by_flush.insert(flush.to_string(), sizes);
-        }
-        validation.flush_ns_per_op.insert(name.into(), by_flush);
+        let flushes = flush_readback(common, report, dir, best, choice)?;
+        validation
+            .flush_ns_per_op
+            .insert(name.into(), flushes.whole);
+        validation
+            .flush_persist_ns
+            .insert(name.into(), flushes.persist);
+        validation
+            .flush_read_back_ns
+            .insert(name.into(), flushes.read_back);
     }
     if let Some(model) = ferrite_pmem::model::active() {
         let host = model.host();
@@ -379,7 +481,18 @@ pub fn print(v: &Validation) {
     }
     for (model, by_flush) in &v.flush_ns_per_op {
         for (flush, sizes) in by_flush {
-            println!("{model:<7} {flush:<11} ns/persist {sizes:?}");
+            let part = |figure: &Figure| {
+                figure
+                    .get(model)
+                    .and_then(|f| f.get(flush))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            println!(
+                "{model:<7} {flush:<11} persist + read back p50 ns {sizes:?} (persist {:?}, read {:?})",
+                part(&v.flush_persist_ns),
+                part(&v.flush_read_back_ns)
+            );
         }
     }
     for (model, sizes) in &v.persist_p50_ns {

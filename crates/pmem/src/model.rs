@@ -112,6 +112,17 @@ pub struct MediaParams {
     /// DRAM's (FAST'20 §3.1, Fig. 2: write latencies of DRAM and Optane are
     /// within tens of nanoseconds); a knob for other media.
     pub drain_extra_ns: f64,
+    /// Whether a line written back with `clwb` stays in the cache, so that
+    /// reading it back through the API is a cache hit the model does not
+    /// charge: true, as the instruction is defined (Intel's Software
+    /// Developer's Manual, vol. 2, CLWB: the line "may be retained in the
+    /// cache hierarchy in non-modified state"; FAST'20 §5.2 uses it for
+    /// that reason). `clflushopt` and `clflush` always invalidate the line
+    /// and non-temporal stores bypass the cache, so reads after them miss
+    /// to the media. Some first-generation parts evict the line on `clwb`
+    /// too: `FERRITE_PMEM_MODEL_CLWB_KEEPS_LINES=0` models those, on which
+    /// `clwb` and `clflushopt` cost the same.
+    pub clwb_keeps_lines: bool,
 }
 
 impl MediaParams {
@@ -126,6 +137,7 @@ impl MediaParams {
             read_seq_ns: 169.0,
             write_queue_lines: 16,
             drain_extra_ns: 0.0,
+            clwb_keeps_lines: true,
         }
     }
 
@@ -174,6 +186,9 @@ impl MediaParams {
         if let Some(v) = get("WRITE_QUEUE_LINES")? {
             self.write_queue_lines = v as u64;
         }
+        if let Some(v) = get("CLWB_KEEPS_LINES")? {
+            self.clwb_keeps_lines = v != 0.0;
+        }
         Ok(())
     }
 
@@ -188,6 +203,10 @@ impl MediaParams {
             ("read_seq_ns", self.read_seq_ns),
             ("write_queue_lines", self.write_queue_lines as f64),
             ("drain_extra_ns", self.drain_extra_ns),
+            (
+                "clwb_keeps_lines",
+                f64::from(u8::from(self.clwb_keeps_lines)),
+            ),
         ]
     }
 }
@@ -264,10 +283,10 @@ impl HostCosts {
 /// a burst only for `clflushopt` and `clwb`: a drain of `clflush`ed lines
 /// waits until the module has written all of them. `clflushopt` also
 /// invalidates the line, so a later read of it misses to the media, while
-/// `clwb` may keep it cached; the model charges every read made through
-/// the API as a miss to the media whatever wrote the line, which is exact
-/// for `clflushopt` and for first-generation parts, on which `clwb` also
-/// evicts the line.
+/// `clwb` keeps it cached ([`MediaParams::clwb_keeps_lines`]): each thread
+/// remembers the range it last wrote back with a cache-keeping `clwb`, and
+/// a read inside that range is a hit the model does not charge; every other
+/// read made through the API is charged as a miss to the media.
 #[derive(Debug)]
 pub struct MediaModel {
     params: MediaParams,
@@ -277,6 +296,8 @@ pub struct MediaModel {
     line_read_ns: f64,
     clock: crate::model_clock::Clock,
     busy_until: Box<[AtomicU64]>,
+    /// Reads charged as misses to the media (cache hits are not).
+    read_misses: AtomicU64,
 }
 
 impl MediaModel {
@@ -293,6 +314,7 @@ impl MediaModel {
             busy_until: (0..params.dimms.max(1))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            read_misses: AtomicU64::new(0),
         }
     }
 
@@ -306,6 +328,12 @@ impl MediaModel {
     /// The host's persist costs it credits.
     pub fn host(&self) -> HostCosts {
         self.host
+    }
+
+    /// Whether lines written back with `flush` stay cached, so that a read
+    /// of them afterwards hits ([`MediaParams::clwb_keeps_lines`]).
+    pub fn keeps_lines(&self, flush: FlushInstruction) -> bool {
+        flush == FlushInstruction::Clwb && self.params.clwb_keeps_lines
     }
 
     /// The parameters.
@@ -410,8 +438,16 @@ impl MediaModel {
         first + more * (self.line_read_ns - self.dram.line_copy_ns).max(0.0)
     }
 
+    /// Reads through the API the model has charged as misses to the media
+    /// (reads of lines a thread kept cached with `clwb` are hits, not
+    /// counted).
+    pub fn read_misses(&self) -> u64 {
+        self.read_misses.load(Relaxed)
+    }
+
     /// Charges a read made through the API.
     pub(crate) fn charge_read(&self, read: MediaRead) {
+        self.read_misses.fetch_add(1, Relaxed);
         let ns = self.read_ns(read);
         if ns >= 1.0 {
             self.clock.spin_until(self.now_ns() + ns as u64);

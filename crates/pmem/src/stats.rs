@@ -210,6 +210,11 @@ const LAST_READ: usize = 14;
 /// When this thread issued its first request since its last drain, plus
 /// one (ns since the media model's epoch); 0 for none.
 const FIRST_ISSUE: usize = 15;
+/// The cache lines `[CACHED_FROM, CACHED_TO)` this thread last wrote back
+/// with a cache-keeping `clwb` and has not since invalidated: reads inside
+/// them hit the cache, which the media model does not charge.
+const CACHED_FROM: usize = 16;
+const CACHED_TO: usize = 17;
 
 /// Accounting is on unless switched off (to measure its own cost).
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -314,14 +319,14 @@ fn claim_slot() -> usize {
     claimed
 }
 
-/// One thread's counters for one sink, two cache lines of them.
+/// One thread's counters for one sink, three cache lines of them.
 #[derive(Debug, Default)]
 #[repr(align(64))]
 struct Slot {
-    words: [AtomicU64; 16],
+    words: [AtomicU64; 24],
 }
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+const _: () = assert!(std::mem::size_of::<Slot>() == 192);
 
 impl Slot {
     #[inline]
@@ -405,6 +410,26 @@ impl Slot {
         self.set(DRAIN_SEQ, seq);
         self.set(DRAIN_RMW, rmw);
         work
+    }
+
+    /// Notes that cache lines `[first_cl, end_cl)` were just stored and
+    /// written back: they stay cached if `kept`, otherwise they are out of
+    /// the cache (invalidated, or streamed past it), and so is any part of
+    /// the range remembered before that they overlap.
+    fn note_written_back(&self, first_cl: u64, end_cl: u64, kept: bool) {
+        if kept {
+            self.set(CACHED_FROM, first_cl);
+            self.set(CACHED_TO, end_cl);
+        } else if first_cl < self.get(CACHED_TO) && self.get(CACHED_FROM) < end_cl {
+            self.set(CACHED_TO, 0);
+            self.set(CACHED_FROM, 0);
+        }
+    }
+
+    /// Whether cache lines `[first_cl, end_cl)` are all in the range this
+    /// thread last wrote back and kept cached.
+    fn is_cached(&self, first_cl: u64, end_cl: u64) -> bool {
+        self.get(CACHED_FROM) <= first_cl && end_cl <= self.get(CACHED_TO)
     }
 
     /// A read of cache lines `[first_cl, end_cl)` through the API: which
@@ -531,6 +556,7 @@ impl StatsSink {
             if shared {
                 return;
             }
+            self.note_cached(slot, offset, len, counts, model);
             let flushed = counts.lines_flushed;
             if self.flush == FlushInstruction::Clflush && flushed > 0 {
                 // Each `clflush`ed line is written back before the next
@@ -559,7 +585,34 @@ impl StatsSink {
         let (slot, shared) = self.slot();
         slot.record_stores(shared, offset, len, counts);
         slot.settle(shared);
+        if let Some(model) = &self.model {
+            if !shared {
+                self.note_cached(slot, offset, len, counts, model);
+            }
+        }
         self.charge_drain(slot, shared, counts.lines_flushed);
+    }
+
+    /// Under the media model, notes whether the lines a copy or flush just
+    /// wrote back stay cached for later reads: only if they were all
+    /// written back with a cache-keeping `clwb` (non-temporal stores bypass
+    /// the cache).
+    #[inline]
+    fn note_cached(
+        &self,
+        slot: &Slot,
+        offset: usize,
+        len: usize,
+        counts: StoreCounts,
+        model: &MediaModel,
+    ) {
+        if len == 0 || (counts.lines_flushed == 0 && counts.bytes_nt == 0) {
+            return;
+        }
+        let kept = counts.bytes_nt == 0 && model.keeps_lines(self.flush);
+        let first_cl = (offset / 64) as u64;
+        let end_cl = (offset + len).div_ceil(64) as u64;
+        slot.note_written_back(first_cl, end_cl, kept);
     }
 
     /// Whether to count: accounting is on, or a media model needs the
@@ -596,6 +649,10 @@ impl StatsSink {
             if !shared {
                 let first_cl = (offset / 64) as u64;
                 let end_cl = (offset + len).div_ceil(64) as u64;
+                if slot.is_cached(first_cl, end_cl) {
+                    // A cache hit: the media is not touched.
+                    return;
+                }
                 model.charge_read(slot.take_read(first_cl, end_cl));
             }
         }

@@ -59,6 +59,9 @@ pub struct RunResult {
     pub flushes_per_txn: Option<f64>,
     /// Fences per transaction (PM configurations only).
     pub fences_per_txn: Option<f64>,
+    /// 256-byte media lines written per transaction (PM configurations
+    /// only; the media accounting's figure, what the model charges for).
+    pub media_lines_per_txn: Option<f64>,
     /// CPU time the terminals spent per transaction, in microseconds
     /// (from `/proc/thread-self/schedstat`; `None` where the kernel does
     /// not report it). Unlike tpmC it does not count time other processes
@@ -205,6 +208,8 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
     if config.is_pm() {
         result.flushes_per_txn = Some(flushed.flushes_per_op(result.transactions));
         result.fences_per_txn = Some(flushed.fences_per_op(result.transactions));
+        result.media_lines_per_txn =
+            Some(flushed.media_lines as f64 / result.transactions.max(1) as f64);
     }
     super::check::consistency(&connections[0])
         .with_context(|| format!("after the {} run", config.key))?;

@@ -8,6 +8,12 @@
 //! then every run starts from a fresh copy of it (imported into a PM device
 //! file for the PM configurations). Every configuration uses
 //! `synchronous=FULL` and SQLite's default 2 MB page cache, as the paper.
+//!
+//! `--setup paper` is the paper's configuration: 10 warehouses (about
+//! 1 GB), so that the 2 MB cache holds a small part of the database and most
+//! page reads and writes go through the VFS (cache misses, and spills of
+//! dirty pages), where the systems differ. The default warehouse counts
+//! (1, 2, 4) fit far more of the database in the cache.
 
 mod check;
 mod driver;
@@ -33,6 +39,24 @@ use random::{Constants, Rand};
 /// what advertising it is worth.
 pub const PMEM_SAFE_APPEND: &str = "ferrite-pmem-safe-append";
 
+/// A named setup of the experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Setup {
+    /// Paper 000's: 10 warehouses, SQLite's default page cache, the
+    /// paper's three systems (ferrite-pmem, ferrite-mmap, vanilla SQLite
+    /// with a rollback journal on the disk), 30 s runs; `--warehouses`,
+    /// `--configs` and `--duration` still override.
+    Paper,
+}
+
+/// Warehouses of paper 000's TPC-C runs.
+const PAPER_WAREHOUSES: u64 = 10;
+/// The paper's three systems.
+const PAPER_CONFIGS: [&str; 3] = ["pmem", "mmap", "vanilla_delete_disk"];
+/// Seconds per run in the paper's setup: long enough that the first
+/// seconds, in which the page cache fills, weigh little.
+const PAPER_DURATION: f64 = 30.0;
+
 /// Arguments of the `tpcc` experiment.
 #[derive(Clone, Debug, clap::Args)]
 pub struct TpccArgs {
@@ -52,6 +76,35 @@ pub struct TpccArgs {
     /// measurements that need many interleaved runs of a few systems.
     #[arg(long, value_delimiter = ',')]
     pub configs: Vec<String>,
+    /// A named setup (`paper`: paper 000's 10 warehouses with the default
+    /// page cache); explicit arguments override its choices.
+    #[arg(long, value_enum)]
+    pub setup: Option<Setup>,
+}
+
+impl TpccArgs {
+    /// Warehouse counts, configurations and seconds per run, from the
+    /// arguments, the setup and `--quick`.
+    fn plan(&self, quick: bool) -> (Vec<u64>, Vec<String>, f64) {
+        let paper = self.setup == Some(Setup::Paper);
+        let warehouses = match (self.warehouses.is_empty(), paper, quick) {
+            (false, _, _) => self.warehouses.clone(),
+            (true, true, _) => vec![PAPER_WAREHOUSES],
+            (true, false, true) => vec![1],
+            (true, false, false) => vec![1, 2, 4],
+        };
+        let configs = if self.configs.is_empty() && paper {
+            PAPER_CONFIGS.iter().map(|c| c.to_string()).collect()
+        } else {
+            self.configs.clone()
+        };
+        let duration = self.duration.unwrap_or(match (paper, quick) {
+            (true, _) => PAPER_DURATION,
+            (false, true) => 3.0,
+            (false, false) => 10.0,
+        });
+        (warehouses, configs, duration)
+    }
 }
 
 /// `PRAGMA mmap_size` of the `*_fetch` / `*_mmap` configurations: more
@@ -236,17 +289,9 @@ type Results = BTreeMap<u64, BTreeMap<&'static str, Vec<RunResult>>>;
 /// Runs the experiment and writes `tpcc.json` and `tpcc.svg`.
 pub fn run(args: &TpccArgs) -> Result<()> {
     let common = args.common.clone().resolved();
-    let warehouses = match (args.warehouses.is_empty(), common.quick) {
-        (false, _) => args.warehouses.clone(),
-        (true, true) => vec![1],
-        (true, false) => vec![1, 2, 4],
-    };
-    let duration =
-        Duration::from_secs_f64(
-            args.duration
-                .unwrap_or(if common.quick { 3.0 } else { 10.0 }),
-        );
-    let configs = selected_configs(&args.configs)?;
+    let (warehouses, config_keys, seconds) = args.plan(common.quick);
+    let duration = Duration::from_secs_f64(seconds);
+    let configs = selected_configs(&config_keys)?;
     let disk = report::disk_scratch_dir()?;
     let tmpfs = report::pm_scratch_dir()?;
     let buffers = tempfile::tempdir_in(&tmpfs)?;
@@ -255,8 +300,10 @@ pub fn run(args: &TpccArgs) -> Result<()> {
     let load_constants = Constants::for_load(&mut seeds);
     let run_constants = Constants::for_run(load_constants, &mut seeds);
     let mut results: Results = BTreeMap::new();
+    let mut databases = BTreeMap::new();
     for &w in &warehouses {
         let template = load_template(&disk, w, load_constants)?;
+        databases.insert(format!("w{w}"), database_shape(&template)?);
         for run in 0..common.runs() {
             // Rotate the order so drift (page cache, thermal) spreads evenly.
             for i in 0..configs.len() {
@@ -297,7 +344,29 @@ pub fn run(args: &TpccArgs) -> Result<()> {
         }
         std::fs::remove_file(&template).ok();
     }
-    write_report(&common, args, &results)
+    write_report(&common, args, &results, seconds, databases)
+}
+
+/// The loaded database's size and the page cache a connection gets, for
+/// the report: how much of the database the cache can hold.
+fn database_shape(template: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::metadata(template)?.len();
+    let db = Connection::open(template)?;
+    let page_size: i64 = db.query_row("PRAGMA page_size", [], |row| row.get(0))?;
+    // Negative: KiB; positive: pages (SQLite's convention).
+    let cache_size: i64 = db.query_row("PRAGMA cache_size", [], |row| row.get(0))?;
+    let cache_bytes = if cache_size < 0 {
+        cache_size.unsigned_abs() * 1024
+    } else {
+        cache_size.unsigned_abs() * page_size.unsigned_abs()
+    };
+    Ok(serde_json::json!({
+        "database_bytes": bytes,
+        "page_size": page_size,
+        "cache_size_pragma": cache_size,
+        "page_cache_bytes": cache_bytes,
+        "cache_share_of_database": cache_bytes as f64 / bytes.max(1) as f64,
+    }))
 }
 
 /// Removes the files in `dir`.
@@ -330,9 +399,18 @@ fn median_of(runs: &[RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Optio
     (!values.is_empty()).then(|| median(&values))
 }
 
-fn write_report(common: &Common, args: &TpccArgs, results: &Results) -> Result<()> {
+fn write_report(
+    common: &Common,
+    args: &TpccArgs,
+    results: &Results,
+    seconds: f64,
+    databases: BTreeMap<String, serde_json::Value>,
+) -> Result<()> {
     let mut report = Report::new("tpcc", common.quick, common.runs());
     report.figure("terminals", args.terminals.max(1));
+    report.figure("setup", args.setup.map(|s| format!("{s:?}").to_lowercase()));
+    report.figure("seconds_per_run", seconds);
+    report.figure("databases", databases);
     let mut table = BTreeMap::new();
     for (w, by_config) in results {
         let mut medians = BTreeMap::new();
@@ -349,6 +427,7 @@ fn write_report(common: &Common, args: &TpccArgs, results: &Results) -> Result<(
                     "tps": median_of(runs, |r| Some(r.tps)),
                     "flushes_per_txn": median_of(runs, |r| r.flushes_per_txn),
                     "fences_per_txn": median_of(runs, |r| r.fences_per_txn),
+                    "media_lines_per_txn": median_of(runs, |r| r.media_lines_per_txn),
                     "cpu_us_per_txn": median_of(runs, |r| r.cpu_us_per_txn),
                     "runs": runs,
                 }),
