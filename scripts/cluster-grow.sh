@@ -5,7 +5,10 @@
 # running SET and GET. redis-benchmark follows MOVED and ASK by fetching
 # the slots again and stops at any other error reply (it only reports
 # CLUSTERDOWN and goes on), so the load passes when every run exits 0 with
-# nothing on its standard error. Uses cluster-demo.sh's variables
+# nothing but followed redirections on its standard error. Its keys are
+# limited to 1,000 per node (-r): GETKEYSINSLOT walks every key
+# (docs/cluster.md), so a slot holding a large keyspace that keeps growing
+# under the load would take the reshard a long time. Uses cluster-demo.sh's variables
 # (first_port, count, work, addresses) and functions (start_node, wait_node).
 
 new_primary=$((first_port + count))
@@ -55,7 +58,7 @@ rm -f "$work/reshard.done" "$work/load.failed"
 (
     while [ ! -e "$work/reshard.done" ]; do
         if ! redis-benchmark --cluster -h 127.0.0.1 -p "$first_port" -t set,get \
-            -n 20000 -r 100000 -c 20 -d 64 -q >>"$work/load.out" 2>>"$work/load.err"; then
+            -n 20000 -r 1000 -c 20 -d 64 -q >>"$work/load.out" 2>>"$work/load.err"; then
             touch "$work/load.failed"
             break
         fi
@@ -66,7 +69,7 @@ load_pid=$!
 echo "resharding $reshard_slots slots to 127.0.0.1:$new_primary under the load"
 started=$(date +%s.%N)
 redis-cli --cluster reshard "${addresses[0]}" --cluster-from all --cluster-to "$new_id" \
-    --cluster-slots "$reshard_slots" --cluster-yes >"$work/reshard.log" 2>&1 || {
+    --cluster-slots "$reshard_slots" --cluster-pipeline 100 --cluster-yes >"$work/reshard.log" 2>&1 || {
     tail -20 "$work/reshard.log" >&2
     touch "$work/reshard.done"
     wait "$load_pid" || true
@@ -78,7 +81,11 @@ touch "$work/reshard.done"
 wait "$load_pid" || true
 
 runs=$(grep -c "^SET:" "$work/load.out" || true)
-if [ -e "$work/load.failed" ] || [ -s "$work/load.err" ] || [ "$runs" -lt 1 ]; then
+# redis-benchmark reports each redirection it follows as "WARNING: Cluster
+# slots configuration changed"; anything else on its standard error is an
+# error it did not follow.
+if [ -e "$work/load.failed" ] || grep -v -q "^WARNING: Cluster slots configuration changed" "$work/load.err" ||
+    [ "$runs" -lt 1 ]; then
     echo "the load saw errors ($runs runs):" >&2
     head -20 "$work/load.err" >&2
     exit 1
