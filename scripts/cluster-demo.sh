@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Builds a Redis Cluster of Ferrite nodes on this machine with the real
 # `redis-cli --cluster create`, checks it with `redis-cli --cluster check`,
-# writes and reads keys through `redis-cli -c`, then stops the nodes.
+# writes and reads keys through `redis-cli -c`; then adds a primary and its
+# replica with `redis-cli --cluster add-node` and moves RESHARD_SLOTS slots
+# to the new primary with `redis-cli --cluster reshard` while
+# `redis-benchmark --cluster` runs SET and GET against the cluster, which
+# must see no error it does not follow; then stops the nodes.
 #
 # Usage: scripts/cluster-demo.sh [PRIMARIES] [REPLICAS_PER_PRIMARY] [FIRST_PORT]
 #   defaults: 3 primaries, 1 replica each, ports from 31001 (bus ports +10000).
-# Needs redis-cli 7.x (installed with apt-get if missing and allowed).
+#   RESHARD_SLOTS (default 1000; 0 skips adding nodes and resharding).
+# Needs redis-cli and redis-benchmark 7.x (redis-tools, installed with
+# apt-get if missing and allowed).
 set -euo pipefail
 
 primaries=${1:-3}
@@ -44,24 +50,31 @@ stop_nodes() {
 }
 trap stop_nodes EXIT
 
-addresses=()
-for ((i = 0; i < count; i++)); do
-    port=$((first_port + i))
+# Starts a node on port $1 and waits (bounded) until it answers.
+start_node() {
+    local port=$1
     mkdir -p "$work/$port"
     "$ferrite" serve --port "$port" --cluster-enabled yes --dir "$work/$port" \
         --cluster-node-timeout 5000 >"$work/$port/log" 2>&1 &
     pids+=("$!")
-    addresses+=("127.0.0.1:$port")
-done
-
-# Wait (bounded) until every node answers.
-for address in "${addresses[@]}"; do
-    port=${address##*:}
+}
+wait_node() {
+    local port=$1
     for _ in $(seq 1 100); do
         redis-cli -p "$port" ping >/dev/null 2>&1 && break
         sleep 0.1
     done
     redis-cli -p "$port" ping >/dev/null
+}
+
+addresses=()
+for ((i = 0; i < count; i++)); do
+    port=$((first_port + i))
+    start_node "$port"
+    addresses+=("127.0.0.1:$port")
+done
+for address in "${addresses[@]}"; do
+    wait_node "${address##*:}"
 done
 
 redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas" --cluster-yes
@@ -84,4 +97,10 @@ for key in alpha beta gamma delta; do
     [ "$got" = "value-of-$key" ] || { echo "GET $key returned $got" >&2; exit 1; }
 done
 redis-cli -p "$first_port" cluster info | head -7
+
+reshard_slots=${RESHARD_SLOTS:-1000}
+if [ "$reshard_slots" -gt 0 ]; then
+    # shellcheck source=scripts/cluster-grow.sh
+    source "$root/scripts/cluster-grow.sh"
+fi
 echo "cluster demo: ok (node logs and nodes.conf in $work)"

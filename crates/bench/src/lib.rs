@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub mod cluster;
 pub mod idle;
 pub mod kv;
 mod kv_blocking;
@@ -117,6 +118,10 @@ pub enum Experiment {
     /// budget, values on the PM tier, against all-DRAM Ferrite and
     /// redis-server 7 at DRAM shares 10 to 100%.
     Tier(tier::TierArgs),
+    /// Issue #42: a three-primary Redis Cluster of Ferrite vs of
+    /// redis-server 7 under the same `redis-benchmark --cluster` load:
+    /// throughput and p99 of SET and GET.
+    Cluster(Common),
     /// (internal) Runs a Ferrite server for the kv experiment:
     /// `kv-serve --name value...`.
     #[command(hide = true)]
@@ -140,7 +145,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(args) => apply_model(&args.common),
         Experiment::Tpcc(args) => apply_model(&args.common),
         Experiment::Rewrite(args) => apply_model(&args.common),
-        Experiment::Tier(_) => {}
+        Experiment::Tier(_) | Experiment::Cluster(_) => {}
         Experiment::KvServe { .. } | Experiment::KvLoad(_) => {}
     }
     match experiment {
@@ -153,6 +158,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Kv(args) => kv::run(&args),
         Experiment::Rewrite(args) => rewrite::run(&args),
         Experiment::Tier(args) => tier::run(&args),
+        Experiment::Cluster(common) => cluster::run(&common.resolved()),
         Experiment::KvServe { args } => {
             // As `ferrite serve` does.
             ferrite_kv::memory::install(ferrite_kv::memory::jemalloc_probe());

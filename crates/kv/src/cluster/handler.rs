@@ -204,6 +204,7 @@ pub fn handle(
                 state.dirty = true;
             }
         }
+        super::manual::on_message(state, id, h);
     }
     match h.kind {
         types::PING | types::MEET | types::PONG => {
@@ -246,6 +247,11 @@ pub fn handle(
             super::failover::on_request(state, message, now, timeout, &mut out);
         }
         types::FAILOVER_AUTH_ACK if sender.is_some() => super::failover::on_ack(state, message),
+        types::MFSTART => {
+            if let Some(id) = sender {
+                super::manual::on_mfstart(state, id, now);
+            }
+        }
         _ => {}
     }
     out
@@ -548,6 +554,7 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
         plan.gone.push(id);
     }
     let ids: Vec<NodeId> = state.nodes.keys().copied().collect();
+    let mut suspected = false;
     for id in ids {
         if id == state.myself {
             continue;
@@ -580,7 +587,7 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
             plan.connect.push((id, addr, first));
             // A node that cannot be reached times out like one that
             // does not answer.
-            detect_failure(state, id, now, timeout, &mut plan);
+            suspected |= detect_failure(state, id, now, timeout, &mut plan);
             continue;
         }
         let (ping_sent, pong) = (node.ping_sent_ms, node.pong_received_ms);
@@ -591,30 +598,41 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
             }
             plan.ping.push((id, bytes));
         }
-        detect_failure(state, id, now, timeout, &mut plan);
+        suspected |= detect_failure(state, id, now, timeout, &mut plan);
     }
+    if suspected {
+        spread_suspicion(state, linked, now, &mut plan);
+    }
+    super::manual::tick(state, now, &mut plan);
     super::failover::replica_tick(state, now, timeout, &mut plan);
     plan
 }
 
 /// PFAIL after the node timeout without a PONG; FAIL once a majority of
 /// primaries (this one included when a primary) report it failing.
-fn detect_failure(state: &mut ClusterState, id: NodeId, now: i64, timeout: i64, plan: &mut Plan) {
+/// Returns whether the node was flagged PFAIL just now.
+fn detect_failure(
+    state: &mut ClusterState,
+    id: NodeId,
+    now: i64,
+    timeout: i64,
+    plan: &mut Plan,
+) -> bool {
     let Some(node) = state.nodes.get_mut(&id) else {
-        return;
+        return false;
     };
     if node.has(flags::HANDSHAKE) {
-        return;
+        return false;
     }
-    if node.ping_sent_ms != 0
+    let newly = node.ping_sent_ms != 0
         && now - node.ping_sent_ms > timeout
-        && !node.has(flags::PFAIL | flags::FAIL)
-    {
+        && !node.has(flags::PFAIL | flags::FAIL);
+    if newly {
         node.flags |= flags::PFAIL;
     }
     node.fail_reports.retain(|(_, at)| now - at <= timeout * 2);
     if !node.has(flags::PFAIL) || node.has(flags::FAIL) {
-        return;
+        return newly;
     }
     let reports = node.fail_reports.len();
     let me_primary = state.me().is_primary();
@@ -627,5 +645,33 @@ fn detect_failure(state: &mut ClusterState, id: NodeId, now: i64, timeout: i64, 
         state.dirty = true;
         let bytes = fail_message(state, id);
         plan.broadcast.push(bytes);
+    }
+    newly
+}
+
+/// A node this one just flagged PFAIL is reported to every linked node
+/// at once, in the gossip of an extra PING, rather than in the next
+/// periodic one up to a ping interval later: the FAIL quorum, and so the
+/// replica's election, is reached that much sooner. A PING is always
+/// allowed, and one already unanswered keeps its send time, so failure
+/// detection of the receivers is not affected.
+fn spread_suspicion(state: &mut ClusterState, linked: &[NodeId], now: i64, plan: &mut Plan) {
+    for id in linked {
+        let Some(node) = state.nodes.get(id) else {
+            continue;
+        };
+        if node.has(flags::PFAIL | flags::FAIL | flags::HANDSHAKE) {
+            continue;
+        }
+        if plan.ping.iter().any(|(to, _)| to == id) {
+            continue;
+        }
+        let bytes = ping(state, types::PING, Some(*id));
+        if let Some(node) = state.nodes.get_mut(id) {
+            if node.ping_sent_ms == 0 {
+                node.ping_sent_ms = now;
+            }
+        }
+        plan.ping.push((*id, bytes));
     }
 }

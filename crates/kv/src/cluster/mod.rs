@@ -6,6 +6,7 @@ pub mod bus;
 pub mod conf;
 pub mod failover;
 pub mod handler;
+pub mod manual;
 pub mod msg;
 pub mod node;
 pub mod route;
@@ -105,7 +106,13 @@ pub fn tick(state: &mut crate::state::State) {
         .full_coverage
         .store(settings.require_full_coverage, Ordering::Relaxed);
     let mut table = shared.lock();
+    // A manual failover's primary pauses its writers before it records
+    // the offset the replica must reach; the loop runs no command
+    // between the two, so that offset is final.
+    let pause = table.manual.replica.is_some();
+    state.blocking.cluster_pause = pause;
     table.my_offset = state.repl.offset;
+    table.manual.paused = pause;
     sync_myself(&mut table, state);
     match table.role_change.take() {
         Some(failover::RoleChange::Promote) if state.repl.promote() => {

@@ -57,6 +57,8 @@ pub struct ClusterState {
     pub my_offset: i64,
     /// This replica's failover election.
     pub election: super::failover::Election,
+    /// A manual failover (plain CLUSTER FAILOVER) in progress.
+    pub manual: super::manual::Manual,
     /// A role change for the event loop's replication to carry out.
     pub role_change: Option<super::failover::RoleChange>,
     /// Messages published on this node for the bus to send: channel,
@@ -101,6 +103,7 @@ impl ClusterState {
             blacklist: BTreeMap::new(),
             my_offset: 0,
             election: Default::default(),
+            manual: Default::default(),
             role_change: None,
             publish_out: Vec::new(),
             publish_in: Vec::new(),

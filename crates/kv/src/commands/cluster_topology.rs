@@ -435,14 +435,10 @@ pub(super) fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ));
         }
         if !force {
-            // The coordinated form pauses the primary's clients until the
-            // replica has caught up (MFSTART); Ferrite does not carry
-            // that out, and refuses rather than lose writes.
-            return Err(Cow::Borrowed(
-                "ERR CLUSTER FAILOVER without FORCE or TAKEOVER is not supported by Ferrite; use FORCE once the replica has caught up",
-            ));
-        }
-        if takeover {
+            // The coordinated form: MFSTART, the primary pauses, the
+            // election runs once this replica reached its offset.
+            crate::cluster::manual::start(&mut state, crate::cluster::now_ms());
+        } else if takeover {
             crate::cluster::failover::takeover(&mut state);
             refresh(&mut state, ctx);
         } else {

@@ -70,6 +70,9 @@ pub struct Blocking {
     pause: Option<Pause>,
     /// A FAILOVER pauses writes until it ends or is aborted.
     pub failover_pause: bool,
+    /// A cluster manual failover pauses writes on its primary until the
+    /// replica took over or the attempt timed out.
+    pub cluster_pause: bool,
     /// Clients released since the loop last looked, with their slots.
     released: Vec<(usize, Release)>,
 }
@@ -139,7 +142,7 @@ impl Blocking {
             }
             None => None,
         };
-        if self.failover_pause {
+        if self.failover_pause || self.cluster_pause {
             return Some(client.map_or(PauseMode::Write, |m| m.max(PauseMode::Write)));
         }
         client
