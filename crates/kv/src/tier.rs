@@ -131,9 +131,10 @@ impl Tier {
     }
 }
 
-/// Refuses a `maxmemory-dram` below what the loaded keys alone take in
-/// DRAM (their slots in the key index: keys never leave DRAM) on top of
-/// the server's memory before loading, once replay is done.
+/// Refuses a `maxmemory-dram` below what the loaded keys take in DRAM
+/// with every movable value on PM (their slots in the key index, and the
+/// handles of PM values) on top of the server's memory before loading,
+/// once replay is done.
 pub fn check_index(state: &State) -> crate::Result<()> {
     let budget = state.config.maxmemory_dram_bytes;
     let Some(tier) = &state.tier else {
@@ -142,10 +143,14 @@ pub fn check_index(state: &State) -> crate::Result<()> {
     let keys: u64 = (0..state.keyspace.databases())
         .map(|db| state.keyspace.db(db).len() as u64)
         .sum();
-    let index = keys * crate::keyspace::map::ENTRY_BYTES_ESTIMATE as u64;
+    // Each key's slot never leaves DRAM, and a value moved to PM leaves
+    // its handle behind: with every movable value on PM, DRAM still holds
+    // both.
+    let handles = state.keyspace.tierable_values() * crate::keyspace::tier::PM_HANDLE_BYTES;
+    let index = keys * crate::keyspace::map::ENTRY_BYTES_ESTIMATE as u64 + handles;
     if tier.startup_bytes + index > budget {
         return Err(refused(format!(
-            "maxmemory-dram ({budget}) is below the key index's size: {keys} keys take {index} bytes of DRAM, which the tier cannot move, over the {} the server uses before loading",
+            "maxmemory-dram ({budget}) is below the key index's size: {keys} keys take {index} bytes of DRAM (their slots and {handles} bytes of PM values' handles), which the tier cannot move, over the {} the server uses before loading",
             tier.startup_bytes
         )));
     }

@@ -458,4 +458,59 @@ fn bad_settings_are_refused_at_start_up() {
         dir.path(),
     );
     assert!(index.contains("key index"), "{index}");
+    // The handles: 40,000 keys of 1 KiB values take 2.1 MB of slots, under
+    // a 2.8 MB margin, but with their values on PM also 32 bytes of
+    // handle each (1.3 MB), over it.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let server = TestServer::start(dir.path());
+        let mut con = connect(&server);
+        for chunk in (0..40_000).collect::<Vec<_>>().chunks(1000) {
+            let mut pipe = redis::pipe();
+            for k in chunk {
+                pipe.cmd("SET")
+                    .arg(format!("k{k}"))
+                    .arg(value(*k, 0, 1024))
+                    .ignore();
+            }
+            let _: () = pipe.query(&mut con).unwrap();
+        }
+        server.stop();
+    }
+    // A first refusal tells what the server takes before loading and what
+    // the keys take; a budget between the slots alone and the slots with
+    // the handles must be refused too, for the handles.
+    let figures = |text: &str| -> [u64; 5] {
+        let numbers: Vec<u64> = text
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        numbers[..]
+            .try_into()
+            .unwrap_or_else(|_| panic!("unexpected refusal: {text}"))
+    };
+    let first = refusal(
+        |c| {
+            c.maxmemory_dram_bytes = ferrite_alloc::allocated() as u64 + (3 << 20);
+            c.pm_tier_size_bytes = 64 << 20;
+        },
+        dir.path(),
+    );
+    let [_, keys, index, handle_bytes, startup] = figures(&first);
+    assert_eq!(keys, 40_000, "{first}");
+    assert!(handle_bytes >= 40_000 * 24, "{first}");
+    let slots = index - handle_bytes;
+    let between = startup + slots + handle_bytes / 2;
+    let second = refusal(
+        |c| {
+            c.maxmemory_dram_bytes = between;
+            c.pm_tier_size_bytes = 64 << 20;
+        },
+        dir.path(),
+    );
+    let [budget, _, _, _, startup] = figures(&second);
+    assert!(
+        startup + slots <= budget && budget < startup + index,
+        "{second}"
+    );
 }

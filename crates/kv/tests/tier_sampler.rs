@@ -72,13 +72,17 @@ fn a_minority_of_dram_values_is_still_found() {
     for i in (0..5000).filter(|i| i % 10 != 0 && i % 50 != 1) {
         assert_eq!(ks.demote(0, &key(i), &heap), Demoted::Moved(1024));
     }
-    // 100 of 5,000 values (2%) are movable; 16 probes per wanted value
-    // find one in nearly every round.
+    // 100 of 5,000 values (2%) are movable; 16 probes per wanted value,
+    // 80 a round, find one with probability 1 - 0.98^80 = 0.80 if probes
+    // were uniform. Keys land in chunks by a per-process random seed, and
+    // a probe favours entries of chunks that follow empty ones, so the
+    // rate varies by process (0.74 seen); 120 of 200 rounds (0.60) is far
+    // below either and far above a sampler that misses a minority.
     let mut random = xorshift(11);
     let found = (0..200)
         .filter(|_| ks.demotion_candidate(5, 80, &mut random).is_some())
         .count();
-    assert!(found >= 150, "found a candidate in {found} of 200 rounds");
+    assert!(found >= 120, "found a candidate in {found} of 200 rounds");
 }
 
 #[test]

@@ -46,7 +46,28 @@ fn movable(value: &Value) -> bool {
     matches!(value, Value::Str(s) if !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len()))
 }
 
+/// DRAM a value on PM still takes: its handle, an `Arc<SlabRef>` (two
+/// counts and the reference) in its allocation.
+pub const PM_HANDLE_BYTES: u64 =
+    (2 * std::mem::size_of::<usize>() + std::mem::size_of::<ferrite_pmem::SlabRef>()) as u64;
+
 impl Keyspace {
+    /// Values on PM or movable there: each takes [`PM_HANDLE_BYTES`] of
+    /// DRAM once it is on PM. One walk of the keyspace (start-up only).
+    pub fn tierable_values(&self) -> u64 {
+        let mut n = 0;
+        for db in 0..self.databases() {
+            for segment in self.db(db).segments() {
+                n += segment
+                    .map
+                    .iter()
+                    .filter(|(_, v)| movable(v) || matches!(v, Value::Str(s) if s.is_pm()))
+                    .count() as u64;
+            }
+        }
+        n
+    }
+
     /// The coldest of the first `wanted` movable values found among at
     /// most `probes` random entries (over the databases holding keys),
     /// ranked by the access clocks (idle time, or the LFU counter under an
