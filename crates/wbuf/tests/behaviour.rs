@@ -86,11 +86,14 @@ fn overwrites_before_destage_are_absorbed() {
 fn a_full_buffer_writes_through_and_stays_correct() {
     let file = Arc::new(SimFile::new("ssd"));
     let config = WbufConfig {
-        // The destage thread never starts on its own: the buffer fills.
+        // No destage thread: nothing drains the buffer behind the
+        // writer's back, so it fills (with a thread woken at 100% dirty,
+        // a fast round could free slots before the next write looked).
         high_watermark: 1.0,
         low_watermark: 1.0,
         max_age: None,
         full_wait: Duration::ZERO,
+        background: false,
         ..config(6)
     };
     let buffer = open(vec![0; config.capacity_bytes], &file, config);
