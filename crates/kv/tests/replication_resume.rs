@@ -8,63 +8,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
+use common::repl::{call, eventually, info_field};
 use common::{Raw, TestServer};
 use ferrite_io::{Device, FileDevice};
 use ferrite_wal::LogReader;
 
-fn call(c: &mut Raw, args: &[&str]) -> String {
-    c.stream.write_all(&common::resp(args)).expect("send");
-    let mut out = Vec::new();
-    read_reply(&mut c.stream, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) {
-    let start = out.len();
-    let mut byte = [0u8; 1];
-    while !out.ends_with(b"\r\n") || out.len() - start < 3 {
-        stream.read_exact(&mut byte).expect("reply");
-        out.push(byte[0]);
-    }
-    let line = String::from_utf8_lossy(&out[start + 1..out.len() - 2]).into_owned();
-    let n: i64 = line.parse().unwrap_or(-1);
-    match out[start] {
-        b'$' if n >= 0 => {
-            let mut body = vec![0u8; n as usize + 2];
-            stream.read_exact(&mut body).expect("bulk");
-            out.extend_from_slice(&body);
-        }
-        b'*' => (0..n.max(0)).for_each(|_| read_reply(stream, out)),
-        _ => {}
-    }
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn info_field(c: &mut Raw, field: &str) -> String {
-    let info = call(c, &["INFO", "replication"]);
-    let stats = call(c, &["INFO", "stats"]);
-    info.lines()
-        .chain(stats.lines())
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// A replica of `master` with its data in `dir`, configured with
-/// `replicaof` as a restarted replica would be.
 fn start_replica(dir: &Path, master: &TestServer) -> TestServer {
     let port = master.addr.port();
     TestServer::start_with(dir, |c| c.replicaof = format!("127.0.0.1 {port}"))
