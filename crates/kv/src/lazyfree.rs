@@ -150,7 +150,7 @@ mod tests {
         lazy.free_value(Value::Str(Str::from(&b"x"[..])));
         assert_eq!((lazy.pending(), lazy.freed()), (0, 0));
         assert!(lazy.sender.is_none(), "no thread for small values");
-        let list: std::collections::VecDeque<crate::types::Bytes> = (0..=THRESHOLD)
+        let list: std::collections::VecDeque<Str> = (0..=THRESHOLD)
             .map(|i| i.to_string().into_bytes().into())
             .collect();
         lazy.free_value(Value::List(Shared::new(list)));

@@ -206,9 +206,16 @@ fn demote(state: &mut State, budget: u64) {
         else {
             break;
         };
-        match keyspace.demote(db, &key, &tier.heap) {
-            Demoted::Moved(len) => {
-                tier.demotions += 1;
+        let start = rng.u64(..) as usize;
+        match keyspace.demote(
+            db,
+            &key,
+            &tier.heap,
+            DEMOTE_BYTES_PER_CMD.saturating_sub(moved).max(1),
+            start,
+        ) {
+            Demoted::Moved { values, bytes: len } => {
+                tier.demotions += values;
                 moved += len;
                 if !counting {
                     // Without the allocator's counter the cached figure
@@ -252,13 +259,17 @@ pub fn info(state: &State, out: &mut String) {
         Some(tier) => (tier.heap.stats(), tier.heap.flush_stats().requests),
         None => Default::default(),
     };
-    let keys: u64 = (0..state.keyspace.databases())
-        .map(|db| state.keyspace.db(db).len() as u64)
-        .sum();
-    let dram_pct = if keys == 0 {
+    // The dataset's bytes in DRAM (what the server holds beyond its
+    // start-up memory) against those plus the values' bytes on PM: string
+    // values and collection members alike, which a count of keys could
+    // not weigh.
+    let startup = state.tier.as_ref().map_or(0, |t| t.startup_bytes);
+    let dataset_dram = dram.saturating_sub(startup);
+    let total = dataset_dram + stats.value_bytes;
+    let dram_pct = if total == 0 {
         100.0
     } else {
-        100.0 * keys.saturating_sub(stats.values) as f64 / keys as f64
+        100.0 * dataset_dram as f64 / total as f64
     };
     let (demotions, full, backoffs) = state
         .tier

@@ -32,11 +32,11 @@ fn value_strategy() -> impl Strategy<Value = Value> {
         prop::collection::hash_map(bytes_strategy(), bytes_strategy(), 1..6).prop_map(|m| {
             Value::Hash(Shared::new(
                 m.into_iter()
-                    .map(|(k, v)| (Bytes::from(k), Bytes::from(v)))
+                    .map(|(k, v)| (Bytes::from(k), Str::from(v)))
                     .collect(),
             ))
         }),
-        items().prop_map(|l| Value::List(Shared::new(l.into_iter().map(Bytes::from).collect()))),
+        items().prop_map(|l| Value::List(Shared::new(l.into_iter().map(Str::from).collect()))),
         prop::collection::hash_set(bytes_strategy(), 1..6)
             .prop_map(|s| Value::Set(Shared::new(s.into_iter().map(Bytes::from).collect()))),
         prop::collection::hash_map(bytes_strategy(), -1e9f64..1e9, 1..6).prop_map(|m| {

@@ -514,3 +514,122 @@ fn bad_settings_are_refused_at_start_up() {
         "{second}"
     );
 }
+
+/// Hashes `h:K` and lists `l:K` of [`MEMBERS`] 1 KiB members each.
+const COLLECTIONS: usize = 200;
+const MEMBERS: usize = 40;
+
+/// What `h:k` and `l:k` hold after [`change_collections`] (when
+/// `changed`): field `f1` gone and `f0` rewritten; element 0 rewritten and
+/// the last one popped.
+fn expected_collections(k: usize, changed: bool) -> (HashMap<String, Vec<u8>>, Vec<Vec<u8>>) {
+    let mut hash: HashMap<String, Vec<u8>> = (0..MEMBERS)
+        .map(|i| (format!("f{i}"), value(k * MEMBERS + i, 0, 1024)))
+        .collect();
+    let mut list: Vec<Vec<u8>> = (0..MEMBERS)
+        .map(|i| value(k * MEMBERS + i, 1, 1024))
+        .collect();
+    if changed {
+        hash.remove("f1");
+        hash.insert("f0".into(), value(k, 2, 1024));
+        list[0] = value(k, 3, 1024);
+        list.pop();
+    }
+    (hash, list)
+}
+
+fn check_collections(con: &mut redis::Connection, changed: bool) {
+    for k in 0..COLLECTIONS {
+        let (hash, list) = expected_collections(k, changed && k < 50);
+        let got: HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
+            .arg(format!("h:{k}"))
+            .query(con)
+            .unwrap();
+        assert_eq!(got, hash, "h:{k}");
+        let got: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(format!("l:{k}"))
+            .arg(0)
+            .arg(-1)
+            .query(con)
+            .unwrap();
+        assert_eq!(got, list, "l:{k}");
+    }
+}
+
+/// Large members of hashes and lists are demoted like string values
+/// (`docs/tier.md`, "Members of collections"), read and changed in place of
+/// DRAM ones, and a restart rebuilds them.
+#[test]
+fn large_hash_and_list_members_move_to_pm_and_behave_as_in_dram() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let heap = 64 << 20;
+    let budget;
+    {
+        let server = TestServer::start_with(dir.path(), |c| tiered(c, heap));
+        let mut con = connect(&server);
+        budget = {
+            let v: Vec<String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("maxmemory-dram")
+                .query(&mut con)
+                .unwrap();
+            v[1].parse::<u64>().unwrap()
+        };
+        // 16 MB of members over a 10 MB budget, and no string values.
+        for k in 0..COLLECTIONS {
+            let (hash, list) = expected_collections(k, false);
+            let mut pipe = redis::pipe();
+            pipe.cmd("HSET").arg(format!("h:{k}"));
+            for (f, v) in &hash {
+                pipe.arg(f).arg(v);
+            }
+            pipe.ignore().cmd("RPUSH").arg(format!("l:{k}"));
+            for v in &list {
+                pipe.arg(v);
+            }
+            let _: () = pipe.ignore().query(&mut con).unwrap();
+        }
+        assert!(info(&mut con, "tier_pm_values") > 1000.0, "members demoted");
+        // MEMORY USAGE counts members wherever they are.
+        for k in 0..COLLECTIONS {
+            for key in [format!("h:{k}"), format!("l:{k}")] {
+                let usage: u64 = redis::cmd("MEMORY")
+                    .arg("USAGE")
+                    .arg(&key)
+                    .arg("SAMPLES")
+                    .arg(0)
+                    .query(&mut con)
+                    .unwrap();
+                assert!(usage >= (MEMBERS * 1024) as u64, "{key}: {usage}");
+            }
+        }
+        let dram = info(&mut con, "used_memory_dram");
+        assert!(dram <= budget as f64 * 1.05, "DRAM {dram} over {budget}");
+        for k in 0..50 {
+            let mut pipe = redis::pipe();
+            pipe.cmd("HDEL").arg(format!("h:{k}")).arg("f1").ignore();
+            pipe.cmd("HSET")
+                .arg(format!("h:{k}"))
+                .arg("f0")
+                .arg(value(k, 2, 1024))
+                .ignore();
+            pipe.cmd("LSET")
+                .arg(format!("l:{k}"))
+                .arg(0)
+                .arg(value(k, 3, 1024))
+                .ignore();
+            pipe.cmd("RPOP").arg(format!("l:{k}")).ignore();
+            let _: () = pipe.query(&mut con).unwrap();
+        }
+        check_collections(&mut con, true);
+        server.stop();
+    }
+    let server = TestServer::start_with(dir.path(), |c| {
+        c.maxmemory_dram_bytes = budget;
+        c.pm_tier_size_bytes = heap;
+    });
+    let mut con = connect(&server);
+    assert!(info(&mut con, "tier_pm_values") > 1000.0, "replay demoted");
+    check_collections(&mut con, true);
+}

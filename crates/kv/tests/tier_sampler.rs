@@ -59,7 +59,13 @@ fn candidates_are_always_dram_strings_of_a_movable_size() {
             .demotion_candidate(5, 80, &mut random)
             .expect("half the values are movable, so 80 probes find one");
         assert!(is_movable_dram(&mut ks, db, &key), "offered {key:?}");
-        assert_eq!(ks.demote(db, &key, &heap), Demoted::Moved(1024));
+        assert_eq!(
+            ks.demote(db, &key, &heap, usize::MAX, 0),
+            Demoted::Moved {
+                values: 1,
+                bytes: 1024
+            }
+        );
         moved += 1;
     }
 }
@@ -70,7 +76,13 @@ fn a_minority_of_dram_values_is_still_found() {
     let heap = heap(&dir);
     let mut ks = filled(5000);
     for i in (0..5000).filter(|i| i % 10 != 0 && i % 50 != 1) {
-        assert_eq!(ks.demote(0, &key(i), &heap), Demoted::Moved(1024));
+        assert_eq!(
+            ks.demote(0, &key(i), &heap, usize::MAX, 0),
+            Demoted::Moved {
+                values: 1,
+                bytes: 1024
+            }
+        );
     }
     // 100 of 5,000 values (2%) are movable; 16 probes per wanted value,
     // 80 a round, find one with probability 1 - 0.98^80 = 0.80 if probes
@@ -91,7 +103,13 @@ fn nothing_movable_yields_no_candidate() {
     let heap = heap(&dir);
     let mut ks = filled(2000);
     for i in (0..2000).filter(|i| i % 10 != 0) {
-        assert_eq!(ks.demote(0, &key(i), &heap), Demoted::Moved(1024));
+        assert_eq!(
+            ks.demote(0, &key(i), &heap, usize::MAX, 0),
+            Demoted::Moved {
+                values: 1,
+                bytes: 1024
+            }
+        );
     }
     let mut random = xorshift(3);
     for _ in 0..100 {

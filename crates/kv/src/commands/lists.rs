@@ -8,7 +8,7 @@ use crate::keyspace::events::LIST;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
 use crate::types::number::normalize_range;
-use crate::types::{Bytes, ListValue, Value};
+use crate::types::{ListValue, Str, Value};
 
 fn list_ref<'k>(
     ks: &'k mut Keyspace,
@@ -197,7 +197,7 @@ pub(super) fn lrem(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     };
     let mut removed = 0;
     let mut kept = ListValue::with_capacity(list.len());
-    let mut consider = |v: Bytes, out: &mut ListValue, front: bool| {
+    let mut consider = |v: Str, out: &mut ListValue, front: bool| {
         if removed < limit && &v[..] == item {
             removed += 1;
         } else if front {
@@ -293,7 +293,7 @@ pub(super) fn pop_elements(
     key: &[u8],
     left: bool,
     count: usize,
-) -> Vec<Bytes> {
+) -> Vec<Str> {
     let mut popped = Vec::new();
     if let Some(Value::List(list)) = ks.get_mut(db, key) {
         let take = count.min(list.len());
@@ -321,7 +321,7 @@ pub(super) fn move_element(
     dst: &[u8],
     from_left: bool,
     to_left: bool,
-) -> Result<Option<Bytes>, CmdError> {
+) -> Result<Option<Str>, CmdError> {
     if !has_elements(ks, db, src)? {
         return Ok(None);
     }
@@ -333,9 +333,9 @@ pub(super) fn move_element(
         return Err(Cow::Borrowed(errors::WRONGTYPE));
     };
     if to_left {
-        list.push_front(Bytes::clone(&item));
+        list.push_front(item.clone());
     } else {
-        list.push_back(Bytes::clone(&item));
+        list.push_back(item.clone());
     }
     Ok(Some(item))
 }

@@ -58,22 +58,40 @@ fn scaled(count: usize, sample: impl Iterator<Item = usize>, samples: usize) -> 
     }
 }
 
+/// DRAM bytes of a string: its block or blocks (for one on the PM tier,
+/// its handle).
+fn str_bytes(s: &crate::types::Str) -> usize {
+    s.block_requests()
+        .into_iter()
+        .filter(|&b| b > 0)
+        .map(usable_size)
+        .sum()
+}
+
+/// Bytes `value` keeps on the PM tier: a string's, or its hash's or
+/// list's members' (sampled by `samples`). MEMORY USAGE adds them to the
+/// DRAM figure, counting a value wherever it is, as `maxmemory` does.
+fn pm_bytes(value: &Value, samples: usize) -> usize {
+    let on_pm = |s: &crate::types::Str| if s.is_pm() { s.len() } else { 0 };
+    match value {
+        Value::Str(s) => on_pm(s),
+        Value::Hash(h) => scaled(h.len(), h.values().map(on_pm), samples),
+        Value::List(l) => scaled(l.len(), l.iter().map(on_pm), samples),
+        _ => 0,
+    }
+}
+
 /// Heap bytes of `value` (its elements sampled by `samples`).
 pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
     let element = |e: &Bytes| arc(e.len());
     match value {
         // One block (counts, length, bytes) or two (counts and pointer;
         // the bytes), whichever the string was laid out in.
-        Value::Str(s) => s
-            .block_requests()
-            .into_iter()
-            .filter(|&b| b > 0)
-            .map(usable_size)
-            .sum(),
+        Value::Str(s) => str_bytes(s),
         Value::List(l) => {
             arc(size_of::<ListValue>())
-                + usable_size(l.capacity() * size_of::<Bytes>())
-                + scaled(l.len(), l.iter().map(element), samples)
+                + usable_size(l.capacity() * size_of::<crate::types::Str>())
+                + scaled(l.len(), l.iter().map(str_bytes), samples)
         }
         Value::Set(s) => {
             arc(size_of::<SetValue>())
@@ -81,9 +99,12 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
                 + scaled(s.len(), s.iter().map(element), samples)
         }
         Value::Hash(h) => {
-            let each = h.iter().map(|(f, v)| element(f) + element(v));
+            let each = h.iter().map(|(f, v)| element(f) + str_bytes(v));
             arc(size_of::<HashValue>())
-                + table(h.capacity(), 2 * size_of::<Bytes>())
+                + table(
+                    h.capacity(),
+                    size_of::<Bytes>() + size_of::<crate::types::Str>(),
+                )
                 + scaled(h.len(), each, samples)
         }
         Value::ZSet(z) => {
@@ -205,7 +226,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.reply.null();
         return Ok(());
     };
-    let total = entry_bytes(key) + value_bytes(value, samples);
+    let total = entry_bytes(key) + value_bytes(value, samples) + pm_bytes(value, samples);
     ctx.reply.int(total as i64);
     Ok(())
 }

@@ -13,7 +13,7 @@ use super::table::*;
 use super::{acl, errors, upper, CmdError, CmdResult, Ctx};
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
-use crate::types::{Bytes, ListValue, Shared, Value};
+use crate::types::{Bytes, ListValue, Shared, Str, Value};
 
 /// Elements per logged `RPUSH` of a stored result, so one record command
 /// stays a bounded size however long the list.
@@ -121,7 +121,7 @@ fn lookup_by_pattern(ks: &mut Keyspace, db: usize, pattern: &[u8], subst: &[u8])
     key.extend_from_slice(subst);
     key.extend_from_slice(postfix);
     match (ks.get(db, &key)?, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).cloned(),
+        (Value::Hash(h), Some(f)) => h.get(f).map(|v| Bytes::from(&v[..])),
         (Value::Str(s), None) => Some(Bytes::from(&s[..])),
         _ => None,
     }
@@ -235,9 +235,9 @@ fn load(value: &Value, o: &SortOptions<'_>, start: &mut i64, end: &mut i64) -> V
     let items = match value {
         Value::List(l) if ranged => {
             let mut iter: Box<dyn Iterator<Item = Bytes>> = if o.desc {
-                Box::new(l.iter().rev().cloned())
+                Box::new(l.iter().rev().map(|e| Bytes::from(&e[..])))
             } else {
-                Box::new(l.iter().cloned())
+                Box::new(l.iter().map(|e| Bytes::from(&e[..])))
             };
             take(&mut iter, *start, *end)
         }
@@ -249,7 +249,7 @@ fn load(value: &Value, o: &SortOptions<'_>, start: &mut i64, end: &mut i64) -> V
             };
             take(&mut iter, *start, *end)
         }
-        Value::List(l) => l.iter().cloned().map(item).collect(),
+        Value::List(l) => l.iter().map(|e| item(Bytes::from(&e[..]))).collect(),
         Value::Set(s) => s.iter().cloned().map(item).collect(),
         Value::ZSet(z) => z.iter().map(|(m, _)| item(m.into())).collect(),
         _ => Vec::new(),
@@ -414,11 +414,11 @@ fn store_items(ctx: &mut Ctx<'_>, dest: &[u8], o: &SortOptions<'_>, items: &[Ite
     let mut list = ListValue::new();
     for it in items {
         if o.gets.is_empty() {
-            list.push_back(it.element.clone());
+            list.push_back(Str::new(&it.element));
         }
         for pattern in &o.gets {
             let found = lookup_by_pattern(ks, db, pattern, &it.element);
-            list.push_back(found.unwrap_or_else(|| Bytes::from(&b""[..])));
+            list.push_back(found.map_or_else(Str::default, |f| Str::new(&f)));
         }
     }
     let len = list.len();

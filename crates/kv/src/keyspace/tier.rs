@@ -13,6 +13,9 @@ use ferrite_pmem::SlabHeap;
 use super::{access, segment_of, Keyspace, SEGMENTS_PER_DB};
 use crate::types::{Bytes, Str, Value};
 
+#[path = "tier_members.rs"]
+mod members;
+
 /// The smallest string value the tier moves to PM (pmem-redis's and
 /// Dragonfly's threshold): below it the handle kept in DRAM and the slot's
 /// rounding would save little.
@@ -32,8 +35,9 @@ pub struct Promotion {
 /// What one demotion attempt did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Demoted {
-    /// The value moved; its length.
-    Moved(usize),
+    /// Values (a string, or members of a hash or list) moved, and their
+    /// bytes.
+    Moved { values: u64, bytes: usize },
     /// Nothing to move at that key (gone, shared with a snapshot, or not a
     /// DRAM string of a movable size).
     Skipped,
@@ -41,9 +45,32 @@ pub enum Demoted {
     Full,
 }
 
-/// Whether `value` is a DRAM string the tier may move.
-fn movable(value: &Value) -> bool {
-    matches!(value, Value::Str(s) if !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len()))
+/// Whether `s` is a DRAM string of a size the tier moves.
+pub(super) fn movable_str(s: &Str) -> bool {
+    !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len())
+}
+
+/// Whether `value` is a DRAM string the tier may move, or a hash or list
+/// holding one among the [`members::PROBE`] members from `start` on (an
+/// offset into the collection, wrapped).
+fn movable(value: &Value, start: usize) -> bool {
+    match value {
+        Value::Str(s) => movable_str(s),
+        Value::Hash(_) | Value::List(_) => members::probe(value, start),
+        _ => false,
+    }
+}
+
+/// Whether `value` is a PM string or movable, or how many of a hash's or
+/// list's members are: what takes a handle's DRAM once on PM.
+fn tierable(value: &Value) -> u64 {
+    let counts = |s: &Str| s.is_pm() || movable_str(s);
+    match value {
+        Value::Str(s) => u64::from(counts(s)),
+        Value::Hash(h) => h.values().filter(|s| counts(s)).count() as u64,
+        Value::List(l) => l.iter().filter(|s| counts(s)).count() as u64,
+        _ => 0,
+    }
 }
 
 /// DRAM a value on PM still takes: its handle, an `Arc<SlabRef>` (two
@@ -52,17 +79,14 @@ pub const PM_HANDLE_BYTES: u64 =
     (2 * std::mem::size_of::<usize>() + std::mem::size_of::<ferrite_pmem::SlabRef>()) as u64;
 
 impl Keyspace {
-    /// Values on PM or movable there: each takes [`PM_HANDLE_BYTES`] of
-    /// DRAM once it is on PM. One walk of the keyspace (start-up only).
+    /// Values and collection members on PM or movable there: each takes
+    /// [`PM_HANDLE_BYTES`] of DRAM once it is on PM. One walk of the
+    /// keyspace and its hashes and lists (start-up only).
     pub fn tierable_values(&self) -> u64 {
         let mut n = 0;
         for db in 0..self.databases() {
             for segment in self.db(db).segments() {
-                n += segment
-                    .map
-                    .iter()
-                    .filter(|(_, v)| movable(v) || matches!(v, Value::Str(s) if s.is_pm()))
-                    .count() as u64;
+                n += segment.map.iter().map(|(_, v)| tierable(v)).sum::<u64>();
             }
         }
         n
@@ -100,7 +124,7 @@ impl Keyspace {
             let Some((key, value, clock)) = segment.map.sample(&mut random) else {
                 continue;
             };
-            if !movable(value) {
+            if !movable(value, random(members::len(value).max(1))) {
                 continue;
             }
             let score = if self.access.lfu {
@@ -119,27 +143,38 @@ impl Keyspace {
         best.map(|(_, db, key)| (db, key.into()))
     }
 
-    /// Moves the value at `key` into `heap`, if it is a movable DRAM
-    /// string in a segment and chunk no snapshot shares.
-    pub fn demote(&mut self, db: usize, key: &[u8], heap: &Arc<SlabHeap>) -> Demoted {
+    /// Moves the value at `key` into `heap` if it is a movable DRAM string,
+    /// or moves up to `budget` bytes of a hash's or list's movable members
+    /// (looking at most at [`members::SCAN`] of them from `start`, an
+    /// offset wrapped into the collection); only in a segment, chunk and
+    /// collection no snapshot shares.
+    pub fn demote(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        heap: &Arc<SlabHeap>,
+        budget: usize,
+        start: usize,
+    ) -> Demoted {
         let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[segment_of(key)]) else {
             return Demoted::Skipped;
         };
         let Some(value) = segment.map.value_mut_unshared(key) else {
             return Demoted::Skipped;
         };
-        if !movable(value) {
-            return Demoted::Skipped;
-        }
-        let Value::Str(s) = value else {
-            return Demoted::Skipped;
-        };
-        match s.to_pm(heap) {
-            Some(moved) => {
-                *s = moved;
-                Demoted::Moved(s.len())
-            }
-            None => Demoted::Full,
+        match value {
+            Value::Str(s) if movable_str(s) => match s.to_pm(heap) {
+                Some(moved) => {
+                    *s = moved;
+                    Demoted::Moved {
+                        values: 1,
+                        bytes: s.len(),
+                    }
+                }
+                None => Demoted::Full,
+            },
+            Value::Hash(_) | Value::List(_) => members::demote(value, heap, budget, start),
+            _ => Demoted::Skipped,
         }
     }
 
@@ -163,15 +198,19 @@ impl Keyspace {
         if !recent {
             return;
         }
-        let Some(Value::Str(s)) = segment.map.value_mut_unshared(key) else {
+        let Some(value) = segment.map.value_mut_unshared(key) else {
             return;
         };
-        if !s.is_pm() || s.len() > allowance {
-            return;
-        }
-        let len = s.len();
-        *s = Str::new(s);
-        self.promotion.allowance -= len;
-        self.promotion.promotions += 1;
+        let (promoted, bytes) = match value {
+            Value::Str(s) if s.is_pm() && s.len() <= allowance => {
+                let len = s.len();
+                *s = Str::new(s);
+                (1, len)
+            }
+            Value::Hash(_) | Value::List(_) => members::promote(value, allowance),
+            _ => (0, 0),
+        };
+        self.promotion.allowance -= bytes;
+        self.promotion.promotions += promoted;
     }
 }

@@ -19,7 +19,7 @@ mod stream;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::types::{Bytes, Shared, Value, ZSet};
+use crate::types::{Bytes, Shared, Str, Value, ZSet};
 
 pub use crc64::crc64;
 
@@ -383,7 +383,7 @@ fn quicklist(r: &mut Reader<'_>, second: bool) -> Option<Value> {
 }
 
 fn list(items: Vec<Vec<u8>>) -> Value {
-    let list: VecDeque<Bytes> = items.into_iter().map(Bytes::from).collect();
+    let list: VecDeque<Str> = items.into_iter().map(Str::from).collect();
     Value::List(Shared::new(list))
 }
 
@@ -404,7 +404,7 @@ fn hash(items: Vec<Vec<u8>>) -> Option<Value> {
     let mut map = HashMap::with_capacity(n);
     let mut iter = items.into_iter();
     while let (Some(field), Some(value)) = (iter.next(), iter.next()) {
-        map.insert(Bytes::from(field), Bytes::from(value));
+        map.insert(Bytes::from(field), Str::from(value));
     }
     (map.len() == n).then(|| Value::Hash(Shared::new(map)))
 }

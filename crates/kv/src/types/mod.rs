@@ -66,12 +66,18 @@ impl<T> Shared<T> {
     pub fn new(value: T) -> Shared<T> {
         Shared(Arc::new(value))
     }
+
+    /// The value for modification when nothing else shares it; `None`
+    /// (and no copy made) while a rewrite snapshot or another clone does.
+    pub fn get_mut_unshared(&mut self) -> Option<&mut T> {
+        Arc::get_mut(&mut self.0)
+    }
 }
 
 /// A hash's fields.
-pub type HashValue = HashMap<Bytes, Bytes>;
+pub type HashValue = HashMap<Bytes, Str>;
 /// A list's elements.
-pub type ListValue = VecDeque<Bytes>;
+pub type ListValue = VecDeque<Str>;
 /// A set's members.
 pub type SetValue = HashSet<Bytes>;
 

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::keyspace::{Segment, SEGMENTS_PER_DB};
 use crate::rewrite::FormatError;
-use crate::types::{Bytes, HashValue, ListValue, SetValue, Shared, Value, ZSet};
+use crate::types::{Bytes, HashValue, ListValue, SetValue, Shared, Str, Value, ZSet};
 
 /// A cursor over one block's payload; every read is bounds-checked.
 struct Cursor<'a> {
@@ -83,7 +83,7 @@ fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
             let n = c.count(2)?;
             let mut h = HashValue::with_capacity(n);
             for _ in 0..n {
-                let (f, v) = (c.bytes()?, c.bytes()?);
+                let (f, v) = (c.bytes()?, Str::new(c.slice()?));
                 if h.insert(f, v).is_some() {
                     return Err(c.err("duplicate hash field"));
                 }
@@ -94,7 +94,7 @@ fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
             let n = c.count(1)?;
             let mut l = ListValue::with_capacity(n);
             for _ in 0..n {
-                l.push_back(c.bytes()?);
+                l.push_back(Str::new(c.slice()?));
             }
             Value::List(Shared::new(l))
         }

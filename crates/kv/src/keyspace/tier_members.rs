@@ -1,0 +1,173 @@
+//! The PM tier's moves inside hashes and lists (`docs/tier.md`, "Members
+//! of collections"): a hash's field values and a list's elements are
+//! [`Str`]s, so a large one moves to the PM heap exactly as a string value
+//! does, and every command reads it through the same accessor.
+//!
+//! A collection can hold millions of members, so no move walks all of it:
+//! the sampler looks at [`PROBE`] members from a random offset, and one
+//! demotion or promotion looks at most at [`SCAN`] members, wrapping
+//! around the end, and stops at its byte budget. A large collection is
+//! thus moved over several commands, each paying a bounded cost, and the
+//! random offsets reach every member over time.
+//!
+//! A collection a rewrite snapshot still shares (its `Arc` has another
+//! owner) is left alone: moving its members would copy it.
+
+use std::sync::Arc;
+
+use ferrite_pmem::SlabHeap;
+
+use super::{movable_str, Demoted};
+use crate::types::{Str, Value};
+
+/// Members the demotion sampler looks at in one collection.
+pub(super) const PROBE: usize = 8;
+/// Members one demotion or promotion looks at in one collection.
+pub(super) const SCAN: usize = 1024;
+
+/// A hash's or list's member count; 0 for other values.
+pub(super) fn len(value: &Value) -> usize {
+    match value {
+        Value::Hash(h) => h.len(),
+        Value::List(l) => l.len(),
+        _ => 0,
+    }
+}
+
+/// Calls `visit` on up to `limit` members of a hash or list, from offset
+/// `start` (wrapped into the collection) on, wrapping around the end,
+/// until it returns `false`.
+fn visit<'a>(value: &'a Value, start: usize, limit: usize, mut visit: impl FnMut(&'a Str) -> bool) {
+    match value {
+        Value::Hash(h) => {
+            let start = start % h.len().max(1);
+            let (tail, head) = (h.len() - start, start);
+            let members = h.values().skip(start).take(tail.min(limit));
+            let wrapped = h.values().take(head.min(limit.saturating_sub(tail)));
+            for s in members.chain(wrapped) {
+                if !visit(s) {
+                    return;
+                }
+            }
+        }
+        Value::List(l) => {
+            let start = start % l.len().max(1);
+            for k in 0..l.len().min(limit) {
+                if let Some(s) = l.get((start + k) % l.len()) {
+                    if !visit(s) {
+                        return;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a hash or list holds a movable DRAM member among the
+/// [`PROBE`] looked at from `start`.
+pub(super) fn probe(value: &Value, start: usize) -> bool {
+    let mut found = false;
+    visit(value, start, PROBE, |s| {
+        found = movable_str(s);
+        !found
+    });
+    found
+}
+
+/// Calls `visit` on up to [`SCAN`] members of an unshared hash or list,
+/// from `start` (wrapped) on, until it returns `false`; `false`, and
+/// nothing visited, for a shared collection or another value.
+fn visit_mut(value: &mut Value, start: usize, mut visit: impl FnMut(&mut Str) -> bool) -> bool {
+    match value {
+        Value::Hash(h) => {
+            let Some(h) = h.get_mut_unshared() else {
+                return false;
+            };
+            let start = start % h.len().max(1);
+            let tail = (h.len() - start).min(SCAN);
+            // The members from `start` to the end, then from the first
+            // one: two passes, since a map lends one mutable iterator at
+            // a time.
+            for s in h.values_mut().skip(start).take(tail) {
+                if !visit(s) {
+                    return true;
+                }
+            }
+            for s in h.values_mut().take(start.min(SCAN - tail)) {
+                if !visit(s) {
+                    return true;
+                }
+            }
+            true
+        }
+        Value::List(l) => {
+            let Some(l) = l.get_mut_unshared() else {
+                return false;
+            };
+            let len = l.len();
+            for k in 0..len.min(SCAN) {
+                if let Some(s) = l.get_mut((start + k) % len) {
+                    if !visit(s) {
+                        break;
+                    }
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Moves movable members of a hash or list to `heap`, up to `budget`
+/// bytes. `Full` only when the heap refused the first member it was given.
+pub(super) fn demote(
+    value: &mut Value,
+    heap: &Arc<SlabHeap>,
+    budget: usize,
+    start: usize,
+) -> Demoted {
+    let (mut values, mut moved, mut full) = (0, 0, false);
+    visit_mut(value, start, |s| {
+        if !movable_str(s) {
+            return true;
+        }
+        match s.to_pm(heap) {
+            Some(on_pm) => {
+                values += 1;
+                moved += on_pm.len();
+                *s = on_pm;
+                moved < budget
+            }
+            None => {
+                full = true;
+                false
+            }
+        }
+    });
+    match (moved, full) {
+        (0, true) => Demoted::Full,
+        (0, false) => Demoted::Skipped,
+        (bytes, _) => Demoted::Moved { values, bytes },
+    }
+}
+
+/// Brings PM members of a hash or list back to DRAM while `allowance`
+/// covers them: the members promoted and their bytes.
+pub(super) fn promote(value: &mut Value, mut allowance: usize) -> (u64, usize) {
+    let (mut promoted, mut bytes) = (0, 0);
+    visit_mut(value, 0, |s| {
+        if !s.is_pm() {
+            return true;
+        }
+        if s.len() > allowance {
+            return false;
+        }
+        allowance -= s.len();
+        bytes += s.len();
+        promoted += 1;
+        *s = Str::new(s);
+        true
+    });
+    (promoted, bytes)
+}
