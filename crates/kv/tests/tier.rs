@@ -60,6 +60,16 @@ fn info(con: &mut redis::Connection, name: &str) -> f64 {
         .unwrap()
 }
 
+/// The server's `maxmemory-dram`.
+fn dram_budget(con: &mut redis::Connection) -> u64 {
+    let v: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-dram")
+        .query(con)
+        .unwrap();
+    v[1].parse().unwrap()
+}
+
 /// A value of `len` bytes that differs by key and generation.
 fn value(key: usize, generation: usize, len: usize) -> Vec<u8> {
     (0..len)
@@ -260,14 +270,7 @@ fn hot_values_come_back_to_dram_and_dram_stays_near_its_budget() {
     let server = TestServer::start_with(dir.path(), |c| tiered(c, 64 << 20));
     let mut con = connect(&server);
     fill(&mut con, 12000, 1024);
-    let budget: u64 = {
-        let v: Vec<String> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("maxmemory-dram")
-            .query(&mut con)
-            .unwrap();
-        v[1].parse().unwrap()
-    };
+    let budget: u64 = dram_budget(&mut con);
     let dram = info(&mut con, "used_memory_dram");
     assert!(
         dram <= budget as f64 * 1.05,
@@ -305,14 +308,7 @@ fn a_restart_rebuilds_the_same_data() {
     {
         let server = TestServer::start_with(dir.path(), |c| tiered(c, heap));
         let mut con = connect(&server);
-        budget = {
-            let v: Vec<String> = redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("maxmemory-dram")
-                .query(&mut con)
-                .unwrap();
-            v[1].parse::<u64>().unwrap()
-        };
+        budget = dram_budget(&mut con);
         fill(&mut con, 8000, 1024);
         for k in 0..500 {
             let _: usize = redis::cmd("APPEND")
@@ -568,14 +564,7 @@ fn large_hash_and_list_members_move_to_pm_and_behave_as_in_dram() {
     {
         let server = TestServer::start_with(dir.path(), |c| tiered(c, heap));
         let mut con = connect(&server);
-        budget = {
-            let v: Vec<String> = redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("maxmemory-dram")
-                .query(&mut con)
-                .unwrap();
-            v[1].parse::<u64>().unwrap()
-        };
+        budget = dram_budget(&mut con);
         // 16 MB of members over a 10 MB budget, and no string values.
         for k in 0..COLLECTIONS {
             let (hash, list) = expected_collections(k, false);
