@@ -3,13 +3,8 @@
 
 mod common;
 
-use common::TestServer;
+use common::{connect, TestServer};
 use redis::Commands;
-
-fn connect(server: &TestServer) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.addr)).unwrap();
-    client.get_connection().unwrap()
-}
 
 #[test]
 fn everyday_commands() -> anyhow::Result<()> {

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use common::{connect, TestServer};
 
 /// The writes under test, each with options that change what it does.
 const WRITES: &[&[&str]] = &[
@@ -82,13 +82,6 @@ const WRITES: &[&[&str]] = &[
     &["HINCRBYFLOAT", "h", "f", "0.1"],
     &["HINCRBY", "h", "n", "41"],
 ];
-
-fn connect(server: &TestServer) -> redis::Connection {
-    redis::Client::open(format!("redis://{}/", server.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
 
 /// Every key with its type and contents, in an order that does not depend
 /// on hashing (set members and hash fields sorted).

@@ -8,14 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestServer;
-
-fn connect(server: &TestServer) -> redis::Connection {
-    redis::Client::open(format!("redis://{}/", server.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
+use common::{connect, TestServer};
 
 fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
     let mut cmd = redis::cmd(args[0]);

@@ -8,31 +8,12 @@
 mod common;
 
 use std::alloc::System;
-use std::sync::{Mutex, MutexGuard};
 
-use common::{resp, TestServer};
-use ferrite_kv::memory::{self, Probe};
+use common::{connect, counting_turn as serial, resp, TestServer};
 
 /// The system allocator behind the counter the binaries use.
 #[global_allocator]
 static ALLOCATOR: ferrite_alloc::Counting<System> = ferrite_alloc::Counting::new(System);
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Takes this test's turn and installs the counting probe, with
-/// jemalloc's size classes for MEMORY USAGE.
-fn serial() -> MutexGuard<'static, ()> {
-    memory::install(Probe {
-        usable_size: ferrite_alloc::size_class,
-        ..Probe::counting(|| ferrite_alloc::allocated() as u64)
-    });
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn connect(server: &TestServer) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.addr)).unwrap();
-    client.get_connection().unwrap()
-}
 
 fn info_field(con: &mut redis::Connection, name: &str) -> String {
     let text: String = redis::cmd("INFO").arg("memory").query(con).unwrap();

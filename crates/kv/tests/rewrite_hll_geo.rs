@@ -7,12 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestServer;
-
-fn connect(server: &TestServer) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.addr)).expect("url");
-    client.get_connection().expect("connects")
-}
+use common::{connect, TestServer};
 
 fn rewrites_done(con: &mut redis::Connection) -> u64 {
     let info: String = redis::cmd("INFO")

@@ -6,13 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use common::{connect, TestServer};
 use redis::Commands;
-
-fn connect(server: &TestServer) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.addr)).expect("url");
-    client.get_connection().expect("connects")
-}
 
 fn info_field(con: &mut redis::Connection, name: &str) -> String {
     let info: String = redis::cmd("INFO")

@@ -11,25 +11,13 @@ mod common;
 
 use std::alloc::System;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 
-use common::TestServer;
+use common::{connect, counting_turn as serial, TestServer};
 use ferrite_kv::config::Config;
-use ferrite_kv::memory::{self, Probe};
 use proptest::prelude::*;
 
 #[global_allocator]
 static ALLOCATOR: ferrite_alloc::Counting<System> = ferrite_alloc::Counting::new(System);
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    memory::install(Probe {
-        usable_size: ferrite_alloc::size_class,
-        ..Probe::counting(|| ferrite_alloc::allocated() as u64)
-    });
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// DRAM the server may use beyond what the process held before it
 /// started: its empty keyspace (16 databases of 1024 segments, 2 MB) and
@@ -43,11 +31,6 @@ const BUDGET_ABOVE_START: u64 = 10 << 20;
 fn tiered(config: &mut Config, heap_bytes: u64) {
     config.maxmemory_dram_bytes = ferrite_alloc::allocated() as u64 + BUDGET_ABOVE_START;
     config.pm_tier_size_bytes = heap_bytes;
-}
-
-fn connect(server: &TestServer) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.addr)).unwrap();
-    client.get_connection().unwrap()
 }
 
 fn info(con: &mut redis::Connection, name: &str) -> f64 {

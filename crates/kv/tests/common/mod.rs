@@ -14,6 +14,26 @@ use std::time::Duration;
 use ferrite_kv::config::{AppendFsync, Config, LogDevice};
 use ferrite_kv::{Server, ShutdownHandle};
 
+/// Takes this test's turn among those reading the process's allocation
+/// counter (a figure of the whole process, so they cannot overlap), and
+/// installs the counting probe with jemalloc's size classes for MEMORY
+/// USAGE. For test binaries whose global allocator is
+/// `ferrite_alloc::Counting`.
+pub fn counting_turn() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ferrite_kv::memory::install(ferrite_kv::memory::Probe {
+        usable_size: ferrite_alloc::size_class,
+        ..ferrite_kv::memory::Probe::counting(|| ferrite_alloc::allocated() as u64)
+    });
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A `redis` crate connection to `server`.
+pub fn connect(server: &TestServer) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://{}/", server.addr)).expect("url");
+    client.get_connection().expect("connects")
+}
+
 /// A server running on a thread; stopped (and its log closed) on drop.
 pub struct TestServer {
     pub addr: SocketAddr,
