@@ -130,6 +130,11 @@ struct Bus {
     listeners: Vec<TcpListener>,
     links: HashMap<usize, Link>,
     next_token: usize,
+    /// When DEBUG CLUSTERLINK KILL closed the outbound link to a node: it
+    /// is reopened no sooner than a tick later, as Redis's cron reopens it
+    /// only after the command (or the transaction) that killed it, so
+    /// what that command published next is not sent to the node.
+    killed: HashMap<NodeId, std::time::Instant>,
 }
 
 impl Bus {
@@ -150,6 +155,7 @@ impl Bus {
             listeners,
             links: HashMap::new(),
             next_token,
+            killed: HashMap::new(),
         })
     }
 
@@ -192,6 +198,9 @@ impl Bus {
         // published after the kill must not travel on them.
         let kills = std::mem::take(&mut self.shared.lock().link_kills);
         for (id, to, from) in kills {
+            if to {
+                self.killed.insert(id, std::time::Instant::now());
+            }
             let doomed: Vec<usize> = self
                 .links
                 .iter()
@@ -464,7 +473,11 @@ impl Bus {
         for token in stale {
             self.close(token);
         }
+        self.killed.retain(|_, at| at.elapsed() < TICK);
         for (id, addr, first) in plan.connect {
+            if self.killed.contains_key(&id) {
+                continue;
+            }
             if let Ok(stream) = TcpStream::connect(addr) {
                 let _ = stream.set_nodelay(true);
                 let token = self.next_token;
@@ -508,10 +521,16 @@ impl Bus {
                 })
             })
             .collect();
-        *self
-            .shared
-            .links
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = infos;
+        // A kill not yet carried out would be listed again: keep the list
+        // DEBUG CLUSTERLINK KILL trimmed (`kill_link`) until it is. The
+        // state lock orders this with the kill's request.
+        let state = self.shared.lock();
+        if state.link_kills.is_empty() {
+            *self
+                .shared
+                .links
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = infos;
+        }
     }
 }

@@ -181,9 +181,19 @@ pub fn publish(shared: &Shared, channel: &[u8], message: &[u8], shard: bool) {
 }
 
 /// DEBUG CLUSTERLINK KILL: asks the bus to close the link to `id`, from
-/// it, or both, before it sends anything else.
+/// it, or both, before it sends anything else. The links CLUSTER LINKS
+/// lists lose them at once, as Redis's do: the list is otherwise the bus's
+/// last (refreshed on its next tick), and a client that waits for the
+/// link to come back must not see the killed one still listed.
 pub fn kill_link(shared: &Shared, id: NodeId, to: bool, from: bool) {
-    shared.lock().link_kills.push((id, to, from));
+    let mut state = shared.lock();
+    state.link_kills.push((id, to, from));
+    shared
+        .links
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|l| !(l.node == id && ((to && !l.inbound) || (from && l.inbound))));
+    drop(state);
     if let Some(waker) = shared
         .bus_waker
         .lock()
