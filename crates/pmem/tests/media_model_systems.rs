@@ -61,8 +61,12 @@ fn both_ways_write_the_same_lines_and_wait_for_the_module() {
     let line_ns = 256.0 / params.dimm_write_gbps;
     let lines = (PAGES * PAGE / 256) as f64;
     // The module writes every line; the write queue's lines and the last
-    // fence's host cost may remain when the burst returns.
-    let floor = (lines - params.write_queue_lines as f64) * line_ns - host.fence_ns - 1.0;
+    // fence's host cost may remain when the burst returns, and the first
+    // write's reservation starts when its lines were issued (back-dated by
+    // the host's measured cost of flushing them).
+    let issue_credit = (PAGE / 64) as f64 * host.line_ns(mm.dispatch().flush);
+    let floor =
+        (lines - params.write_queue_lines as f64) * line_ns - host.fence_ns - issue_credit - 1.0;
     let gap = Duration::from_nanos((2.0 * lines * line_ns) as u64 + 1000);
     for round in 0..4 {
         let base = round * PAGES * PAGE;
