@@ -46,18 +46,16 @@ impl Clock {
         #[cfg(target_arch = "x86_64")]
         {
             let (epoch, base) = paired_reading();
-            loop {
-                while epoch.elapsed() < CALIBRATION {
-                    std::hint::spin_loop();
-                }
-                let (now, ticks) = paired_reading();
-                let counted = ticks.saturating_sub(base);
-                if counted > 0 {
-                    return Clock {
-                        base,
-                        ns_per_tick: (now - epoch).as_nanos() as f64 / counted as f64,
-                    };
-                }
+            while epoch.elapsed() < CALIBRATION {
+                std::hint::spin_loop();
+            }
+            let (now, ticks) = paired_reading();
+            // A counter that did not move is counted as one tick, not a
+            // division by zero; its waits then end at the OS clock's bound.
+            let counted = ticks.saturating_sub(base).max(1);
+            Clock {
+                base,
+                ns_per_tick: (now - epoch).as_nanos() as f64 / counted as f64,
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
