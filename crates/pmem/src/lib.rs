@@ -61,5 +61,6 @@ pub use model::{DramCosts, HostCosts, MediaModel, MediaParams, ModelChoice};
 pub use region::{MapOptions, PmemRegion, RESERVE_DEFAULT};
 pub use sim::{CrashTrigger, SimPmem};
 pub use slab::{SlabHeap, SlabRef, SlabStats};
+pub use split::split_persists;
 pub use stats::{FlushStats, MediaRead, MediaWork, MEDIA_LINE};
 pub use stream::{stream_copy, stream_fence};

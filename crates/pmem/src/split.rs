@@ -181,6 +181,17 @@ impl Helper {
     }
 }
 
+/// Persists handed in part to the helper (posted, whether or not the
+/// helper claimed its half), for reports: a workload's count says whether
+/// the split touched it at all.
+static POSTED_JOBS: AtomicU64 = AtomicU64::new(0);
+
+/// How many persists this process has split with the helper so far (see
+/// [`POSTED_JOBS`]).
+pub fn split_persists() -> u64 {
+    POSTED_JOBS.load(Ordering::Relaxed)
+}
+
 /// The helper, started on first use; `None` on a single-CPU machine or if
 /// the thread cannot be started (then every copy runs on its caller).
 fn helper() -> Option<&'static Helper> {
@@ -264,6 +275,7 @@ pub(crate) unsafe fn copy_nodrain(
     // SAFETY: `middle <= len`, so both halves lie inside the caller's ranges.
     let (dst_b, src_b) = unsafe { (dst.add(middle), src.add(middle)) };
     helper.post(dispatch, dst_b, src_b, len - middle);
+    POSTED_JOBS.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the first `middle` bytes of the caller's ranges.
     let mut counts = unsafe { arch::copy_nodrain(dispatch, dst, src, middle) };
     let (rest, helper_fenced) = if helper.take_back() {

@@ -68,6 +68,16 @@ pub struct RunResult {
     /// took the CPU away, so A/B comparisons on a shared machine are far
     /// less noisy with it.
     pub cpu_us_per_txn: Option<f64>,
+    /// Share of the run's wall-clock time the terminals were on a CPU
+    /// (their CPU time over terminals x seconds): below 1, they waited for
+    /// a CPU other processes held, or blocked in the kernel.
+    pub on_cpu_share: Option<f64>,
+    /// Reads through the PM API the media model charged as misses to the
+    /// media, per transaction (PM configurations under the model only).
+    pub read_misses_per_txn: Option<f64>,
+    /// Persists split with the `pmem-split` helper thread during the run
+    /// (`FERRITE_PMEM_SPLIT_MIN`); 0 when no copy reached the split size.
+    pub split_persists: u64,
     pub seconds: f64,
 }
 
@@ -166,6 +176,9 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
         .collect::<Result<Vec<_>>>()?;
     let stop = AtomicBool::new(false);
     let before = ferrite_pmem::stats::global();
+    let model = ferrite_pmem::model::active();
+    let misses_before = model.as_ref().map_or(0, |m| m.read_misses());
+    let splits_before = ferrite_pmem::split_persists();
     let started = Instant::now();
     let finished = std::thread::scope(|s| {
         let handles: Vec<_> = connections
@@ -190,8 +203,11 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
     })?;
     let seconds = started.elapsed().as_secs_f64();
     let flushed = ferrite_pmem::stats::global() - before;
+    let misses = model.as_ref().map(|m| m.read_misses() - misses_before);
+    let split_persists = ferrite_pmem::split_persists() - splits_before;
     let mut result = RunResult {
         seconds,
+        split_persists,
         ..RunResult::default()
     };
     let (counts, connections): (Vec<Counts>, Vec<Connection>) = finished.into_iter().unzip();
@@ -205,11 +221,13 @@ pub fn run(config: &Config, template: &Path, scratch: &Path, spec: RunSpec) -> R
     result.tpmc = result.new_orders as f64 * 60.0 / seconds;
     result.tps = result.transactions as f64 / seconds;
     result.cpu_us_per_txn = cpu_ns.map(|ns| ns as f64 / 1e3 / result.transactions.max(1) as f64);
+    result.on_cpu_share = cpu_ns.map(|ns| ns as f64 / 1e9 / (seconds * counts.len().max(1) as f64));
     if config.is_pm() {
         result.flushes_per_txn = Some(flushed.flushes_per_op(result.transactions));
         result.fences_per_txn = Some(flushed.fences_per_op(result.transactions));
         result.media_lines_per_txn =
             Some(flushed.media_lines as f64 / result.transactions.max(1) as f64);
+        result.read_misses_per_txn = misses.map(|m| m as f64 / result.transactions.max(1) as f64);
     }
     super::check::consistency(&connections[0])
         .with_context(|| format!("after the {} run", config.key))?;

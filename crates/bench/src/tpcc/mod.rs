@@ -429,6 +429,8 @@ fn write_report(
                     "fences_per_txn": median_of(runs, |r| r.fences_per_txn),
                     "media_lines_per_txn": median_of(runs, |r| r.media_lines_per_txn),
                     "cpu_us_per_txn": median_of(runs, |r| r.cpu_us_per_txn),
+                    "on_cpu_share": median_of(runs, |r| r.on_cpu_share),
+                    "read_misses_per_txn": median_of(runs, |r| r.read_misses_per_txn),
                     "runs": runs,
                 }),
             );
@@ -501,7 +503,9 @@ fn plot(results: &Results, svg: &Path) -> Result<()> {
 
 #[allow(clippy::print_stdout)]
 fn print_table(results: &Results, report: &Report) {
-    println!("\nTPC-C, medians: tpmC / total tx/s / flushes per tx / CPU us per tx");
+    println!(
+        "\nTPC-C, medians: tpmC / total tx/s / flushes per tx / CPU us per tx / on-CPU share / model read misses per tx"
+    );
     for (w, by) in results {
         println!("  {w} warehouse(s)");
         for config in &CONFIGS {
@@ -512,13 +516,19 @@ fn print_table(results: &Results, report: &Report) {
                 .map_or("-".to_string(), |f| format!("{f:.1}"));
             let cpu = median_of(runs, |r| r.cpu_us_per_txn)
                 .map_or("-".to_string(), |c| format!("{c:.1}"));
+            let share =
+                median_of(runs, |r| r.on_cpu_share).map_or("-".to_string(), |c| format!("{c:.2}"));
+            let misses = median_of(runs, |r| r.read_misses_per_txn)
+                .map_or("-".to_string(), |c| format!("{c:.1}"));
             println!(
-                "    {:<22} {:>10.0} {:>9.1} {:>8} {:>8}",
+                "    {:<22} {:>10.0} {:>9.1} {:>8} {:>8} {:>5} {:>7}",
                 config.key,
                 median_of(runs, |r| Some(r.tpmc)).unwrap_or(0.0),
                 median_of(runs, |r| Some(r.tps)).unwrap_or(0.0),
                 flushes,
-                cpu
+                cpu,
+                share,
+                misses
             );
         }
     }
