@@ -35,6 +35,7 @@ mod config;
 mod destage;
 mod direct;
 pub mod layout;
+mod prefault;
 mod recovery;
 mod state;
 mod stats;
