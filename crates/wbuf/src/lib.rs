@@ -34,6 +34,7 @@ mod buffer;
 mod config;
 mod destage;
 mod direct;
+mod inspect;
 pub mod layout;
 mod prefault;
 mod recovery;
@@ -42,4 +43,5 @@ mod stats;
 
 pub use buffer::{PmemWriteBuffer, WriteBuffer};
 pub use config::WbufConfig;
+pub use inspect::{inspect, BufferState};
 pub use stats::WbufStats;
