@@ -1,7 +1,8 @@
 //! Faulting the slots' pages in ahead of the writers. The first store to a
-//! page of a freshly mapped region takes a page fault (on emulated PM the
-//! kernel also allocates and zeroes the page), which a writer would pay on
-//! its acknowledgement path for the first pass over the buffer. A helper
+//! page of a freshly mapped region takes a page fault to map it (the file's
+//! space is allocated at creation, not its page tables), which a writer
+//! would pay on its acknowledgement path for the first pass over the
+//! buffer. A helper
 //! thread walks the data area once at open, in the order writers take free
 //! slots, with the kernel's populate-write advice, which changes no byte,
 //! so writers may store to the same pages meanwhile.
