@@ -32,6 +32,9 @@ use crate::Common;
 
 const THREADS: [usize; 5] = [1, 2, 4, 8, 16];
 const SIZES: [usize; 2] = [4 << 10, 16 << 10];
+/// Destage I/O depths the sustained stream also runs at, beside the
+/// default: one write in flight (the design before depth), and more.
+const DEPTHS: [usize; 2] = [1, 8];
 
 /// How a write is made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,9 +239,20 @@ fn prepare_file(path: &Path, len: usize) -> Result<()> {
 }
 
 fn open_buffer(pm: &Path, backing: &Path, scale: &Scale) -> Result<PmemWriteBuffer> {
+    open_buffer_with(pm, backing, scale, WbufConfig::default().destage_depth)
+}
+
+/// A fresh buffer of the run's size with destage I/O depth `depth`.
+fn open_buffer_with(
+    pm: &Path,
+    backing: &Path,
+    scale: &Scale,
+    depth: usize,
+) -> Result<PmemWriteBuffer> {
     let _ = std::fs::remove_file(pm);
     let config = WbufConfig {
         capacity_bytes: scale.buffer_bytes,
+        destage_depth: depth,
         ..WbufConfig::default()
     };
     Ok(WriteBuffer::open(pm, backing, config)?)
@@ -294,10 +308,11 @@ fn grid(paths: &Paths, scale: &Scale) -> Result<Vec<Point>> {
     Ok(points)
 }
 
-/// The acknowledgement path alone: one thread writes 40% of the buffer
-/// (below the destage watermark), five times, flushed untimed in between;
-/// (p50 µs, p99 µs, writes/s).
-fn burst(paths: &Paths, scale: &Scale, size: usize) -> Result<(f64, f64, f64)> {
+/// The acknowledgement path alone: `threads` threads write 40% of the
+/// buffer between them (below the destage watermark), each in its own
+/// region, five times, flushed untimed in between; (p50 µs, p99 µs,
+/// writes/s).
+fn burst(paths: &Paths, scale: &Scale, size: usize, threads: usize) -> Result<(f64, f64, f64)> {
     let buffer = open_buffer(&paths.pm, &paths.backing, scale)?;
     let mut latencies = Vec::new();
     let mut busy = 0.0;
@@ -305,9 +320,9 @@ fn burst(paths: &Paths, scale: &Scale, size: usize) -> Result<(f64, f64, f64)> {
         let w = Workload {
             size,
             random: false,
-            threads: 1,
+            threads,
             file_bytes: scale.file_bytes,
-            limit: (scale.buffer_bytes * 2 / 5 / size).max(1),
+            limit: (scale.buffer_bytes * 2 / 5 / size / threads).max(1),
             seconds: 1e6,
         };
         let (wall, _, lat) = drive(&Target::Wbuf(&buffer), &w)?;
@@ -344,10 +359,16 @@ fn direct_seq_mib_s(path: &Path, bytes: usize) -> Result<f64> {
     Ok(bytes as f64 / start.elapsed().as_secs_f64() / f64::from(1 << 20))
 }
 
-/// 16 KiB sequential writes over 4x the buffer, until synced on the disk;
-/// MiB/s and the buffer's counters.
-fn sustained_mib_s(paths: &Paths, scale: &Scale) -> Result<(f64, ferrite_wbuf::WbufStats)> {
-    let buffer = open_buffer(&paths.pm, &paths.sustained, scale)?;
+/// 16 KiB sequential writes over 4x the buffer, until synced on the disk,
+/// with destage I/O depth `depth`; MiB/s and the buffer's counters. The
+/// file starts empty.
+fn sustained_run(
+    paths: &Paths,
+    scale: &Scale,
+    depth: usize,
+) -> Result<(f64, ferrite_wbuf::WbufStats)> {
+    let _ = std::fs::remove_file(&paths.sustained);
+    let buffer = open_buffer_with(&paths.pm, &paths.sustained, scale, depth)?;
     let size = 16 << 10;
     let bytes = 4 * scale.buffer_bytes;
     let data = vec![0x7Eu8; size];
@@ -436,10 +457,14 @@ type Burst = (usize, f64, f64, f64);
 struct RunFigures {
     points: Vec<Point>,
     sustained_mib_s: f64,
+    /// (destage depth, MiB/s) of the sustained stream, the default first.
+    sustained_by_depth: Vec<(usize, f64)>,
     direct_mib_s: f64,
     zipf_ratio: f64,
     /// (size, p50 µs, p99 µs, writes/s) of the acknowledgement path.
     bursts: Vec<Burst>,
+    /// Writes/s of the acknowledgement path alone, 16 KiB, 16 threads.
+    burst_16k_t16: f64,
     stats: Vec<(String, ferrite_wbuf::WbufStats)>,
 }
 
@@ -447,20 +472,29 @@ fn run_once(paths: &Paths, scale: &Scale) -> Result<RunFigures> {
     let points = grid(paths, scale)?;
     let bytes = 4 * scale.buffer_bytes;
     let direct_mib_s = direct_seq_mib_s(&paths.direct, bytes)?;
-    let (sustained_mib_s, sustained) = sustained_mib_s(paths, scale)?;
+    let depth = WbufConfig::default().destage_depth;
+    let (sustained_mib_s, sustained) = sustained_run(paths, scale, depth)?;
+    // The same stream with one destage write in flight, and with more.
+    let mut sustained_by_depth = vec![(depth, sustained_mib_s)];
+    for other in DEPTHS.into_iter().filter(|&d| d != depth) {
+        sustained_by_depth.push((other, sustained_run(paths, scale, other)?.0));
+    }
     let (zipf_ratio, zipf) = zipf_ssd_per_user(paths, scale)?;
     let mut bursts = Vec::new();
     for size in SIZES {
-        let (p50, p99, rate) = burst(paths, scale, size)?;
+        let (p50, p99, rate) = burst(paths, scale, size, 1)?;
         bursts.push((size, p50, p99, rate));
     }
+    let burst_16k_t16 = burst(paths, scale, 16 << 10, 16)?.2;
     tracing::info!(direct_mib_s, sustained_mib_s, zipf_ratio, "wbuf run done");
     Ok(RunFigures {
         points,
         sustained_mib_s,
+        sustained_by_depth,
         direct_mib_s,
         zipf_ratio,
         bursts,
+        burst_16k_t16,
         stats: vec![("sustained".into(), sustained), ("zipf".into(), zipf)],
     })
 }
@@ -597,6 +631,18 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
         report.figure(format!("burst_{k}k_t1_p99_us"), of(&|b| b.2));
         report.figure(format!("burst_{k}k_t1_writes_per_s"), of(&|b| b.3));
     }
+    // The acknowledgement path alone at 16 threads against O_SYNC at 16
+    // threads: what the buffer gives while it has room, before the
+    // destage stage (the disk) bounds it.
+    let pairs = runs.iter().filter_map(|r| {
+        let b = find(&r.points, Method::OSync, 16 << 10, "seq", 16)?;
+        Some((r.burst_16k_t16, b.writes_per_s))
+    });
+    report.ratio("wbuf_burst_vs_osync_16k_t16", median_ratio(pairs));
+    report.figure(
+        "burst_16k_t16_writes_per_s",
+        median(&runs.iter().map(|r| r.burst_16k_t16).collect::<Vec<_>>()),
+    );
     report.ratio(
         "wbuf_sustained_vs_direct_seq",
         median_ratio(runs.iter().map(|r| (r.sustained_mib_s, r.direct_mib_s))),
@@ -609,6 +655,22 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
         "sustained_mib_s",
         median(&runs.iter().map(|r| r.sustained_mib_s).collect::<Vec<_>>()),
     );
+    let depths: Vec<usize> = runs
+        .first()
+        .map(|r| r.sustained_by_depth.iter().map(|d| d.0).collect())
+        .unwrap_or_default();
+    for depth in depths {
+        let of_depth = |r: &RunFigures| {
+            r.sustained_by_depth
+                .iter()
+                .find(|d| d.0 == depth)
+                .map(|d| (d.1, r.direct_mib_s))
+        };
+        report.ratio(
+            format!("wbuf_sustained_vs_direct_seq_depth{depth}"),
+            median_ratio(runs.iter().filter_map(of_depth)),
+        );
+    }
     report.figure(
         "direct_seq_mib_s",
         median(&runs.iter().map(|r| r.direct_mib_s).collect::<Vec<_>>()),
@@ -624,8 +686,8 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
         pm.display(),
         disk.display()
     ));
-    report.note("grid: every point runs for the same fixed time, the wbuf ones past the buffer's size (destaging and back-pressure included; flushed untimed after each point); burst_*: one thread writing 40% of the buffer, below the destage watermark (the acknowledgement path alone)");
-    report.note("sustained: 16 KiB sequential writes of 4x the buffer, timed until flushed; direct_seq: 1 MiB O_DIRECT writes of the same bytes + fdatasync");
+    report.note("grid: every point runs for the same fixed time, the wbuf ones past the buffer's size (destaging and back-pressure included; flushed untimed after each point); burst_*: one thread (burst_16k_t16: 16 threads) writing 40% of the buffer, below the destage watermark (the acknowledgement path alone)");
+    report.note("sustained: 16 KiB sequential writes of 4x the buffer into an empty file, timed until flushed, at the default destage depth (wbuf_sustained_vs_direct_seq) and at others (_depthN); direct_seq: 1 MiB O_DIRECT writes of the same bytes + fdatasync");
     report.note("wbuf_p99_us_16k_t1 and wbuf_ssd_bytes_per_user_byte_zipf are values, not ratios: lower is better");
 }
 

@@ -53,6 +53,7 @@ pub mod slab;
 mod split;
 pub mod stats;
 mod stream;
+mod vectored;
 
 pub use cpu::{CpuFeatures, Dispatch, FlushInstruction, Simd, Vendor, CACHE_LINE};
 pub use error::{Error, Result};

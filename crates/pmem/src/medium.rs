@@ -143,6 +143,36 @@ pub trait PmemMedium: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Makes the pages of `[offset, offset + len)` present and writable,
+    /// like [`populate`](PmemMedium::populate), but only by the kernel's
+    /// populate-write advice (Linux 5.14 and later), which faults pages in
+    /// without touching a byte: so other threads may store to the range
+    /// meanwhile. Returns `Ok(false)` where that advice is not available
+    /// (an older kernel, a simulated medium: the default).
+    fn prefault(&self, offset: usize, len: usize) -> Result<bool> {
+        let _ = (offset, len);
+        Ok(false)
+    }
+
+    /// Writes the byte ranges `ranges` (offset, length) of the medium, back
+    /// to back, to `file` at `file_offset`, straight from the medium: one
+    /// vectored `pwrite` per call (more only for a short write). With an
+    /// `O_DIRECT` descriptor the device reads the medium itself, so the
+    /// bytes are never copied through DRAM; the kernel checks the usual
+    /// alignment. Returns `Ok(false)`, writing nothing, where the medium is
+    /// no mapping the kernel can read (the default, and the simulator's
+    /// case): the caller copies the bytes out and writes them itself. The
+    /// caller keeps the ranges unchanged until the call returns.
+    fn write_ranges_to(
+        &self,
+        file: &std::fs::File,
+        file_offset: u64,
+        ranges: &[(usize, usize)],
+    ) -> std::io::Result<bool> {
+        let _ = (file, file_offset, ranges);
+        Ok(false)
+    }
+
     /// What backs this region.
     fn mode(&self) -> MapMode;
 

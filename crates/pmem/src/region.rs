@@ -236,7 +236,7 @@ impl PmemRegion {
 
     /// Bounds-checks `[offset, offset + len)` and returns its address.
     #[inline]
-    fn at(&self, offset: usize, len: usize) -> Result<*mut u8> {
+    pub(crate) fn at(&self, offset: usize, len: usize) -> Result<*mut u8> {
         let mapped = self.mapped.load(Ordering::Acquire);
         match offset.checked_add(len) {
             Some(end) if end <= mapped => {
@@ -368,6 +368,34 @@ impl PmemMedium for PmemRegion {
 
     fn populates(&self) -> bool {
         true
+    }
+
+    fn prefault(&self, offset: usize, len: usize) -> Result<bool> {
+        let page = page_size();
+        let start = offset / page * page;
+        let end = round_up(offset.saturating_add(len), page).min(self.len());
+        if end <= start {
+            return Ok(true);
+        }
+        let base = self.at(start, end - start)?;
+        // SAFETY: the page range is inside the mapping (`at` checked it);
+        // MADV_POPULATE_WRITE only faults the pages in and changes no byte,
+        // so concurrent stores to the range are unaffected.
+        let rc = unsafe { libc::madvise(base.cast(), end - start, libc::MADV_POPULATE_WRITE) };
+        Ok(rc == 0)
+    }
+
+    fn write_ranges_to(
+        &self,
+        file: &File,
+        file_offset: u64,
+        ranges: &[(usize, usize)],
+    ) -> std::io::Result<bool> {
+        crate::vectored::write_ranges(self, file, file_offset, ranges)?;
+        for &(offset, len) in ranges {
+            self.sink.record_read(offset, len);
+        }
+        Ok(true)
     }
 
     #[inline]

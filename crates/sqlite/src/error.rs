@@ -56,6 +56,18 @@ pub enum Error {
         path: PathBuf,
     },
     /// SQLite refused to register a VFS.
+    /// A `ferrite-wbuf` file whose buffer is not in the buffer directory
+    /// but in another one, not closed clean: the file may lack writes that
+    /// buffer acknowledged.
+    #[error("{path}: its write buffer {buffer} was not closed clean and is not in the buffer directory {dir}; set FERRITE_WBUF_DIR to the buffer's directory so that its writes are replayed")]
+    BufferElsewhere {
+        /// The file.
+        path: PathBuf,
+        /// Its buffer, elsewhere.
+        buffer: PathBuf,
+        /// The buffer directory in use.
+        dir: PathBuf,
+    },
     #[error("registering SQLite VFS {name:?}: SQLite returned code {code}")]
     Register {
         /// The VFS name.

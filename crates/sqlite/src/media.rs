@@ -292,6 +292,9 @@ impl Media for RealMedia {
                 let opened = self.open(path, false)?;
                 return Ok(!opened.shared.device.is_empty());
             }
+            // No buffer here: a hot journal whose buffer is in another
+            // buffer directory must not be played back without it.
+            settings.check_elsewhere(Path::new(path))?;
             return Ok(meta.len() > 0);
         }
         match ferrite_io::stored_len(path) {

@@ -19,16 +19,27 @@
 //! not exist: that buffer is *stale*, and checking for the file or creating
 //! it removes the buffer. A file that exists without a buffer is a plain
 //! SQLite file (made by another VFS, or whose buffer was lost with the
-//! PM): it gets a new, empty buffer. `docs/sqlite.md` ("ferrite-wbuf") has
-//! the whole argument.
+//! PM): it gets a new, empty buffer, unless its buffer is elsewhere.
+//!
+//! - **Buffer directories recorded:** before a file gets its first buffer
+//!   in a buffer directory, that directory's absolute path is appended,
+//!   durably, to `.ferrite-wbuf-dirs` in the file's own directory. A file
+//!   found without a buffer here whose buffer in another recorded
+//!   directory was not closed clean is refused (its newest writes are
+//!   there, not in the file), naming that buffer, instead of being opened
+//!   as a plain file that silently lacks them.
+//!
+//! `docs/sqlite.md` ("ferrite-wbuf") has the whole argument.
 
+use std::collections::HashSet;
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use ferrite_io::{Device, DeviceInfo, Result as IoResult};
 use ferrite_pmem::FlushStats;
-use ferrite_wbuf::{PmemWriteBuffer, WbufConfig, WriteBuffer};
+use ferrite_wbuf::{BufferState, PmemWriteBuffer, WbufConfig, WriteBuffer};
 
 use crate::error::{Error, Result};
 
@@ -45,6 +56,11 @@ pub(crate) const WBUF_BYTES_DEFAULT: usize = 64 << 20;
 /// creating a buffer allocates all of it, so this one is small: a larger
 /// journal still works (the buffer destages, or writes through).
 pub(crate) const WBUF_JOURNAL_BYTES_DEFAULT: usize = 2 << 20;
+
+/// The file, in a buffered file's directory, that lists every buffer
+/// directory that has held buffers of files there, one absolute path a
+/// line.
+pub(crate) const DIRS_RECORD: &str = ".ferrite-wbuf-dirs";
 
 /// Bytes per buffer block: SQLite's default page size, so a page write is
 /// one block and needs no read of the block's old image.
@@ -105,19 +121,88 @@ impl WbufSettings {
 
     /// The buffer file of the file `path` (absolute).
     pub(crate) fn buffer_path(&self, path: &Path) -> PathBuf {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        self.dir.join(format!(
-            "{name}-{:016x}.wbuf",
-            fnv1a(path.as_os_str().as_bytes())
-        ))
+        buffer_path_in(&self.dir, path)
+    }
+
+    /// The buffer directory as an absolute path, as it is recorded.
+    fn absolute_dir(&self) -> Result<PathBuf> {
+        std::path::absolute(&self.dir).map_err(|e| Error::io("resolve", &self.dir, e))
+    }
+
+    /// Before the file `path` gets a buffer: makes sure the record of its
+    /// directory lists this buffer directory, durably (once a process for
+    /// each pair).
+    fn record_dir(&self, path: &Path) -> Result<()> {
+        let Some(parent) = path.parent() else {
+            return Ok(());
+        };
+        let record = parent.join(DIRS_RECORD);
+        let dir = self.absolute_dir()?;
+        let key = (record.clone(), dir.clone());
+        static KNOWN: OnceLock<Mutex<HashSet<(PathBuf, PathBuf)>>> = OnceLock::new();
+        let known = KNOWN.get_or_init(Mutex::default);
+        if known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&key)
+        {
+            return Ok(());
+        }
+        if !recorded_dirs(&record)?.contains(&dir) {
+            let existed = record.exists();
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&record)
+                .map_err(|e| Error::io("open", &record, e))?;
+            let mut line = dir.as_os_str().as_bytes().to_vec();
+            line.push(b'\n');
+            file.write_all(&line)
+                .map_err(|e| Error::io("append", &record, e))?;
+            file.sync_all()
+                .map_err(|e| Error::io("fsync", &record, e))?;
+            if !existed {
+                ferrite_io::sync_parent_dir(&record)?;
+            }
+        }
+        known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key);
+        Ok(())
+    }
+
+    /// The file `path` exists but has no buffer here: refuses it if another
+    /// buffer directory recorded for its directory holds a buffer of it
+    /// that was not closed clean, since the file may lack its newest
+    /// writes.
+    pub(crate) fn check_elsewhere(&self, path: &Path) -> Result<()> {
+        let Some(parent) = path.parent() else {
+            return Ok(());
+        };
+        let here = self.absolute_dir()?;
+        for dir in recorded_dirs(&parent.join(DIRS_RECORD))? {
+            if dir == here {
+                continue;
+            }
+            let buffer = buffer_path_in(&dir, path);
+            let state =
+                ferrite_wbuf::inspect(&buffer).map_err(|e| Error::io("read", &buffer, e))?;
+            if state == BufferState::Unclean {
+                return Err(Error::BufferElsewhere {
+                    path: path.to_path_buf(),
+                    buffer,
+                    dir: here,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Before the file `path` is created: removes a stale buffer of that
     /// name and creates the empty buffer file, durably.
     pub(crate) fn create_buffer(&self, path: &Path) -> Result<()> {
+        self.record_dir(path)?;
         let buffer = self.buffer_path(path);
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Error::io("create buffer directory", &self.dir, e))?;
@@ -145,12 +230,38 @@ impl WbufSettings {
     pub(crate) fn open(&self, path: &Path) -> Result<BufferedFile> {
         let pm_path = self.buffer_path(path);
         if !pm_path.exists() {
+            self.check_elsewhere(path)?;
             self.create_buffer(path)?;
         }
         let buffer = WriteBuffer::open(&pm_path, path, self.config(path))?;
         Ok(BufferedFile {
             buffer: Arc::new(buffer),
         })
+    }
+}
+
+/// The buffer file of the file `path` (absolute) in the directory `dir`.
+fn buffer_path_in(dir: &Path, path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.join(format!(
+        "{name}-{:016x}.wbuf",
+        fnv1a(path.as_os_str().as_bytes())
+    ))
+}
+
+/// The buffer directories a record lists (none if it does not exist).
+fn recorded_dirs(record: &Path) -> Result<Vec<PathBuf>> {
+    match std::fs::read(record) {
+        Ok(bytes) => Ok(bytes
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::io("read", record, e)),
     }
 }
 

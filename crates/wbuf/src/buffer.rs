@@ -1,5 +1,6 @@
 //! [`WriteBuffer`]: the device, its write and read paths.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
@@ -50,6 +51,7 @@ pub(crate) struct Inner<M: PmemMedium> {
 pub struct WriteBuffer<M: PmemMedium + 'static> {
     pub(crate) inner: Arc<Inner<M>>,
     destager: Option<JoinHandle<()>>,
+    prefaulter: Option<JoinHandle<()>>,
     closed: bool,
     /// Set by [`WriteBuffer::discard`]: closing leaves the blocks in PM
     /// and the file as they are.
@@ -143,9 +145,18 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
         } else {
             None
         };
+        // A buffer without a destage thread is a short-lived one (a
+        // journal's): it writes little, so faulting pages in ahead would
+        // cost more than it saves.
+        let prefaulter = if inner.config.background {
+            crate::prefault::start(&inner)
+        } else {
+            None
+        };
         Ok(WriteBuffer {
             inner,
             destager,
+            prefaulter,
             closed: false,
             discarded: AtomicBool::new(false),
         })
@@ -213,6 +224,11 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
         if let Some(handle) = self.destager.take() {
             if handle.join().is_err() {
                 tracing::error!("the write buffer's destage thread panicked");
+            }
+        }
+        if let Some(handle) = self.prefaulter.take() {
+            if handle.join().is_err() {
+                tracing::error!("the write buffer's prefault thread panicked");
             }
         }
         if self.discarded.load(Ordering::Acquire) {
@@ -362,27 +378,36 @@ impl<M: PmemMedium> Inner<M> {
         self.signal_changed(state);
     }
 
-    /// One block's write, under its write lock.
+    /// One block's write, under its write lock. A whole block with a free
+    /// slot at hand takes its lock, its slot and its sequence number in one
+    /// critical section, and publishes and unlocks in one more: two trips
+    /// through the state mutex a write, the least the DRAM index allows.
     fn write_block(&self, lbn: u64, within: usize, data: &[u8]) -> Result<()> {
-        let state = self.lock_block(lbn);
+        let mut state = self.lock_block(lbn);
+        if within == 0 && data.len() == self.block() as usize {
+            if let Some(slot) = state.take_slot() {
+                let seq = state.begin_write(slot, lbn, data.len() as u32);
+                drop(state);
+                return self.persist_slot(lbn, slot, seq, data);
+            }
+        }
         let current = state.lookup(lbn);
         drop(state);
-        let result = self.stage_block(lbn, within, data, current);
-        self.unlock_block(lbn);
-        result
+        self.stage_block(lbn, within, data, current)
     }
 
-    /// The block's new image: `data` over its current contents.
-    fn image(
+    /// The block's new image: `data` over its current contents (`data`
+    /// itself for a whole block).
+    fn image<'d>(
         &self,
         lbn: u64,
         within: usize,
-        data: &[u8],
+        data: &'d [u8],
         current: Option<(u32, u32)>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Cow<'d, [u8]>> {
         let block = self.block() as usize;
         if within == 0 && data.len() == block {
-            return Ok(data.to_vec());
+            return Ok(Cow::Borrowed(data));
         }
         let mut image = vec![0u8; block];
         // The block's write lock keeps its slot from being reused.
@@ -396,9 +421,11 @@ impl<M: PmemMedium> Inner<M> {
         };
         image[within..within + data.len()].copy_from_slice(data);
         image.truncate(valid.max(within + data.len()));
-        Ok(image)
+        Ok(Cow::Owned(image))
     }
 
+    /// The slow path of a block's write (a partial block, or no free slot
+    /// at hand), holding its write lock, which it releases.
     fn stage_block(
         &self,
         lbn: u64,
@@ -406,12 +433,30 @@ impl<M: PmemMedium> Inner<M> {
         data: &[u8],
         current: Option<(u32, u32)>,
     ) -> Result<()> {
-        let image = self.image(lbn, within, data, current)?;
-        let Some(slot) = self.take_slot()? else {
-            return self.write_through_block(lbn, within, data);
+        let staged = self.image(lbn, within, data, current).and_then(|image| {
+            let slot = self.take_slot()?;
+            Ok((image, slot))
+        });
+        let (image, slot) = match staged {
+            Ok((image, Some(slot))) => (image, slot),
+            Ok((_, None)) => {
+                let result = self.write_through_block(lbn, within, data);
+                self.unlock_block(lbn);
+                return result;
+            }
+            Err(e) => {
+                self.unlock_block(lbn);
+                return Err(e);
+            }
         };
+        let seq = lock(&self.state).begin_write(slot, lbn, image.len() as u32);
+        self.persist_slot(lbn, slot, seq, &image)
+    }
+
+    /// Copies `image` and its header into `slot`, persists both with one
+    /// drain, then publishes the slot and releases the block's write lock.
+    fn persist_slot(&self, lbn: u64, slot: u32, seq: u64, image: &[u8]) -> Result<()> {
         let len = image.len() as u32;
-        let seq = lock(&self.state).begin_write(slot, lbn, len);
         let header = SlotHeader {
             offset: lbn * self.block(),
             seq,
@@ -419,13 +464,16 @@ impl<M: PmemMedium> Inner<M> {
         };
         let copied = self
             .pm
-            .copy_nodrain(self.geometry.data_at(slot), &image)
+            .copy_nodrain(self.geometry.data_at(slot), image)
             .and_then(|()| {
                 self.pm
-                    .copy_nodrain(self.geometry.header_at(slot), &header.encode(&image))
+                    .copy_nodrain(self.geometry.header_at(slot), &header.encode(image))
             });
         if let Err(e) = copied {
-            lock(&self.state).abort_write(slot, seq);
+            let mut state = lock(&self.state);
+            state.abort_write(slot, seq);
+            state.unlock_block(lbn);
+            drop(state);
             self.changed.notify_all();
             return Err(e.into());
         }
@@ -433,7 +481,8 @@ impl<M: PmemMedium> Inner<M> {
         self.pm.drain();
         let mut state = lock(&self.state);
         let replaced = state.publish(slot, seq, Instant::now());
-        let wake = self.should_wake(&state);
+        state.unlock_block(lbn);
+        let wake = self.should_wake(&state) && state.destage_idle;
         self.signal_changed(state);
         if wake {
             self.wake.notify_all();

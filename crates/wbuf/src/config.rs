@@ -24,6 +24,12 @@ pub struct WbufConfig {
     pub full_wait: Duration,
     /// Largest single write to the file when adjacent blocks are merged.
     pub destage_io_bytes: usize,
+    /// Merged writes a destage round keeps in flight at once (its I/O
+    /// depth): the round's own thread and `destage_depth - 1` helpers each
+    /// take the next run. An SSD reaches its sequential write bandwidth
+    /// only with several large writes queued; one at a time leaves it idle
+    /// between a completion and the next submission.
+    pub destage_depth: usize,
     /// Run a background destage thread. Without one, destaging happens
     /// only in `flush`, in writers that find the buffer full, and at close
     /// (crash tests use this to make every event reproducible).
@@ -46,6 +52,7 @@ impl Default for WbufConfig {
             max_age: Some(Duration::from_secs(5)),
             full_wait: Duration::from_millis(100),
             destage_io_bytes: 1 << 20,
+            destage_depth: 4,
             background: true,
             cleaner: false,
             direct_destage: true,
@@ -64,6 +71,12 @@ impl WbufConfig {
             return Err(format!(
                 "low watermark {} above high watermark {}",
                 self.low_watermark, self.high_watermark
+            ));
+        }
+        if !(1..=64).contains(&self.destage_depth) {
+            return Err(format!(
+                "destage_depth {} outside 1..=64",
+                self.destage_depth
             ));
         }
         if self.destage_io_bytes < self.block_bytes as usize {

@@ -1,16 +1,19 @@
 //! The flush & sync stage: destage rounds and the thread that runs them.
 
-use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ferrite_io::Result;
+use ferrite_io::{Error, Result};
 use ferrite_pmem::PmemMedium;
 
 use crate::buffer::{lock, Inner};
 use crate::direct::DIRECT_ALIGN;
 use crate::layout::{Mark, MARK_OFFSET};
 use crate::stats::bump;
+
+/// A block taken by a round: (logical block, slot, valid length).
+type Taken = (u64, u32, u32);
 
 /// How often an idle destage thread looks at the age of dirty blocks.
 const TICK_MAX: Duration = Duration::from_millis(100);
@@ -78,44 +81,107 @@ impl<M: PmemMedium> Inner<M> {
         result
     }
 
-    /// Writes the round's blocks (sorted by block) in runs of adjacent
-    /// blocks, each run at most `destage_io_bytes`.
-    fn write_round(&self, taken: &[(u64, u32, u32)]) -> Result<()> {
-        let block = self.block() as usize;
-        let run_max = (self.config.destage_io_bytes / block).max(1);
-        let mut buf: Vec<u8> = Vec::new();
+    /// Cuts the round's blocks (sorted by block) into runs of adjacent
+    /// blocks, each at most `destage_io_bytes`.
+    fn runs<'a>(&self, taken: &'a [Taken]) -> Vec<&'a [Taken]> {
+        let run_max = (self.config.destage_io_bytes / self.block() as usize).max(1);
+        let mut runs = Vec::new();
         let mut i = 0;
         while i < taken.len() {
             let mut j = i;
             while j + 1 < taken.len() && taken[j + 1].0 == taken[j].0 + 1 && j + 1 - i < run_max {
                 j += 1;
             }
-            let run = &taken[i..=j];
-            let offset = run[0].0 * self.block();
-            let last_len = run[run.len() - 1].2 as usize;
-            let bytes = (run.len() - 1) * block + last_len;
-            let direct = self
-                .direct
-                .as_ref()
-                .filter(|_| block.is_multiple_of(DIRECT_ALIGN) && last_len == block);
-            if let Some(direct) = direct {
-                direct.write(offset, bytes, |out| self.fill_run(run, out))?;
-            } else {
-                buf.clear();
-                buf.resize(bytes, 0);
-                self.fill_run(run, &mut buf)?;
-                self.backing.write_at(offset, &buf)?;
-            }
-            bump(&self.counters.ssd_bytes, bytes as u64);
+            runs.push(&taken[i..=j]);
             i = j + 1;
         }
+        runs
+    }
+
+    /// Writes the round's blocks to the file, `destage_depth` runs in
+    /// flight: this thread and helpers each take the next run until none is
+    /// left or one fails. The order of the runs within a round does not
+    /// matter: the file is synced, and the mark moved, only after all of
+    /// them (`docs/format.md`).
+    fn write_round(&self, taken: &[Taken]) -> Result<()> {
+        let runs = self.runs(taken);
+        let Some(last) = runs.last() else {
+            return Ok(());
+        };
+        let depth = self.config.destage_depth.clamp(1, runs.len());
+        if let (Some(direct), true) = (self.direct.as_ref(), depth > 1) {
+            let (lbn, _, len) = last[last.len() - 1];
+            direct.preallocate(lbn * self.block() + u64::from(len))?;
+        }
+        let next = AtomicUsize::new(0);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        let work = || {
+            let mut buf = Vec::new();
+            loop {
+                if lock(&failed).is_some() {
+                    return;
+                }
+                let Some(run) = runs.get(next.fetch_add(1, Ordering::AcqRel)) else {
+                    return;
+                };
+                if let Err(e) = self.write_run(run, &mut buf) {
+                    lock(&failed).get_or_insert(e);
+                    return;
+                }
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..depth {
+                let spawned = std::thread::Builder::new()
+                    .name("wbuf-destage-io".into())
+                    .spawn_scoped(scope, work);
+                if spawned.is_err() {
+                    // Fewer helpers only lowers the depth.
+                    break;
+                }
+            }
+            work();
+        });
+        match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes one run: with `O_DIRECT` when its blocks are whole and
+    /// aligned, else with a buffered write of the bytes copied into `buf`.
+    fn write_run(&self, run: &[Taken], buf: &mut Vec<u8>) -> Result<()> {
+        let block = self.block() as usize;
+        let offset = run[0].0 * self.block();
+        let last_len = run[run.len() - 1].2 as usize;
+        let bytes = (run.len() - 1) * block + last_len;
+        let direct = self
+            .direct
+            .as_ref()
+            .filter(|_| block.is_multiple_of(DIRECT_ALIGN) && last_len == block);
+        if let Some(direct) = direct {
+            let whole = run.iter().all(|t| t.2 as usize == block);
+            let ranges: Vec<(usize, usize)> = run
+                .iter()
+                .map(|t| (self.geometry.data_at(t.1), block))
+                .collect();
+            direct.write_run(&self.pm, offset, &ranges, whole, |out| {
+                self.fill_run(run, out)
+            })?;
+        } else {
+            buf.clear();
+            buf.resize(bytes, 0);
+            self.fill_run(run, buf)?;
+            self.backing.write_at(offset, buf)?;
+        }
+        bump(&self.counters.ssd_bytes, bytes as u64);
         Ok(())
     }
 
     /// Copies a run's images from PM into `out`, one block apart. A short
     /// image inside a run is followed by zeros (those bytes read as zero on
     /// the device too); `out` ends with the last image.
-    fn fill_run(&self, run: &[(u64, u32, u32)], out: &mut [u8]) -> Result<()> {
+    fn fill_run(&self, run: &[Taken], out: &mut [u8]) -> Result<()> {
         let block = self.block() as usize;
         for (k, &(_, slot, len)) in run.iter().enumerate() {
             let at = k * block;
@@ -160,11 +226,13 @@ pub(crate) fn run<M: PmemMedium>(inner: &Inner<M>) {
     loop {
         let mut state = lock(&inner.state);
         while !state.shutdown && (inner.poisoned.load(Ordering::Acquire) || !inner.due(&state)) {
+            state.destage_idle = true;
             state = inner
                 .wake
                 .wait_timeout(state, tick)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.destage_idle = false;
         }
         if state.shutdown {
             return;

@@ -34,11 +34,14 @@ mod buffer;
 mod config;
 mod destage;
 mod direct;
+mod inspect;
 pub mod layout;
+mod prefault;
 mod recovery;
 mod state;
 mod stats;
 
 pub use buffer::{PmemWriteBuffer, WriteBuffer};
 pub use config::WbufConfig;
+pub use inspect::{inspect, BufferState};
 pub use stats::WbufStats;

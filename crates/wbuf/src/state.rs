@@ -66,6 +66,10 @@ pub(crate) struct State {
     /// futex call per write.
     pub changed_waiters: usize,
     pub space_waiters: usize,
+    /// The destage thread waits for work on `Inner::wake`: a writer that
+    /// crosses the watermark signals it only then (during a round it would
+    /// be a system call for nothing).
+    pub destage_idle: bool,
     pub shutdown: bool,
 }
 
@@ -92,6 +96,7 @@ impl State {
             oldest_dirty: None,
             space_waiters: 0,
             changed_waiters: 0,
+            destage_idle: false,
             shutdown: false,
         }
     }
