@@ -268,7 +268,6 @@ pub(super) fn replicas(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 pub(super) fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let shared = shared(ctx)?;
     let action = word(args, 3);
-    let keys_in = |ctx: &Ctx<'_>, slot: usize| super::cluster::keys_in_slot(ctx, slot, 1).len();
     {
         let mut state = shared.lock();
         if state.me().is_replica() {
@@ -318,7 +317,7 @@ pub(super) fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
             (b"NODE", 5) => {
                 let id = target(&state, "Unknown node")?;
-                let keys = keys_in(ctx, slot);
+                let keys = ctx.state.keyspace.count_keys_in_slot(slot);
                 if state.slots[slot] == Some(me) && id != me && keys != 0 {
                     return Err(Cow::Owned(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
                 }
