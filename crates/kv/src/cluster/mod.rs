@@ -7,6 +7,7 @@ pub mod conf;
 pub mod failover;
 pub mod handler;
 pub mod manual;
+pub mod migration;
 pub mod msg;
 pub mod node;
 pub mod route;
@@ -115,6 +116,8 @@ pub fn tick(state: &mut crate::state::State) {
     let pause = table.manual.replica.is_some();
     state.blocking.cluster_pause = pause;
     table.my_offset = state.repl.offset;
+    table.migration.barrier = settings.migration_barrier;
+    table.migration.allowed = settings.allow_replica_migration;
     table.manual.paused = pause;
     sync_myself(&mut table, state);
     match table.role_change.take() {

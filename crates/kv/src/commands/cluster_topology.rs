@@ -324,9 +324,16 @@ pub(super) fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
                 if keys == 0 {
                     state.migrating.remove(&(slot as u16));
                 }
+                let was_mine = state.slots[slot] == Some(me);
                 state.slots[slot] = Some(id);
                 if id == me && state.importing.remove(&(slot as u16)).is_some() {
                     super::cluster::bump_epoch(&mut state);
+                }
+                // A primary left without slots serves its last slot's new
+                // owner as a replica, as Redis's does when allowed.
+                let allowed = ctx.state.config.cluster.allow_replica_migration;
+                if was_mine && id != me && allowed && state.slot_count(&me) == 0 {
+                    crate::cluster::migration::follow(&mut state, id);
                 }
             }
             _ => {
