@@ -2,7 +2,9 @@
 //! bus listener, one outbound link per known node and the inbound links
 //! other nodes open. The node table is shared with the event loop; this
 //! thread locks it only to apply a decoded message or to build the next
-//! ones, never across socket I/O or the `nodes.conf` write.
+//! ones, never across socket I/O, and it never writes `nodes.conf`: it
+//! asks the saver thread (`saver.rs`) and holds the replies that must not
+//! leave before the save until the saver reports it done.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -135,6 +137,9 @@ struct Bus {
     /// only after the command (or the transaction) that killed it, so
     /// what that command published next is not sent to the node.
     killed: HashMap<NodeId, std::time::Instant>,
+    /// Replies held until the save of the given generation is done: the
+    /// link they answer and what to send.
+    held: Vec<(u64, usize, Outgoing)>,
 }
 
 impl Bus {
@@ -156,6 +161,7 @@ impl Bus {
             links: HashMap::new(),
             next_token,
             killed: HashMap::new(),
+            held: Vec::new(),
         })
     }
 
@@ -184,11 +190,33 @@ impl Bus {
                 last_tick = std::time::Instant::now();
                 self.cron();
             }
-            if let Err(e) = self.shared.save_if_dirty() {
-                tracing::warn!("can't update the cluster config file: {e}");
-            }
+            self.shared.request_save_if_dirty();
+            self.release_held();
         }
         Ok(())
+    }
+
+    /// Sends the held replies whose save is done; drops those whose save
+    /// failed, as a vote that is not durable is not given.
+    fn release_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut waiting = Vec::new();
+        for (generation, token, out) in std::mem::take(&mut self.held) {
+            match self.shared.saves.status(generation) {
+                None => waiting.push((generation, token, out)),
+                Some(Ok(())) => {
+                    if !self.apply(token, out) {
+                        self.close(token);
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::warn!("can't record a failover vote in the cluster config file: {e}");
+                }
+            }
+        }
+        self.held = waiting;
     }
 
     /// Sends what this node's clients published: to every node, or to
@@ -402,11 +430,11 @@ impl Bus {
             }
         }
         if out.save_first {
-            if let Err(e) = self.shared.save_if_dirty() {
-                // A vote that is not durable is not given.
-                tracing::warn!("can't record a failover vote in the cluster config file: {e}");
-                return true;
-            }
+            // The reply leaves once the change is on disk; the link stays
+            // open and keeps being read meanwhile.
+            let generation = self.shared.saves.request();
+            self.held.push((generation, token, out));
+            return true;
         }
         self.apply(token, out)
     }

@@ -417,6 +417,12 @@ fn refresh_sender(state: &mut ClusterState, id: NodeId, h: &Header, ip: &str) {
     node.pport = h.pport;
     match primary {
         None if !node.is_primary() => {
+            // A replica turned primary (promoted): its old primary's
+            // replicas were meant for its slots, so replicas may migrate
+            // to it once it has none, as Redis marks it.
+            if node.is_replica() {
+                node.flags |= flags::MIGRATE_TO;
+            }
             node.flags = (node.flags | flags::MASTER) & !flags::SLAVE;
             node.primary = None;
             changed = true;
@@ -452,10 +458,12 @@ fn claim_slots(
     let me = state.myself;
     let mine_before = state.slot_count(&me);
     let mut stale_owner = None;
+    let (mut claimed, mut taken_from_me) = (0, 0);
     for slot in 0..SLOTS {
         if !msg::bit(bitmap, slot) {
             continue;
         }
+        claimed += 1;
         let owner = state.slots[slot];
         if owner == Some(sender) || state.importing.contains_key(&(slot as u16)) {
             continue;
@@ -468,6 +476,7 @@ fn claim_slots(
             _ => {
                 if owner == Some(me) && sender != me {
                     state.migrating.remove(&(slot as u16));
+                    taken_from_me += 1;
                 }
                 state.slots[slot] = Some(sender);
                 state.dirty = true;
@@ -475,9 +484,11 @@ fn claim_slots(
         }
     }
     // A primary that lost its last slot to the sender (it was failed over
-    // while away) follows the sender, as Redis's does.
+    // while away) follows the sender, as Redis's does; with replica
+    // migration off, only when all the sender's slots were its own.
     let me_primary = state.me().is_primary();
-    if me_primary && sender != me && mine_before > 0 && state.slot_count(&me) == 0 {
+    let may_follow = state.migration.allowed || claimed == taken_from_me;
+    if me_primary && may_follow && sender != me && mine_before > 0 && state.slot_count(&me) == 0 {
         if let Some(target) = state.nodes.get(&sender) {
             let follow = super::failover::RoleChange::Follow(target.ip.clone(), target.port);
             let node = state.me_mut();
@@ -605,6 +616,7 @@ pub fn cron(state: &mut ClusterState, linked: &[NodeId], now: i64, timeout: i64)
     }
     super::manual::tick(state, now, &mut plan);
     super::failover::replica_tick(state, now, timeout, &mut plan);
+    super::migration::tick(state, now);
     plan
 }
 

@@ -7,15 +7,17 @@ pub mod conf;
 pub mod failover;
 pub mod handler;
 pub mod manual;
+pub mod migration;
 pub mod msg;
 pub mod node;
 pub mod route;
+pub mod saver;
 pub mod settings;
 pub mod slot;
 pub mod state;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::rewrite::fs::{RealFs, RewriteFs};
@@ -26,17 +28,14 @@ pub use state::ClusterState;
 
 /// What the event loop and the bus thread share: the node table behind a
 /// mutex that neither holds across I/O, the settings the bus reads, and
-/// the serialised writes of `nodes.conf`.
+/// the requests to the thread that writes `nodes.conf` (`saver.rs`).
 #[derive(Debug)]
 pub struct Shared {
     state: Mutex<ClusterState>,
     fs: Arc<dyn RewriteFs>,
     path: PathBuf,
-    /// The generation of the table last handed to a save, and of the one
-    /// last saved: a slower save of an older table never overwrites a
-    /// newer one.
-    generation: AtomicU64,
-    saved: Mutex<u64>,
+    /// Saves asked of the saver thread, and how far it got.
+    pub saves: saver::SaveQueue,
     /// `cluster-node-timeout`, `cluster-require-full-coverage`, kept
     /// current by the event loop for the bus thread.
     pub node_timeout_ms: AtomicI64,
@@ -67,6 +66,9 @@ pub fn start(state: &mut crate::state::State, waker: Arc<mio::Waker>) -> Result<
         state.port
     };
     let shared = Shared::open_real(&state.config.dir, &settings, port)?;
+    // GETKEYSINSLOT and COUNTKEYSINSLOT read the per-slot key index;
+    // building it now keeps the first of them from paying for it.
+    state.keyspace.enable_slot_index();
     {
         let mut table = shared.lock();
         let me = table.me_mut();
@@ -86,6 +88,8 @@ pub fn start(state: &mut crate::state::State, waker: Arc<mio::Waker>) -> Result<
         .lock()
         .unwrap_or_else(PoisonError::into_inner) = Some(waker);
     let cport = settings.bus_port(state.port);
+    saver::spawn(Arc::clone(&shared))
+        .map_err(|e| format!("can't start the cluster config writer: {e}"))?;
     bus::spawn(Arc::clone(&shared), &state.config.bind, cport)
         .map_err(|e| format!("can't listen on the cluster bus port {cport}: {e}"))?;
     state.cluster = Some(shared);
@@ -112,6 +116,8 @@ pub fn tick(state: &mut crate::state::State) {
     let pause = table.manual.replica.is_some();
     state.blocking.cluster_pause = pause;
     table.my_offset = state.repl.offset;
+    table.migration.barrier = settings.migration_barrier;
+    table.migration.allowed = settings.allow_replica_migration;
     table.manual.paused = pause;
     sync_myself(&mut table, state);
     match table.role_change.take() {
@@ -170,14 +176,7 @@ pub fn publish(shared: &Shared, channel: &[u8], message: &[u8], shard: bool) {
         .lock()
         .publish_out
         .push((channel.to_vec(), message.to_vec(), shard));
-    if let Some(waker) = shared
-        .bus_waker
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-    {
-        let _ = waker.wake();
-    }
+    shared.wake_bus();
 }
 
 /// DEBUG CLUSTERLINK KILL: asks the bus to close the link to `id`, from
@@ -194,14 +193,7 @@ pub fn kill_link(shared: &Shared, id: NodeId, to: bool, from: bool) {
         .unwrap_or_else(PoisonError::into_inner)
         .retain(|l| !(l.node == id && ((to && !l.inbound) || (from && l.inbound))));
     drop(state);
-    if let Some(waker) = shared
-        .bus_waker
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-    {
-        let _ = waker.wake();
-    }
+    shared.wake_bus();
 }
 
 /// Delivers to this node's subscribers what other nodes published; the
@@ -255,8 +247,7 @@ impl Shared {
             state: Mutex::new(state),
             fs,
             path,
-            generation: AtomicU64::new(0),
-            saved: Mutex::new(0),
+            saves: saver::SaveQueue::default(),
             node_timeout_ms: AtomicI64::new(settings.node_timeout_ms),
             full_coverage: AtomicBool::new(settings.require_full_coverage),
             stop: AtomicBool::new(false),
@@ -265,9 +256,10 @@ impl Shared {
             bus_waker: Mutex::new(None),
             publish_pending: AtomicBool::new(false),
         });
-        shared.lock().dirty = true;
+        // The first save is made here, before any thread shares the
+        // table: a node that cannot write its file does not start.
         shared
-            .save_if_dirty()
+            .write_table()
             .map_err(|e| format!("can't write {}: {e}", shared.path.display()))?;
         Ok(shared)
     }
@@ -282,44 +274,55 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes `nodes.conf` if the table changed since the last save. The
-    /// text is taken under the table's lock, written outside it.
-    pub fn save_if_dirty(&self) -> std::io::Result<()> {
-        let (text, generation) = {
-            let mut state = self.lock();
-            if !state.dirty {
-                return Ok(());
-            }
-            state.dirty = false;
-            let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-            (state.config_text(), generation)
-        };
-        self.save_text(&text, generation)
-    }
-
-    /// Writes `nodes.conf` now (CLUSTER SAVECONFIG).
-    pub fn save_now(&self) -> std::io::Result<()> {
-        let (text, generation) = {
-            let mut state = self.lock();
-            state.dirty = false;
-            let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-            (state.config_text(), generation)
-        };
-        self.save_text(&text, generation)
-    }
-
-    fn save_text(&self, text: &str, generation: u64) -> std::io::Result<()> {
-        let mut saved = self.saved.lock().unwrap_or_else(PoisonError::into_inner);
-        if *saved > generation {
-            return Ok(());
-        }
-        let result = conf::save(self.fs.as_ref(), &self.path, text);
-        if result.is_ok() {
-            *saved = generation;
+    /// Asks the saver for a save if the table changed since the text of
+    /// the last one was taken; never waits (the bus thread's way).
+    pub fn request_save_if_dirty(&self) -> Option<u64> {
+        if self.lock().dirty {
+            Some(self.saves.request())
         } else {
-            // Try again at the next save.
-            self.lock().dirty = true;
+            None
         }
-        result
+    }
+
+    /// Returns once every change made to the table before the call is in
+    /// `nodes.conf` (or its save failed): the event loop's way, as Redis
+    /// writes the file before it replies to the command that changed it.
+    /// When the table is not dirty, a save already took its text: waiting
+    /// for the newest generation asked for covers it.
+    pub fn save_if_dirty(&self) -> Result<(), String> {
+        let generation = match self.request_save_if_dirty() {
+            Some(generation) => generation,
+            None => self.saves.newest(),
+        };
+        self.saves.wait(generation)
+    }
+
+    /// Writes `nodes.conf` now, changed or not (CLUSTER SAVECONFIG).
+    pub fn save_now(&self) -> Result<(), String> {
+        self.lock().dirty = true;
+        self.save_if_dirty()
+    }
+
+    /// Writes the table as it is now: its text is taken under the lock,
+    /// written outside it. Called by the saver thread, and once at open.
+    fn write_table(&self) -> std::io::Result<()> {
+        let text = {
+            let mut state = self.lock();
+            state.dirty = false;
+            state.config_text()
+        };
+        conf::save(self.fs.as_ref(), &self.path, &text)
+    }
+
+    /// Wakes the bus thread (a save it waits for is done, a message to send).
+    pub fn wake_bus(&self) {
+        if let Some(waker) = self
+            .bus_waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            let _ = waker.wake();
+        }
     }
 }

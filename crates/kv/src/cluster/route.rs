@@ -168,6 +168,30 @@ fn decide(state: &ClusterState, query: Query<'_>, scan: &Scan) -> Result<(), Red
     Ok(())
 }
 
+/// Whether a client blocked on a key of `slot` (BLPOP, BZPOPMIN, XREAD)
+/// may keep waiting here, or the redirection it is released with, as
+/// Redis 7.0 decides for its blocked clients: the cluster is down; the
+/// slot has no owner; another node owns it and this node is not importing
+/// it. `readonly_read` is a READONLY client's read, which a replica of
+/// the slot's owner serves.
+pub fn blocked_redirect(state: &ClusterState, slot: u16, readonly_read: bool) -> Option<Redirect> {
+    if !state.ok {
+        return Some(Redirect::Down);
+    }
+    let owner = state.slots.get(usize::from(slot)).copied().flatten();
+    let me = state.me();
+    if readonly_read && me.is_replica() && owner.is_some() && me.primary == owner {
+        return None;
+    }
+    if owner == Some(state.myself) || state.importing.contains_key(&slot) {
+        return None;
+    }
+    Some(match owner {
+        None => Redirect::Unbound,
+        Some(id) => Redirect::Moved(slot, id),
+    })
+}
+
 /// The error text of a redirection (without the leading `-`), naming
 /// nodes by the endpoint `endpoint` gives for them.
 pub fn error_text(

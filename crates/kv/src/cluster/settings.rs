@@ -39,6 +39,12 @@ pub struct Settings {
     pub allow_pubsubshard_when_down: bool,
     /// A replica never fails over on its own (`cluster-replica-no-failover`).
     pub replica_no_failover: bool,
+    /// Working replicas a primary keeps before one of them may migrate to
+    /// an orphaned primary (`cluster-migration-barrier`).
+    pub migration_barrier: i64,
+    /// Replicas may migrate, and a primary left without slots follows
+    /// their new owner (`cluster-allow-replica-migration`).
+    pub allow_replica_migration: bool,
 }
 
 impl Settings {
@@ -75,6 +81,8 @@ pub fn store(settings: &mut Settings, name: &str, text: &str) -> bool {
         "cluster-allow-reads-when-down" => settings.allow_reads_when_down = yes,
         "cluster-allow-pubsubshard-when-down" => settings.allow_pubsubshard_when_down = yes,
         "cluster-replica-no-failover" => settings.replica_no_failover = yes,
+        "cluster-migration-barrier" => settings.migration_barrier = number(text),
+        "cluster-allow-replica-migration" => settings.allow_replica_migration = yes,
         _ => return false,
     }
     true
@@ -96,6 +104,8 @@ pub fn show(settings: &Settings, name: &str) -> Option<String> {
         "cluster-allow-reads-when-down" => yes_no(settings.allow_reads_when_down),
         "cluster-allow-pubsubshard-when-down" => yes_no(settings.allow_pubsubshard_when_down),
         "cluster-replica-no-failover" => yes_no(settings.replica_no_failover),
+        "cluster-migration-barrier" => settings.migration_barrier.to_string(),
+        "cluster-allow-replica-migration" => yes_no(settings.allow_replica_migration),
         _ => return None,
     })
 }

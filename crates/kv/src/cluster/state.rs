@@ -61,6 +61,8 @@ pub struct ClusterState {
     pub manual: super::manual::Manual,
     /// A role change for the event loop's replication to carry out.
     pub role_change: Option<super::failover::RoleChange>,
+    /// Replica migration's settings and orphan times (`migration.rs`).
+    pub migration: super::migration::Migration,
     /// Messages published on this node for the bus to send: channel,
     /// message, and whether sharded (to this shard's nodes only).
     pub publish_out: Vec<(Vec<u8>, Vec<u8>, bool)>,
@@ -105,6 +107,7 @@ impl ClusterState {
             election: Default::default(),
             manual: Default::default(),
             role_change: None,
+            migration: Default::default(),
             publish_out: Vec::new(),
             publish_in: Vec::new(),
             link_kills: Vec::new(),

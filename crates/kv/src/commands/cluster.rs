@@ -104,31 +104,13 @@ fn keyslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// The keys of database 0 in `slot`: a walk over the keyspace (Ferrite
-/// keeps no per-slot key list; `docs/cluster.md`), at most `max`.
-pub(super) fn keys_in_slot(ctx: &Ctx<'_>, slot: usize, max: usize) -> Vec<Vec<u8>> {
-    let ks = &ctx.state.keyspace;
-    let mut out = Vec::new();
-    for seg in 0..crate::keyspace::SEGMENTS_PER_DB {
-        for key in ks.segment_keys(0, seg) {
-            if out.len() >= max {
-                return out;
-            }
-            if usize::from(crate::cluster::key_slot(key)) == slot {
-                out.push(key.to_vec());
-            }
-        }
-    }
-    out
-}
-
 fn countkeysinslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     shared(ctx)?;
     let slot = int_arg(args, 2)?;
     if !(0..SLOTS as i64).contains(&slot) {
         return Err(Cow::Borrowed("ERR Invalid slot"));
     }
-    let n = keys_in_slot(ctx, slot as usize, usize::MAX).len();
+    let n = ctx.state.keyspace.count_keys_in_slot(slot as usize);
     ctx.reply.int(n as i64);
     Ok(())
 }
@@ -140,8 +122,8 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if !(0..SLOTS as i64).contains(&slot) || max < 0 {
         return Err(Cow::Borrowed("ERR Invalid slot or number of keys"));
     }
-    let keys = keys_in_slot(ctx, slot as usize, max as usize);
-    ctx.reply.bulks(keys.iter().map(Vec::as_slice));
+    let keys = ctx.state.keyspace.keys_in_slot(slot as usize, max as usize);
+    ctx.reply.bulks(keys.iter().map(|k| &k[..]));
     Ok(())
 }
 

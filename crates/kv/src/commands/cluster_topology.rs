@@ -268,7 +268,6 @@ pub(super) fn replicas(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 pub(super) fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let shared = shared(ctx)?;
     let action = word(args, 3);
-    let keys_in = |ctx: &Ctx<'_>, slot: usize| super::cluster::keys_in_slot(ctx, slot, 1).len();
     {
         let mut state = shared.lock();
         if state.me().is_replica() {
@@ -318,16 +317,23 @@ pub(super) fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
             (b"NODE", 5) => {
                 let id = target(&state, "Unknown node")?;
-                let keys = keys_in(ctx, slot);
+                let keys = ctx.state.keyspace.count_keys_in_slot(slot);
                 if state.slots[slot] == Some(me) && id != me && keys != 0 {
                     return Err(Cow::Owned(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
                 }
                 if keys == 0 {
                     state.migrating.remove(&(slot as u16));
                 }
+                let was_mine = state.slots[slot] == Some(me);
                 state.slots[slot] = Some(id);
                 if id == me && state.importing.remove(&(slot as u16)).is_some() {
                     super::cluster::bump_epoch(&mut state);
+                }
+                // A primary left without slots serves its last slot's new
+                // owner as a replica, as Redis's does when allowed.
+                let allowed = ctx.state.config.cluster.allow_replica_migration;
+                if was_mine && id != me && allowed && state.slot_count(&me) == 0 {
+                    crate::cluster::migration::follow(&mut state, id);
                 }
             }
             _ => {

@@ -314,6 +314,8 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) -> CmdResult {
         let limits = Limits {
             read_only: flags::read_only(fflags, ro),
             allow_oom: fflags & flags::ALLOW_OOM != 0,
+            cross_slot: fflags & flags::ALLOW_CROSS_SLOT != 0,
+            slot: (split > 3).then(|| crate::cluster::key_slot(args.get(3))),
         };
         let status = run::status(ctx, false, &name);
         Ok(run::run_script(

@@ -14,6 +14,7 @@ mod blocking;
 mod client;
 mod cluster;
 mod cluster_topology;
+pub(crate) use cluster_topology::endpoint_for;
 mod config;
 mod connection;
 mod debug;

@@ -14,6 +14,7 @@
 
 mod api;
 mod busy;
+mod cluster_check;
 mod convert;
 mod engine;
 pub(super) mod flags;
@@ -213,6 +214,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, source: Source, read_only: b
         let limits = run::Limits {
             read_only: flags::read_only(script_flags, read_only),
             allow_oom: script_flags & (flags::COMPAT | flags::ALLOW_OOM) == flags::ALLOW_OOM,
+            cross_slot: script_flags & (flags::COMPAT | flags::ALLOW_CROSS_SLOT) != 0,
+            slot: keys.first().map(|k| crate::cluster::key_slot(k)),
         };
         let status = run::status(ctx, true, &sha);
         let none = mlua::MultiValue::new();

@@ -22,6 +22,7 @@ pub mod evict;
 pub mod glob;
 pub mod map;
 mod replica_expire;
+pub mod slots;
 mod snapshot;
 mod supersede;
 pub mod tier;
@@ -217,6 +218,8 @@ pub struct Keyspace {
     /// What reads may promote from the PM tier (`tier.rs`); the
     /// dispatcher sets the allowance before each command.
     pub promotion: tier::Promotion,
+    /// The keys of each hash slot, in cluster mode only (`slots.rs`).
+    slot_index: Option<Box<slots::SlotIndex>>,
 }
 
 impl Keyspace {
@@ -249,6 +252,7 @@ impl Keyspace {
             access: access::AccessPolicy::default(),
             promotion: tier::Promotion::default(),
             access_random: 0x9E37_79B9_7F4A_7C15,
+            slot_index: None,
         }
     }
 
@@ -437,6 +441,7 @@ impl Keyspace {
         segment.expires.remove(key);
         if segment.map.remove_hashed(hash, key).is_some() {
             self.dbs[db].len -= 1;
+            self.slot_key_removed(db, key);
             self.touch_by(db, key, false);
             self.expired.push((db, key.into()));
             self.expired_total += 1;
@@ -531,6 +536,7 @@ impl Keyspace {
         self.access_random = generator;
         if inserted {
             self.dbs[db].len += 1;
+            self.slot_key_added(db, key);
             self.queue_event(events::NEW, "new", db, key);
         }
         // The segment and chunk are this keyspace's own already: nothing
@@ -558,6 +564,7 @@ impl Keyspace {
         self.access_random = generator;
         if inserted {
             self.dbs[db].len += 1;
+            self.slot_key_added(db, key);
             self.queue_event(events::NEW, "new", db, key);
         }
     }
@@ -580,6 +587,7 @@ impl Keyspace {
         let value = segment.map.remove_hashed(hash, key)?;
         segment.expires.remove(key);
         self.dbs[db].len -= 1;
+        self.slot_key_removed(db, key);
         Some(value)
     }
 
@@ -596,6 +604,7 @@ impl Keyspace {
             segment.map.remove_hashed(hash, key);
             segment.expires.remove(key);
             self.dbs[db].len -= 1;
+            self.slot_key_removed(db, key);
         }
     }
 
@@ -650,6 +659,7 @@ impl Keyspace {
         // The tracking table is emptied on every flush, tracking clients
         // or not.
         self.flushed = true;
+        self.slot_db_replaced(db);
         std::mem::take(&mut self.dbs[db])
     }
 
@@ -658,6 +668,8 @@ impl Keyspace {
         self.touch_swapped(a, b);
         self.note_ready_db(a);
         self.note_ready_db(b);
+        self.slot_db_replaced(a);
+        self.slot_db_replaced(b);
         self.dbs.swap(a, b);
     }
 

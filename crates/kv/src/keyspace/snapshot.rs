@@ -219,6 +219,8 @@ impl Keyspace {
 
     /// Replaces segment `seg` of `db` with `segment` (loading base parts).
     pub fn install_segment(&mut self, db: usize, seg: usize, segment: Segment) {
+        let old = Arc::clone(&self.dbs[db].segments[seg]);
+        self.slot_segment_replaced(db, &old, &segment);
         let database = &mut self.dbs[db];
         database.len -= database.segments[seg].map.len();
         database.len += segment.map.len();

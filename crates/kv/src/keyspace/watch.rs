@@ -84,6 +84,7 @@ impl Keyspace {
         segment.expires.remove(key);
         if segment.map.remove_hashed(hash, key).is_some() {
             self.dbs[db].len -= 1;
+            self.slot_key_removed(db, key);
             self.expired.push((db, key.into()));
             self.expired_total += 1;
         }

@@ -42,7 +42,7 @@ struct Blocked {
 }
 
 /// Why a blocked client stops waiting without being served.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Release {
     /// Its timeout passed, or CLIENT UNBLOCK ... TIMEOUT: it gets what a
     /// timeout replies.
@@ -55,6 +55,9 @@ enum Release {
     /// REPLICAOF made this server a replica: the client gets an error
     /// and is disconnected, as Redis does.
     RoleChange,
+    /// In cluster mode its key's slot is no longer served here: the
+    /// redirection or refusal to send (`cluster_blocked.rs`).
+    Cluster(String),
 }
 
 /// The registry of blocked and paused clients (part of the server state,
@@ -111,6 +114,27 @@ impl Blocking {
             if let Some(blocked) = self.remove(ks, id) {
                 self.released.push((blocked.index, Release::RoleChange));
             }
+        }
+    }
+
+    /// The clients blocked on keys (not WAIT), each with its connection
+    /// slot, its first key and the command it runs, for the cluster's
+    /// check that their slot is still served here.
+    pub(super) fn keyed(&self) -> Vec<(u64, usize, Bytes, Option<Vec<u8>>)> {
+        self.clients
+            .iter()
+            .filter(|(_, b)| b.request.kind != BlockKind::Wait)
+            .filter_map(|(id, b)| {
+                let key = b.request.keys.first()?;
+                Some((*id, b.index, Bytes::clone(key), b.command.first().cloned()))
+            })
+            .collect()
+    }
+
+    /// Releases client `id` with a cluster redirection or refusal.
+    pub(super) fn release_for_cluster(&mut self, ks: &mut Keyspace, id: u64, text: String) {
+        if let Some(blocked) = self.remove(ks, id) {
+            self.released.push((blocked.index, Release::Cluster(text)));
         }
     }
 
@@ -404,6 +428,14 @@ impl Server {
                         &mut self.state.stats,
                         conn.session.last_cmd.as_deref(),
                         text,
+                    );
+                }
+                Release::Cluster(text) => {
+                    conn.reply.error(&text);
+                    count_failure(
+                        &mut self.state.stats,
+                        conn.session.last_cmd.as_deref(),
+                        &text,
                     );
                 }
                 Release::StreamGone => {

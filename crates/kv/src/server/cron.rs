@@ -11,6 +11,7 @@ impl Server {
     /// memory figures, CONFIG SET changes that the log must see.
     pub(super) fn timer(&mut self) {
         crate::cluster::tick(&mut self.state);
+        self.redirect_blocked();
         self.state.keyspace.now_ms = unix_ms();
         let state = &mut self.state;
         state.instantaneous.tick(&state.stats, Instant::now());

@@ -12,6 +12,7 @@ mod accept;
 pub(crate) mod blocking;
 mod busy;
 mod client_evict;
+mod cluster_blocked;
 mod conn;
 mod cron;
 pub(crate) mod failover;

@@ -46,6 +46,12 @@ pub struct Limits {
     pub read_only: bool,
     /// The `allow-oom` flag: commands run over `maxmemory`.
     pub allow_oom: bool,
+    /// In cluster mode, keys of any slot of this node may be called: the
+    /// `allow-cross-slot-keys` flag, or an EVAL without flags.
+    pub cross_slot: bool,
+    /// In cluster mode, the slot the script's keys are in so far: that
+    /// of its declared keys, else of the first key a call named.
+    pub slot: Option<u16>,
 }
 
 /// What the bound `pcall` is asked to do by the next call: run a
@@ -401,7 +407,7 @@ impl Running<'_, '_> {
             ..
         } = self;
         let args = Args::new(&scratch.request, &scratch.ranges);
-        let (container, spec) = match refusal(ctx, *limits, &args) {
+        let (container, spec) = match refusal(ctx, limits, &args) {
             Ok(found) => found,
             Err((name, text)) => {
                 // A command refused here is counted as Redis counts it:
@@ -462,7 +468,7 @@ type Checked = Result<
 
 /// Resolves the command and checks what a script's call must pass:
 /// arity, `noscript`, ACL, a writable master, a read-only script.
-fn refusal(ctx: &mut Ctx<'_>, limits: Limits, args: &Args<'_>) -> Checked {
+fn refusal(ctx: &mut Ctx<'_>, limits: &mut Limits, args: &Args<'_>) -> Checked {
     let Ok((container, spec)) = resolve(args) else {
         return Err((
             None,
@@ -487,6 +493,9 @@ fn refusal(ctx: &mut Ctx<'_>, limits: Limits, args: &Args<'_>) -> Checked {
     }
     if limits.read_only && spec.has(WRITE | MAY_REPLICATE) {
         return refuse("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if let Some(text) = super::cluster_check::refusal(ctx, limits, spec, args) {
+        return refuse(text);
     }
     Ok((container, spec))
 }
