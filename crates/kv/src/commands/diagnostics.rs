@@ -336,11 +336,11 @@ fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
         }
     }
-    let table = &ctx.state.stats.commands.commands;
+    let table = &ctx.state.stats.commands;
     let found: Vec<(String, &crate::cmdstats::Histogram)> = chosen
         .into_iter()
         .filter_map(|key| {
-            let stats = table.get(&key).filter(|s| s.latency.count() > 0)?;
+            let stats = table.get(key).filter(|s| s.latency.count() > 0)?;
             let name = match key {
                 (own, "") => own.to_string(),
                 (container, own) => format!("{container}|{own}"),

@@ -32,13 +32,14 @@ fn hash_create<'k>(
     db: usize,
     key: &[u8],
 ) -> Result<&'k mut HashValue, CmdError> {
-    if let Some(v) = ks.get(db, key) {
-        if !matches!(v, Value::Hash(_)) {
-            return Err(Cow::Borrowed(errors::WRONGTYPE));
-        }
-    }
-    match ks.get_or_insert(db, key, Value::new_hash) {
-        Value::Hash(h) => Ok(h),
+    // An existing hash is found in one search; only a new key takes
+    // the insert's.
+    let found = ks.get_mut_checked(db, key, Some(Value::new_hash), |v| match v {
+        Value::Hash(_) => Ok(()),
+        _ => Err(Cow::Borrowed(errors::WRONGTYPE)),
+    })?;
+    match found {
+        Some(Value::Hash(h)) => Ok(h),
         _ => Err(Cow::Borrowed(errors::WRONGTYPE)),
     }
 }

@@ -216,8 +216,11 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bo
             "ERR GT and LT options at the same time are not compatible",
         ));
     }
-    let name = String::from_utf8_lossy(args.get(0)).to_ascii_lowercase();
-    let invalid = || Cow::Owned(format!("ERR invalid expire time in '{name}' command"));
+    // The name is lower-cased only for the error (not on every call).
+    let invalid = || {
+        let name = String::from_utf8_lossy(args.get(0)).to_ascii_lowercase();
+        Cow::Owned(format!("ERR invalid expire time in '{name}' command"))
+    };
     let now = ctx.state.keyspace.now_ms;
     let at = amount.checked_mul(unit_ms).ok_or_else(invalid)?;
     let at = if absolute {
@@ -246,8 +249,9 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: i64, absolute: bo
         ctx.notify(GENERIC, "del", key);
     } else {
         ks.set_expire(db, key, at);
-        let text = at.to_string();
-        ctx.propagate(&[b"PEXPIREAT", key, text.as_bytes()]);
+        let mut text = Vec::with_capacity(20);
+        crate::resp::reply::push_i64(&mut text, at);
+        ctx.propagate(&[b"PEXPIREAT", key, &text]);
         ctx.notify(GENERIC, "expire", key);
     }
     ctx.reply.int(1);

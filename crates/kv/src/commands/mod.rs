@@ -567,15 +567,17 @@ pub(crate) fn run(
     {
         ctx.state.rewrite.changes_since_save += 1;
     }
-    record_call(ctx, name, started.elapsed(), result.as_ref().err());
+    // One reading of the clock serves the command's statistics and the
+    // slow log, as Redis measures a call's duration once for both.
+    let elapsed = started.elapsed();
+    record_call(ctx, name, elapsed, result.as_ref().err());
     if let Err(e) = result {
         ctx.reply.error(&e);
     }
     // A command that blocked enters the slow log when it is served
     // (`blocking::serve`), as in Redis.
     if !ctx.session.is_replay && ctx.session.block.is_none() {
-        let duration_us = started.elapsed().as_micros() as u64;
-        diagnostics::record(ctx, spec, args, duration_us);
+        diagnostics::record(ctx, spec, args, elapsed.as_micros() as u64);
     }
     notify::after_handler(ctx, spec, args, reply_start);
 }

@@ -351,17 +351,26 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// Adds `delta` to the integer at `key`, keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, args: &Args<'_>, delta: i64) -> CmdResult {
     let (db, key) = (ctx.session.db, args.get(1));
-    let current = match get_str(&mut ctx.state.keyspace, db, key)? {
-        None => 0,
-        Some(text) => value_as_i64(text).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?,
-    };
-    let next = current
-        .checked_add(delta)
-        .ok_or(Cow::Borrowed(errors::OVERFLOW))?;
-    let text = next.to_string();
-    ctx.state
-        .keyspace
-        .set(db, key, Value::Str(text.as_bytes().into()), true);
+    // The counter is read, checked and rewritten in place in one search
+    // of the keyspace (it keeps its TTL); a missing key is set anew.
+    let mut next = delta;
+    let found = ctx.state.keyspace.get_mut_checked(db, key, None, |v| {
+        let Value::Str(text) = v else {
+            return Err(Cow::Borrowed(errors::WRONGTYPE));
+        };
+        let current = value_as_i64(text).ok_or(Cow::Borrowed(errors::NOT_INTEGER))?;
+        next = current
+            .checked_add(delta)
+            .ok_or(Cow::Borrowed(errors::OVERFLOW))?;
+        Ok(())
+    })?;
+    let mut text = Vec::with_capacity(20);
+    crate::resp::reply::push_i64(&mut text, next);
+    let value = Value::Str(text.as_slice().into());
+    match found {
+        Some(slot) => *slot = value,
+        None => ctx.state.keyspace.set(db, key, value, true),
+    }
     ctx.propagate_args(args);
     ctx.notify(STRING, "incrby", key);
     ctx.reply.int(next);

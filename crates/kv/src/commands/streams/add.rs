@@ -130,23 +130,47 @@ fn check_trim(
     Ok(())
 }
 
-/// The arguments to log for a trim that was approximate: `=` and the
-/// exact length or first ID it left, so replay trims the same entries.
-fn exact_trim_args(args: &Args<'_>, t: &TrimArgs, length: u64, first: StreamId) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = args.iter().map(<[u8]>::to_vec).collect();
+/// Logs the command as the client sent it, except that a trim that was
+/// approximate logs `=` and the exact length or first ID it left, so
+/// replay trims the same entries, and XADD logs the ID it added in place
+/// of `*` or `ms-*` (`id`: where and what). The logged command borrows
+/// the client's arguments: only the replaced ones are new text, kept on
+/// the stack.
+fn propagate_exact(
+    ctx: &mut Ctx<'_>,
+    args: &Args<'_>,
+    t: &TrimArgs,
+    length: u64,
+    first: StreamId,
+    id: Option<(usize, &[u8])>,
+) {
+    let mut parts: Vec<&[u8]> = args.iter().collect();
+    let exact_first;
+    let exact_length;
     if t.approx {
-        out[t.value_at - 1] = b"=".to_vec();
-        out[t.value_at] = match t.by {
-            Some(TrimBy::MinId(_)) => first.text().into_bytes(),
-            _ => length.to_string().into_bytes(),
+        let exact: &[u8] = match t.by {
+            Some(TrimBy::MinId(_)) => {
+                exact_first = first.text_bytes();
+                exact_first.as_bytes()
+            }
+            _ => {
+                exact_length = length.to_string();
+                exact_length.as_bytes()
+            }
         };
+        if let Some(op) = t.value_at.checked_sub(1).and_then(|at| parts.get_mut(at)) {
+            *op = b"=";
+        }
+        if let Some(value) = parts.get_mut(t.value_at) {
+            *value = exact;
+        }
     }
-    out
-}
-
-fn propagate_vec(ctx: &mut Ctx<'_>, parts: &[Vec<u8>]) {
-    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-    ctx.propagate(&refs);
+    if let Some((at, text)) = id {
+        if let Some(slot) = parts.get_mut(at) {
+            *slot = text;
+        }
+    }
+    ctx.propagate(&parts);
 }
 
 pub(in crate::commands) fn xadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
@@ -164,20 +188,29 @@ pub(in crate::commands) fn xadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult
         ));
     }
     let (db, key) = (ctx.session.db, args.get(1));
-    if stream_ref(&mut ctx.state.keyspace, db, key)?.is_none() {
-        if t.no_mkstream {
-            ctx.reply.null();
-            return Ok(());
-        }
-        ctx.state.keyspace.get_or_insert(db, key, Value::new_stream);
-    }
     let limits = node_limits(ctx);
     let now = ctx.state.keyspace.now_ms;
     let fields: Vec<(&[u8], &[u8])> = (field_at..args.len())
         .step_by(2)
         .map(|i| (args.get(i), args.get(i + 1)))
         .collect();
-    let s = stream_mut(&mut ctx.state.keyspace, db, key).ok_or(Cow::Borrowed(errors::WRONGTYPE))?;
+    // One search finds the stream, or creates it unless NOMKSTREAM.
+    let make: Option<fn() -> Value> = (!t.no_mkstream).then_some(Value::new_stream);
+    let found = ctx
+        .state
+        .keyspace
+        .get_mut_checked(db, key, make, |v| match v {
+            Value::Stream(_) => Ok(()),
+            _ => Err(Cow::Borrowed(errors::WRONGTYPE)),
+        })?;
+    let s: &mut crate::types::stream::Stream = match found {
+        Some(Value::Stream(s)) => s,
+        Some(_) => return Err(Cow::Borrowed(errors::WRONGTYPE)),
+        None => {
+            ctx.reply.null();
+            return Ok(());
+        }
+    };
     if s.last_id == StreamId::MAX {
         return Err(Cow::Borrowed(
             "ERR The stream has exhausted the last possible ID, unable to add more items",
@@ -191,14 +224,20 @@ pub(in crate::commands) fn xadd(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult
     s.append(id, &fields, limits);
     let trimmed = t.by.map_or(0, |by| s.trim(by, t.approx, t.limit));
     let (length, first) = (s.length, s.first_id);
-    ctx.reply.bulk(id.text().as_bytes());
+    let text = id.text_bytes();
+    ctx.reply.bulk(text.as_bytes());
     ctx.notify(STREAM, "xadd", key);
     if trimmed > 0 {
         ctx.notify(STREAM, "xtrim", key);
     }
-    let mut logged = exact_trim_args(args, &t, length, first);
-    logged[t.id_at] = id.text().into_bytes();
-    propagate_vec(ctx, &logged);
+    propagate_exact(
+        ctx,
+        args,
+        &t,
+        length,
+        first,
+        Some((t.id_at, text.as_bytes())),
+    );
     Ok(())
 }
 
@@ -253,7 +292,7 @@ pub(in crate::commands) fn xtrim(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResul
     let (length, first) = (s.length, s.first_id);
     if deleted > 0 {
         ctx.notify(STREAM, "xtrim", key);
-        propagate_vec(ctx, &exact_trim_args(args, &t, length, first));
+        propagate_exact(ctx, args, &t, length, first, None);
     }
     ctx.reply.int(deleted as i64);
     Ok(())
