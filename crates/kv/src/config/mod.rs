@@ -155,6 +155,10 @@ pub struct Config {
     /// The master this server replicates at start-up, `host port`, or
     /// empty (`replicaof`; REPLICAOF changes the role at run time).
     pub replicaof: String,
+    /// Path of the Unix socket to listen on, or empty (`unixsocket`).
+    pub unixsocket: String,
+    /// Its permission bits; 0 leaves them to the umask (`unixsocketperm`).
+    pub unixsocketperm: u32,
     /// Password for the master (`masterauth`).
     pub masterauth: Option<String>,
     /// User for the master (`masteruser`).
@@ -274,6 +278,8 @@ impl Default for Config {
             latency_monitor_threshold_ms: 0,
             notify_keyspace_events: 0,
             replicaof: String::new(),
+            unixsocket: String::new(),
+            unixsocketperm: 0,
             masterauth: None,
             masteruser: None,
             replica_read_only: false,

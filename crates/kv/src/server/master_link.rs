@@ -253,7 +253,7 @@ impl Server {
             tracing::warn!("Error condition on socket for SYNC: connection refused");
             return self.drop_link();
         }
-        if conn.stream.peer_addr().is_err() {
+        if !conn.stream.is_connected() {
             return;
         }
         tracing::info!("MASTER <-> REPLICA sync started");
