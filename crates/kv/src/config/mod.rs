@@ -159,6 +159,9 @@ pub struct Config {
     pub unixsocket: String,
     /// Its permission bits; 0 leaves them to the umask (`unixsocketperm`).
     pub unixsocketperm: u32,
+    /// How a replica loads a full sync (`repl-diskless-load`): `disabled`,
+    /// `on-empty-db` or `swapdb`.
+    pub repl_diskless_load: String,
     /// Password for the master (`masterauth`).
     pub masterauth: Option<String>,
     /// User for the master (`masteruser`).
@@ -279,6 +282,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             replicaof: String::new(),
             unixsocket: String::new(),
+            repl_diskless_load: "disabled".to_string(),
             unixsocketperm: 0,
             masterauth: None,
             masteruser: None,

@@ -354,7 +354,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("repl-diskless-sync", None, Bool, "yes", 0, Acts, "Full syncs wait for more replicas (those that read the EOF form)."),
     d!("repl-diskless-sync-delay", None, num(0, I32_MAX), "5", 0, Acts, "Seconds a full sync waits for more replicas."),
     d!("repl-diskless-sync-max-replicas", None, num(0, I32_MAX), "0", 0, Acts, "Waiting replicas that start a full sync at once (0: no limit)."),
-    d!("repl-diskless-load", None, Enum(REPL_DISKLESS_LOAD), "disabled", 0, No(REPL), "Load snapshots from the socket."),
+    d!("repl-diskless-load", None, Enum(REPL_DISKLESS_LOAD), "disabled", 0, Acts, "How a replica loads a full sync: `disabled` keeps serving the old dataset until the payload is whole; `on-empty-db` (when the dataset is empty) and `swapdb` report LOADING while it arrives, `swapdb` keeping the old dataset for a failed load, or serving it (`async_loading`) when the replication ID is unchanged."),
     d!("repl-disable-tcp-nodelay", None, Bool, "no", 0, No(REPL), "Batch replication packets."),
     d!("repl-ping-replica-period", Some("repl-ping-slave-period"), num(1, I32_MAX), "10", 0, Acts, "Seconds between pings to replicas."),
     d!("repl-timeout", None, num(1, I32_MAX), "60", 0, Acts, "Replication timeout in seconds."),

@@ -14,6 +14,7 @@ mod busy;
 mod client_evict;
 mod conn;
 mod cron;
+mod diskless_load;
 pub(crate) mod failover;
 mod master_link;
 pub mod notify;
