@@ -63,17 +63,26 @@ impl Server {
         }
     }
 
-    /// The load ended: installed (`ok`), failed, or the link dropped.
-    pub(super) fn loading_ends(&mut self, ok: bool) {
+    /// The load ended: installed (`failure` none), or failed for the
+    /// reason given (the payload did not decode, or the link dropped).
+    pub(super) fn loading_ends(&mut self, failure: Option<&str>) {
         let swapdb = match std::mem::take(&mut self.state.repl.loading) {
             Loading::Off => return,
             Loading::Blocking { swapdb, .. } => swapdb,
             Loading::Async { .. } => true,
         };
+        if let Some(why) = failure {
+            // Redis's loader reports a payload cut short with this
+            // prefix; its suite waits for it.
+            let read = self.state.repl.master.as_ref().map_or(0, |m| m.transfer.1);
+            tracing::warn!(
+                "Internal error in RDB reading offset {read} of the MASTER's payload: {why}"
+            );
+        }
         if !swapdb {
             return;
         }
-        if ok {
+        if failure.is_none() {
             tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
             tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
         } else {

@@ -282,7 +282,7 @@ impl Server {
     /// The link's connection closed.
     pub(super) fn link_closed(&mut self) {
         // A transfer cut short: the old dataset stays.
-        self.loading_ends(false);
+        self.loading_ends(Some("the connection closed before its end"));
         self.link = None;
         self.state.repl.link_client = None;
         self.set_link(Link::Connect);
@@ -561,7 +561,7 @@ impl Server {
         conn.wait_ticket = 0;
         self.payload_whole();
         let loaded = self.load_full_sync(&rdb, replid, offset, &mut conn.session);
-        self.loading_ends(loaded.is_ok());
+        self.loading_ends(loaded.as_ref().err().map(String::as_str));
         match loaded {
             Ok(()) => {
                 tracing::info!("MASTER <-> REPLICA sync: Finished with success");
