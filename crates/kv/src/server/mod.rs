@@ -23,6 +23,7 @@ pub mod pubsub;
 mod rdb_file;
 mod reload;
 pub mod repl;
+mod replica_rogue;
 mod replicas;
 mod stream;
 mod timeout;
@@ -545,6 +546,10 @@ impl Server {
             self.link_input(&mut conn, index);
         } else if self.is_replica_conn(index) || self.is_pending_replica(index) {
             self.replica_input(&mut conn);
+            if conn.closing {
+                // A replica that sent a command goes at once (`replica_rogue.rs`).
+                return self.close(conn, index);
+            }
         } else {
             self.run_commands(&mut conn, index);
             if std::mem::take(&mut self.evicted_current) {
