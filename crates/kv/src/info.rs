@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
+use crate::server::repl::Loading;
 use crate::state::State;
 
 /// Writes one section's fields.
@@ -217,7 +218,9 @@ fn persistence(state: &State, out: &mut String) {
     };
     let _ = write!(
         out,
-        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n",
+        "loading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n",
+        u8::from(matches!(state.repl.loading, Loading::Blocking { .. })),
+        u8::from(matches!(state.repl.loading, Loading::Async { .. })),
         state.rewrite.changes_since_save,
         state.start_unix_s,
     );
@@ -236,8 +239,35 @@ fn persistence(state: &State, out: &mut String) {
         if rewrite.completed > 0 || rewrite.parts > 0 { rewrite.base_bytes } else { log.base_size },
         log.delayed_fsync,
     );
+    loading_progress(state, out);
     ferrite_log(state, out);
     ferrite_rewrite(state, out);
+}
+
+/// Redis's progress fields while a full sync loads from the socket: the
+/// bytes of the payload received so far (its total is 0 for the
+/// EOF-marker form, whose length is unknown until it ends).
+fn loading_progress(state: &State, out: &mut String) {
+    let since_s = match state.repl.loading {
+        Loading::Off => return,
+        Loading::Blocking { since_s, .. } | Loading::Async { since_s } => since_s,
+    };
+    let (total, loaded) = state.repl.master.as_ref().map_or((0, 0), |m| m.transfer);
+    let perc = if total == 0 {
+        0.0
+    } else {
+        loaded as f64 * 100.0 / total as f64
+    };
+    let elapsed_s = (crate::state::unix_ms() / 1000 - since_s).max(0) as u64;
+    let eta = if loaded == 0 || total == 0 {
+        1
+    } else {
+        (total.saturating_sub(loaded) * elapsed_s.max(1)) / loaded
+    };
+    let _ = write!(
+        out,
+        "loading_start_time:{since_s}\r\nloading_total_bytes:{total}\r\nloading_rdb_used_mem:0\r\nloading_loaded_bytes:{loaded}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n",
+    );
 }
 
 fn ferrite_log(state: &State, out: &mut String) {

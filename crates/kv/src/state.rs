@@ -89,6 +89,8 @@ pub struct ClientInfo {
     pub addr: String,
     /// Local address.
     pub laddr: String,
+    /// Connected through the `unixsocket` (flag `U`).
+    pub unix: bool,
     /// Connection start in Unix ms.
     pub created_ms: i64,
     /// CLIENT SETNAME.

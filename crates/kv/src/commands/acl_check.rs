@@ -281,7 +281,7 @@ fn close_client(ctx: &mut Ctx<'_>, id: u64) {
         ctx.session.authenticated = false;
         ctx.session.user = None;
     } else {
-        ctx.state.killed_clients.push(id);
+        super::client::kill_now(ctx, id);
     }
 }
 

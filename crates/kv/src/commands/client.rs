@@ -56,7 +56,7 @@ pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
     };
     // Redis's flags, in its order: `O` MONITOR, `S` replica, `M` master,
     // `P` Pub/Sub, `x` MULTI, `b` blocked, `t` tracking, `R` broken
-    // redirect, `B` BCAST, `e` no-evict; `N` for none.
+    // redirect, `B` BCAST, `U` Unix socket, `e` no-evict; `N` for none.
     let tracking = hub.tracking.clients.get(&id);
     let (sub, psub, ssub) = hub.counts(id);
     let repl = &ctx.state.repl;
@@ -71,6 +71,7 @@ pub(super) fn client_line(ctx: &Ctx<'_>, id: u64) -> String {
         (tracking.is_some(), 't'),
         (tracking.is_some_and(|t| t.broken_redirect), 'R'),
         (tracking.is_some_and(|t| t.bcast), 'B'),
+        (info.unix, 'U'),
         (ctx.state.client_memory.no_evict(id), 'e'),
     ] {
         if on {
@@ -258,7 +259,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             // Closed once this reply is written, as Redis does.
             ctx.session.close_after_reply = true;
         } else {
-            ctx.state.killed_clients.push(id);
+            kill_now(ctx, id);
         }
     }
     if args.len() == 3 {
@@ -270,6 +271,16 @@ fn kill(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         ctx.reply.int(killed as i64);
     }
     Ok(())
+}
+
+/// Queues client `id` for the event loop to close after this command and
+/// ends its socket now, so its peer sees the connection gone even while
+/// this command's transaction (a DEBUG SLEEP after the kill) still runs.
+pub(super) fn kill_now(ctx: &mut Ctx<'_>, id: u64) {
+    ctx.state.killed_clients.push(id);
+    if let Some(busy) = ctx.busy.as_deref_mut() {
+        busy.shut_down(id);
+    }
 }
 
 fn setname(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {

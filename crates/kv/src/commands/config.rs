@@ -54,6 +54,17 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         .step_by(2)
         .map(|i| (text(i), text(i + 1)))
         .collect();
+    // As Redis, these cannot change while a full sync loads.
+    let deny_loading = ["appendonly", "dir", "repl-diskless-load"];
+    let loading = ctx.state.repl.loading != crate::server::repl::Loading::Off;
+    if loading
+        && pairs.iter().any(|(name, _)| {
+            crate::config::table::lookup(&name.to_ascii_lowercase())
+                .is_some_and(|d| deny_loading.contains(&d.name))
+        })
+    {
+        return Err(Cow::Borrowed(super::replication::LOADING_ERR));
+    }
     let local = client_is_local(ctx);
     let mut next = ctx.state.config.clone();
     next.set_at_runtime(&pairs, local).map_err(Cow::Owned)?;

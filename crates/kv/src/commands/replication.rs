@@ -51,7 +51,24 @@ pub(super) fn refusal(ctx: &Ctx<'_>, flags: u32) -> Option<&'static str> {
             "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
         );
     }
-    None
+    loading_refusal(repl, flags)
+}
+
+/// Redis's reply to a command refused while a diskless load runs.
+pub(super) const LOADING_ERR: &str = "LOADING Redis is loading the dataset in memory";
+
+/// While a full sync loads from the socket, as Redis: commands without
+/// the `loading` flag wait for it to end, and while the old dataset is
+/// served (`async_loading`) those flagged `no-async-loading`.
+fn loading_refusal(repl: &crate::server::repl::Repl, flags: u32) -> Option<&'static str> {
+    use super::flags::{LOADING, NO_ASYNC_LOADING};
+    use crate::server::repl::Loading;
+    let refused = match repl.loading {
+        Loading::Off => false,
+        Loading::Blocking { .. } => flags & LOADING == 0,
+        Loading::Async { .. } => flags & NO_ASYNC_LOADING != 0,
+    };
+    refused.then_some(LOADING_ERR)
 }
 
 /// Refuses SYNC and PSYNC during a FAILOVER, and on a replica whose link

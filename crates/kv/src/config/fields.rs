@@ -109,6 +109,10 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "aclfile" => config.aclfile = text.to_string(),
         "acl-pubsub-default" => config.acl_pubsub_all = text.eq_ignore_ascii_case("allchannels"),
         "replicaof" => config.replicaof = text.to_string(),
+        "unixsocket" => config.unixsocket = text.to_string(),
+        "repl-diskless-load" => config.repl_diskless_load = text.to_ascii_lowercase(),
+        // Stored as CONFIG GET shows it: octal digits.
+        "unixsocketperm" => config.unixsocketperm = u32::from_str_radix(text, 8).unwrap_or(0),
         "masterauth" => config.masterauth = (!text.is_empty()).then(|| text.to_string()),
         "masteruser" => config.masteruser = (!text.is_empty()).then(|| text.to_string()),
         "replica-read-only" => config.replica_read_only = yes,
@@ -210,6 +214,9 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         }
         .to_string(),
         "replicaof" => config.replicaof.clone(),
+        "unixsocket" => config.unixsocket.clone(),
+        "repl-diskless-load" => config.repl_diskless_load.clone(),
+        "unixsocketperm" => format!("{:o}", config.unixsocketperm),
         "masterauth" => config.masterauth.clone().unwrap_or_default(),
         "masteruser" => config.masteruser.clone().unwrap_or_default(),
         "replica-read-only" => yes_no(config.replica_read_only),

@@ -155,6 +155,13 @@ pub struct Config {
     /// The master this server replicates at start-up, `host port`, or
     /// empty (`replicaof`; REPLICAOF changes the role at run time).
     pub replicaof: String,
+    /// Path of the Unix socket to listen on, or empty (`unixsocket`).
+    pub unixsocket: String,
+    /// Its permission bits; 0 leaves them to the umask (`unixsocketperm`).
+    pub unixsocketperm: u32,
+    /// How a replica loads a full sync (`repl-diskless-load`): `disabled`,
+    /// `on-empty-db` or `swapdb`.
+    pub repl_diskless_load: String,
     /// Password for the master (`masterauth`).
     pub masterauth: Option<String>,
     /// User for the master (`masteruser`).
@@ -274,6 +281,9 @@ impl Default for Config {
             latency_monitor_threshold_ms: 0,
             notify_keyspace_events: 0,
             replicaof: String::new(),
+            unixsocket: String::new(),
+            repl_diskless_load: "disabled".to_string(),
+            unixsocketperm: 0,
             masterauth: None,
             masteruser: None,
             replica_read_only: false,

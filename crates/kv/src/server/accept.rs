@@ -4,12 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::SocketAddr;
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, UnixListener};
 use mio::{Interest, Poll, Token};
 
 use super::conn::Conn;
+use super::stream::Stream;
 use super::CONN_BASE;
 use crate::commands::Session;
 use crate::config::Config;
@@ -55,7 +55,7 @@ pub(super) fn accept_all(
             }
         };
         admission.stats.connections_received += 1;
-        if let Some(refusal) = refusal(admission, &peer) {
+        if let Some(refusal) = refusal(admission, peer.ip().is_loopback()) {
             // A TLS client could not read a plain error line: it is
             // only disconnected.
             if !tls {
@@ -72,15 +72,71 @@ pub(super) fn accept_all(
         } else {
             None
         };
-        add_conn(poll, table, admission, stream, peer, session);
+        let _ = stream.set_nodelay(true);
+        let laddr = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let new = NewConn {
+            stream: Stream::Tcp(stream),
+            addr: peer.to_string(),
+            laddr,
+            unix: false,
+        };
+        add_conn(poll, table, admission, new, session);
     }
 }
 
+/// What Redis shows as both addresses of a Unix socket client.
+const UNIX_ADDR: &str = "/unixsocket:0";
+
+/// Accepts every connection waiting on the `unixsocket` listener. They
+/// are local, so protected mode lets them in, as Redis does.
+pub(super) fn accept_unix(
+    listener: &UnixListener,
+    poll: &Poll,
+    table: &mut Table<'_>,
+    admission: &mut Admission<'_>,
+) {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) => {
+                tracing::warn!("accept on the Unix socket failed: {e}");
+                return;
+            }
+        };
+        admission.stats.connections_received += 1;
+        if let Some(refusal) = refusal(admission, true) {
+            let mut stream = stream;
+            let _ = io::Write::write_all(&mut stream, refusal.as_bytes());
+            continue;
+        }
+        let new = NewConn {
+            stream: Stream::Unix(stream),
+            addr: UNIX_ADDR.into(),
+            laddr: UNIX_ADDR.into(),
+            unix: true,
+        };
+        add_conn(poll, table, admission, new, None);
+    }
+}
+
+/// An accepted socket and how CLIENT LIST names its ends.
+struct NewConn {
+    stream: Stream,
+    addr: String,
+    laddr: String,
+    unix: bool,
+}
+
 /// Why a new connection must be refused, as the error line to send.
-fn refusal(admission: &mut Admission<'_>, peer: &SocketAddr) -> Option<String> {
+/// `local`: the peer is on this machine (loopback or a Unix socket).
+fn refusal(admission: &mut Admission<'_>, local: bool) -> Option<String> {
     let c = admission.config;
     let no_password = admission.acl.default_user().is_some_and(|u| u.nopass);
-    if c.protected_mode && no_password && !peer.ip().is_loopback() {
+    if c.protected_mode && no_password && !local {
         return Some("-DENIED Ferrite is running in protected mode because protected mode is enabled and no password is set for the default user. Connections are only accepted from the loopback interface. Set requirepass, or disable protected-mode, to accept others.\r\n".into());
     }
     if admission.clients.len() >= c.maxclients {
@@ -94,11 +150,15 @@ fn add_conn(
     poll: &Poll,
     table: &mut Table<'_>,
     admission: &mut Admission<'_>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
+    new: NewConn,
     tls: Option<Box<rustls::ServerConnection>>,
 ) {
-    let _ = stream.set_nodelay(true);
+    let NewConn {
+        mut stream,
+        addr,
+        laddr,
+        unix,
+    } = new;
     let index = table.free.pop().unwrap_or_else(|| {
         table.conns.push(None);
         table.conns.len() - 1
@@ -119,15 +179,12 @@ fn add_conn(
         authenticated: admission.acl.default_open(),
         ..Session::default()
     };
-    let laddr = stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
     admission.clients.insert(
         id,
         ClientInfo {
-            addr: peer.to_string(),
+            addr,
             laddr,
+            unix,
             created_ms: unix_ms(),
             last_ms: unix_ms(),
             resp: 2,

@@ -18,10 +18,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mio::net::TcpListener;
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token};
 
-use super::accept::{accept_all, Admission, Table};
+use super::accept::{accept_all, accept_unix, Admission, Table};
 use super::conn::{Conn, ReadOutcome};
 use super::{CONN_BASE, WAKER};
 use crate::aof::CommandLog;
@@ -40,6 +40,8 @@ pub(super) struct BusyLoop<'s> {
     pub listeners: &'s [TcpListener],
     /// The `tls-port` listeners.
     pub tls_listeners: &'s [TcpListener],
+    /// The `unixsocket` listener.
+    pub unix_listener: Option<&'s UnixListener>,
     pub conns: &'s mut Vec<Option<Conn>>,
     pub ids: &'s mut HashMap<u64, usize>,
     pub free: &'s mut Vec<usize>,
@@ -83,15 +85,21 @@ impl Reenter for BusyLoop<'_> {
             }
         }
     }
+
+    fn shut_down(&mut self, id: u64) {
+        let conn = self.ids.get(&id).and_then(|i| self.conns.get(*i));
+        if let Some(conn) = conn.and_then(Option::as_ref) {
+            conn.stream.shutdown();
+        }
+    }
 }
 
 impl BusyLoop<'_> {
     fn accept(&mut self, listener: usize, view: &mut BusyView<'_>) {
-        let Some((listener, tls)) =
-            super::tls::listener(self.listeners, self.tls_listeners, listener)
-        else {
+        let found = super::tls::listener(self.listeners, self.tls_listeners, listener);
+        if found.is_none() && listener != super::UNIX_LISTENER {
             return;
-        };
+        }
         let mut table = Table {
             conns: &mut *self.conns,
             ids: &mut *self.ids,
@@ -104,7 +112,13 @@ impl BusyLoop<'_> {
             clients: &mut view.state.clients,
             acl: &view.state.acl,
         };
-        accept_all(listener, tls, self.poll, &mut table, &mut admission);
+        match (found, self.unix_listener) {
+            (Some((listener, tls)), _) => {
+                accept_all(listener, tls, self.poll, &mut table, &mut admission)
+            }
+            (None, Some(unix)) => accept_unix(unix, self.poll, &mut table, &mut admission),
+            (None, None) => {}
+        }
     }
 
     fn on_event(&mut self, index: usize, readable: bool, view: &mut BusyView<'_>) {

@@ -3,9 +3,9 @@
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
-use mio::net::TcpStream;
 use mio::Token;
 
+use super::stream::Stream;
 use crate::aof::Ticket;
 use crate::commands::Session;
 use crate::resp::{Limits, Parser, Protocol, ReplyBuf};
@@ -45,7 +45,7 @@ pub enum ReadOutcome {
 /// A connected client.
 #[derive(Debug)]
 pub struct Conn {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub token: Token,
     pub session: Session,
     pub reply: ReplyBuf,
@@ -79,9 +79,9 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, token: Token, session: Session) -> Conn {
+    pub fn new(stream: impl Into<Stream>, token: Token, session: Session) -> Conn {
         Conn {
-            stream,
+            stream: stream.into(),
             token,
             session,
             reply: ReplyBuf::new(Protocol::Resp2),

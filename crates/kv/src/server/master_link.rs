@@ -253,7 +253,7 @@ impl Server {
             tracing::warn!("Error condition on socket for SYNC: connection refused");
             return self.drop_link();
         }
-        if conn.stream.peer_addr().is_err() {
+        if !conn.stream.is_connected() {
             return;
         }
         tracing::info!("MASTER <-> REPLICA sync started");
@@ -281,6 +281,8 @@ impl Server {
 
     /// The link's connection closed.
     pub(super) fn link_closed(&mut self) {
+        // A transfer cut short: the old dataset stays.
+        self.loading_ends(Some("the connection closed before its end"));
         self.link = None;
         self.state.repl.link_client = None;
         self.set_link(Link::Connect);
@@ -507,12 +509,19 @@ impl Server {
             };
             (Payload::Bulk(len), len as u64)
         };
-        if let Some(Phase::Transfer { payload: p, .. }) = self.link.as_mut().map(|l| &mut l.phase) {
+        let bulk = matches!(payload, Payload::Bulk(_)).then_some(total);
+        let mut master_id = String::new();
+        if let Some(Phase::Transfer {
+            payload: p, replid, ..
+        }) = self.link.as_mut().map(|l| &mut l.phase)
+        {
             *p = payload;
+            master_id.clone_from(replid);
         }
         if let Some(m) = &mut self.state.repl.master {
             m.transfer = (total, 0);
         }
+        self.payload_begins(&master_id, bulk);
         true
     }
 
@@ -550,8 +559,12 @@ impl Server {
             return false;
         };
         conn.wait_ticket = 0;
-        match self.load_full_sync(&rdb, replid, offset, &mut conn.session) {
+        self.payload_whole();
+        let loaded = self.load_full_sync(&rdb, replid, offset, &mut conn.session);
+        self.loading_ends(loaded.as_ref().err().map(String::as_str));
+        match loaded {
             Ok(()) => {
+                tracing::info!("MASTER <-> REPLICA sync: Finished with success");
                 self.start_streaming();
                 true
             }

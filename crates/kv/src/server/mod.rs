@@ -15,6 +15,7 @@ mod client_evict;
 mod cluster_blocked;
 mod conn;
 mod cron;
+mod diskless_load;
 pub(crate) mod failover;
 mod master_link;
 pub mod notify;
@@ -23,7 +24,9 @@ pub mod pubsub;
 mod rdb_file;
 mod reload;
 pub mod repl;
+mod replica_rogue;
 mod replicas;
+mod stream;
 mod timeout;
 mod tls;
 pub mod tracking;
@@ -35,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpListener;
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::aof::{open_log_on, CommandLog};
@@ -50,6 +53,8 @@ use conn::{Conn, ReadOutcome, READ_CHUNK_BYTES};
 const WAKER: Token = Token(usize::MAX - 1);
 /// Tokens below this are listeners; connection `i` is `CONN_BASE + i`.
 const CONN_BASE: usize = 1024;
+/// The token of the `unixsocket` listener (above the TLS listeners').
+const UNIX_LISTENER: usize = 1000;
 /// Readiness events handled per poll.
 const EVENTS_CAPACITY: usize = 1024;
 /// Segments active expiry visits per timer tick.
@@ -77,6 +82,20 @@ pub fn bind_listeners(bind: &[String], port: u16) -> Result<Vec<std::net::TcpLis
         out.push(listener);
     }
     Ok(out)
+}
+
+/// Listens on the configured `unixsocket`, if any, with its
+/// `unixsocketperm`.
+fn bind_unix_listener(poll: &Poll, config: &Config) -> Result<Option<(UnixListener, String)>> {
+    if config.unixsocket.is_empty() {
+        return Ok(None);
+    }
+    let path = config.unixsocket.clone();
+    let mut listener = stream::bind_unix(&path, config.unixsocketperm)?;
+    poll.registry()
+        .register(&mut listener, Token(UNIX_LISTENER), Interest::READABLE)
+        .map_err(io_err("register", path.clone()))?;
+    Ok(Some((listener, path)))
 }
 
 /// Registers listener `i` under token `i`.
@@ -111,6 +130,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     /// The `tls-port` listeners (tokens from `tls::LISTENER_BASE`).
     tls_listeners: Vec<TcpListener>,
+    /// The `unixsocket` listener and its path (removed at shutdown).
+    unix_listener: Option<(UnixListener, String)>,
     waker: Arc<Waker>,
     conns: Vec<Option<Conn>>,
     /// Connection index by client id, to deliver Pub/Sub messages.
@@ -234,6 +255,7 @@ impl Server {
             }
         }
         register_listeners(&poll, &mut listeners)?;
+        let unix_listener = bind_unix_listener(&poll, &state.config)?;
         state.port = listeners
             .first()
             .and_then(|l| l.local_addr().ok())
@@ -255,6 +277,7 @@ impl Server {
             poll,
             listeners,
             tls_listeners,
+            unix_listener,
             waker,
             conns: Vec::new(),
             ids: HashMap::new(),
@@ -327,6 +350,9 @@ impl Server {
         crate::rewrite::seat::register_loop();
         // The wording is redis-server's: Redis's test harness waits for it.
         tracing::info!("Ready to accept connections tcp (port {})", self.state.port);
+        if let Some((_, path)) = &self.unix_listener {
+            tracing::info!("The server is now ready to accept connections at {path}");
+        }
         while !self.stop.load(Ordering::SeqCst) && !self.state.shutdown_requested {
             // Read each turn: CONFIG SET hz changes it at run time.
             let tick = Duration::from_millis(1000 / u64::from(self.state.config.hz_effective()));
@@ -344,6 +370,7 @@ impl Server {
             for event in events.iter() {
                 match event.token() {
                     WAKER => {}
+                    Token(UNIX_LISTENER) => self.accept_unix(),
                     Token(t) if t < CONN_BASE => self.accept(t),
                     Token(t) => {
                         self.on_conn_event(t - CONN_BASE, event.is_readable(), event.is_writable())
@@ -390,6 +417,12 @@ impl Server {
             self.log.append(&record);
         }
         self.log.close()?;
+        if let Some((_, path)) = &self.unix_listener {
+            tracing::info!("Removing the unix socket file.");
+            if let Err(e) = std::fs::remove_file(path) {
+                tracing::warn!("Error removing the unix socket file: {e}");
+            }
+        }
         Ok(())
     }
 
@@ -438,6 +471,25 @@ impl Server {
             acl: &self.state.acl,
         };
         accept::accept_all(socket, tls, &self.poll, &mut table, &mut admission);
+    }
+
+    fn accept_unix(&mut self) {
+        let Some((listener, _)) = &self.unix_listener else {
+            return;
+        };
+        let mut table = accept::Table {
+            conns: &mut self.conns,
+            ids: &mut self.ids,
+            free: &mut self.free,
+            next_client_id: &mut self.next_client_id,
+        };
+        let mut admission = accept::Admission {
+            config: &self.state.config,
+            stats: &mut self.state.stats,
+            clients: &mut self.state.clients,
+            acl: &self.state.acl,
+        };
+        accept::accept_unix(listener, &self.poll, &mut table, &mut admission);
     }
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -495,6 +547,10 @@ impl Server {
             self.link_input(&mut conn, index);
         } else if self.is_replica_conn(index) || self.is_pending_replica(index) {
             self.replica_input(&mut conn);
+            if conn.closing {
+                // A replica that sent a command goes at once (`replica_rogue.rs`).
+                return self.close(conn, index);
+            }
         } else {
             self.run_commands(&mut conn, index);
             if std::mem::take(&mut self.evicted_current) {
@@ -563,6 +619,7 @@ impl Server {
                         poll: &mut self.poll,
                         listeners: &self.listeners,
                         tls_listeners: &self.tls_listeners,
+                        unix_listener: self.unix_listener.as_ref().map(|(l, _)| l),
                         conns: &mut self.conns,
                         ids: &mut self.ids,
                         free: &mut self.free,
@@ -597,6 +654,9 @@ impl Server {
                     let block = conn.session.block.take();
                     let (id, db) = (conn.session.id, conn.session.db);
                     self.after_command(id, db, index, block, &args);
+                    // A client CLIENT KILL named goes before the next
+                    // command runs, as in Redis.
+                    self.close_killed();
                     conn.closing |= conn.session.close_after_reply;
                     self.enforce_output_limit(conn);
                     // Its replies and queued commands count at once when

@@ -118,6 +118,25 @@ pub struct Waiter {
     pub wanted: usize,
 }
 
+/// The loading state of a replica receiving a full sync by diskless load
+/// (`repl-diskless-load`), as INFO reports it and commands see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Loading {
+    /// No diskless load (or a disk-style one, still receiving).
+    #[default]
+    Off,
+    /// `loading:1`: commands without the `loading` flag get `-LOADING`.
+    Blocking {
+        /// Unix seconds the load started.
+        since_s: i64,
+        /// The old dataset is kept until the new one is whole (`swapdb`).
+        swapdb: bool,
+    },
+    /// `async_loading:1` (`swapdb` with the same replication ID): the old
+    /// dataset is served until the new one replaces it.
+    Async { since_s: i64 },
+}
+
 /// A replica's master and the link's progress.
 #[derive(Debug)]
 pub struct Master {
@@ -196,6 +215,9 @@ pub struct Repl {
     /// partial resync continues the stream without a SELECT, so a new
     /// link starts in it (Redis keeps its cached master client's).
     pub stream_db: usize,
+    /// On a replica, the diskless load of a full sync in progress
+    /// (`server/diskless_load.rs`).
+    pub loading: Loading,
     /// Since when (Unix ms) this master has had no replica, for
     /// `repl-backlog-ttl`.
     pub no_replicas_since_ms: Option<i64>,
@@ -272,6 +294,7 @@ impl Default for Repl {
             stale_replicas: Vec::new(),
             log_mark: None,
             stream_db: 0,
+            loading: Loading::default(),
             no_replicas_since_ms: None,
         }
     }

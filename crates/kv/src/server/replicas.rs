@@ -167,6 +167,19 @@ impl Server {
             match conn.parser.parse(&conn.inbuf[at..], &limits) {
                 Ok(Some(consumed)) => {
                     let args = conn.parser.args(&conn.inbuf[at..]);
+                    if !super::replica_rogue::is_ack(&args) {
+                        let who = self.state.clients.get(&conn.session.id).map_or_else(
+                            || format!("id={}", conn.session.id),
+                            |c| format!("id={} addr={}", conn.session.id, c.addr),
+                        );
+                        super::replica_rogue::log_rogue(&args, &who);
+                        // Nothing more goes out: not the rest of a
+                        // payload, nor the stream.
+                        conn.reply.buf.truncate(conn.out_sent);
+                        conn.closing = true;
+                        at = conn.inbuf.len();
+                        break;
+                    }
                     if let Some(offset) = ack_offset(&args) {
                         acked = Some(offset);
                     }

@@ -76,6 +76,12 @@ pub trait Reenter: std::fmt::Debug {
     /// Accepts, reads, answers and writes whatever is ready now, deciding
     /// each command with [`busy_command`]; never waits.
     fn serve(&mut self, view: BusyView<'_>);
+
+    /// Ends the socket of client `id` at once (CLIENT KILL): the event
+    /// loop closes the connection itself once the running command is
+    /// over, but its peer must see it gone now, as Redis frees a killed
+    /// client before the command that killed it returns.
+    fn shut_down(&mut self, _id: u64) {}
 }
 
 /// What became of a command sent while a script is busy.
