@@ -4,15 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 
 use mio::net::{TcpListener, UnixListener};
 use mio::{Interest, Poll, Token};
 
 use super::conn::Conn;
 use super::stream::Stream;
-use super::CONN_BASE;
+use super::{io_err, stream, CONN_BASE, UNIX_LISTENER};
 use crate::commands::Session;
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::state::{unix_ms, ClientInfo, Stats};
 
 /// The connection table, borrowed field by field from the server.
@@ -195,4 +197,55 @@ fn add_conn(
     conn.tls = tls;
     table.conns[index] = Some(conn);
     table.ids.insert(id, index);
+}
+
+/// Binds a non-blocking listener on `port` at each of the `bind`
+/// addresses (port 0: one the system picks). CONFIG SET port binds
+/// through this too, so a port in use is refused before anything changes.
+pub fn bind_listeners(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>> {
+    let mut out = Vec::new();
+    for host in bind {
+        let ip: IpAddr = host
+            .trim_start_matches('-')
+            .parse()
+            .map_err(|_| Error::Config {
+                origin: "bind".into(),
+                reason: format!("{host:?} is not an IP address"),
+            })?;
+        let addr = SocketAddr::new(ip, port);
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_err("set non-blocking", addr.to_string()))?;
+        out.push(listener);
+    }
+    Ok(out)
+}
+
+/// Listens on the configured `unixsocket`, if any, with its
+/// `unixsocketperm`.
+pub(super) fn bind_unix_listener(
+    poll: &Poll,
+    config: &Config,
+) -> Result<Option<(UnixListener, String)>> {
+    if config.unixsocket.is_empty() {
+        return Ok(None);
+    }
+    let path = config.unixsocket.clone();
+    let mut listener = stream::bind_unix(&path, config.unixsocketperm)?;
+    poll.registry()
+        .register(&mut listener, Token(UNIX_LISTENER), Interest::READABLE)
+        .map_err(io_err("register", path.clone()))?;
+    Ok(Some((listener, path)))
+}
+
+/// Registers listener `i` under token `i`.
+pub(super) fn register_listeners(poll: &Poll, listeners: &mut [TcpListener]) -> Result<()> {
+    for (i, listener) in listeners.iter_mut().enumerate() {
+        poll.registry()
+            .register(listener, Token(i), Interest::READABLE)
+            .map_err(io_err("register", format!("listener {i}")))?;
+    }
+    Ok(())
 }

@@ -9,6 +9,8 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod accept;
+pub use accept::bind_listeners;
+use accept::{bind_unix_listener, register_listeners};
 pub(crate) mod blocking;
 mod busy;
 mod client_evict;
@@ -33,7 +35,7 @@ pub mod tracking;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,54 +61,6 @@ const UNIX_LISTENER: usize = 1000;
 const EVENTS_CAPACITY: usize = 1024;
 /// Segments active expiry visits per timer tick.
 const ACTIVE_EXPIRE_SEGMENTS_PER_TICK: usize = 256;
-
-/// Binds a non-blocking listener on `port` at each of the `bind`
-/// addresses (port 0: one the system picks). CONFIG SET port binds
-/// through this too, so a port in use is refused before anything changes.
-pub fn bind_listeners(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>> {
-    let mut out = Vec::new();
-    for host in bind {
-        let ip: IpAddr = host
-            .trim_start_matches('-')
-            .parse()
-            .map_err(|_| Error::Config {
-                origin: "bind".into(),
-                reason: format!("{host:?} is not an IP address"),
-            })?;
-        let addr = SocketAddr::new(ip, port);
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(io_err("set non-blocking", addr.to_string()))?;
-        out.push(listener);
-    }
-    Ok(out)
-}
-
-/// Listens on the configured `unixsocket`, if any, with its
-/// `unixsocketperm`.
-fn bind_unix_listener(poll: &Poll, config: &Config) -> Result<Option<(UnixListener, String)>> {
-    if config.unixsocket.is_empty() {
-        return Ok(None);
-    }
-    let path = config.unixsocket.clone();
-    let mut listener = stream::bind_unix(&path, config.unixsocketperm)?;
-    poll.registry()
-        .register(&mut listener, Token(UNIX_LISTENER), Interest::READABLE)
-        .map_err(io_err("register", path.clone()))?;
-    Ok(Some((listener, path)))
-}
-
-/// Registers listener `i` under token `i`.
-fn register_listeners(poll: &Poll, listeners: &mut [TcpListener]) -> Result<()> {
-    for (i, listener) in listeners.iter_mut().enumerate() {
-        poll.registry()
-            .register(listener, Token(i), Interest::READABLE)
-            .map_err(io_err("register", format!("listener {i}")))?;
-    }
-    Ok(())
-}
 
 /// Stops a running server from another thread.
 #[derive(Clone, Debug)]
