@@ -20,6 +20,7 @@ pub mod notify;
 mod obuf;
 pub mod pubsub;
 mod rdb_file;
+mod rdb_save;
 mod reload;
 pub mod repl;
 mod replicas;
@@ -203,6 +204,8 @@ impl Server {
                 reason,
             }
         })?;
+        rdb_save::set_waker(&mut state, Arc::clone(&waker));
+        let injected = device.is_some();
         let notify_waker = Arc::clone(&waker);
         let wake = Wake::new(move || {
             let _ = notify_waker.wake();
@@ -211,6 +214,9 @@ impl Server {
             Some(device) => (open_log_on(&mut state, device, wake.boxed())?, None),
             None => open_data_dir(&mut state, Access::Serve(wake))?.into_serving()?,
         };
+        if !injected && !state.config.appendonly {
+            rdb_save::load_at_startup(&mut state)?;
+        }
         crate::tier::check_index(&state)?;
         let mut listeners = Vec::new();
         let mut tls_listeners = Vec::new();
@@ -368,6 +374,7 @@ impl Server {
             } else {
                 self.rewrite_step();
             }
+            self.rdb_step();
             if self.state.config.event_loop_unstack
                 && !crate::rewrite::seat::is_lent()
                 && self.unstack.check(Instant::now())
@@ -379,6 +386,7 @@ impl Server {
         if let Some(cluster) = &self.state.cluster {
             cluster.stop.store(true, Ordering::SeqCst);
         }
+        self.rdb_at_exit();
         tracing::info!("shutting down: flushing the log");
         if let Some(rewriter) = &mut self.rewriter {
             rewriter.wait(&mut self.state);

@@ -108,6 +108,9 @@ pub struct Replica {
     /// `repl-timeout` disconnects it (a replica attached by SYNC never
     /// acknowledges, and one still loading its payload has not yet).
     pub acked: bool,
+    /// While its full sync's RDB is being produced: the stream after the
+    /// snapshot, sent once the RDB has ended (its replication buffer).
+    pub held: Option<Vec<u8>>,
 }
 
 /// A WAIT client: released once `wanted` replicas acknowledged `target`.
@@ -403,9 +406,14 @@ pub fn info(state: &crate::state::State, out: &mut String) {
     for (i, r) in repl.replicas.iter().enumerate() {
         let _ = write!(
             out,
-            "slave{i}:ip={},port={},state=online,offset={},lag={}\r\n",
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
             r.ip,
             r.port,
+            if r.held.is_some() {
+                "wait_bgsave"
+            } else {
+                "online"
+            },
             r.ack,
             (now - r.ack_ms).max(0) / 1000
         );
