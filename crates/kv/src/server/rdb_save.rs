@@ -84,9 +84,10 @@ impl Server {
         }
     }
 
-    /// Ends a full sync: on success each replica gets the end mark, then
-    /// the stream held since the snapshot; on failure they are dropped
-    /// (they retry and get a new sync).
+    /// Ends a full sync: on success each replica gets the end mark (the
+    /// stream held since the snapshot follows at its first ACK,
+    /// `replica_input`); on failure they are dropped (they retry and get a
+    /// new sync).
     fn end_sync(&mut self, result: Result<u64, String>) {
         let Some(job) = self.state.rdb.job.take() else {
             return;
@@ -103,13 +104,15 @@ impl Server {
             Err(e) => tracing::warn!("Diskless sync failed: {e}"),
         }
         for &index in targets {
-            let held = self
+            if let Some(r) = self
                 .state
                 .repl
                 .replicas
                 .iter_mut()
                 .find(|r| r.index == index)
-                .and_then(|r| r.held.take());
+            {
+                r.rdb_sent = true;
+            }
             let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
                 continue;
             };
@@ -118,9 +121,6 @@ impl Server {
                 continue;
             }
             conn.reply.buf.extend_from_slice(mark.as_bytes());
-            if let Some(held) = held {
-                conn.reply.buf.extend_from_slice(&held);
-            }
             self.conns[index] = Some(conn);
             self.mark_ready(index);
         }

@@ -109,8 +109,13 @@ pub struct Replica {
     /// acknowledges, and one still loading its payload has not yet).
     pub acked: bool,
     /// While its full sync's RDB is being produced: the stream after the
-    /// snapshot, sent once the RDB has ended (its replication buffer).
+    /// snapshot, sent once the RDB has ended and the replica acknowledged
+    /// (its replication buffer).
     pub held: Option<Vec<u8>>,
+    /// Its `$EOF:` payload ended: the held stream goes at its first ACK,
+    /// since bytes right after the end mark would hide the mark from a
+    /// replica that looks for it at the end of what it read (Redis's).
+    pub rdb_sent: bool,
 }
 
 /// A WAIT client: released once `wanted` replicas acknowledged `target`.

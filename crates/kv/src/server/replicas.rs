@@ -163,6 +163,7 @@ impl Server {
             ack_ms: unix_ms(),
             acked: false,
             held: streamed.then(Vec::new),
+            rdb_sent: false,
         });
     }
 
@@ -260,6 +261,12 @@ impl Server {
         if let Some(offset) = acked {
             let id = conn.session.id;
             if let Some(r) = self.state.repl.replicas.iter_mut().find(|r| r.id == id) {
+                if r.rdb_sent {
+                    // The replica loaded its RDB: the stream since goes now.
+                    if let Some(held) = r.held.take() {
+                        conn.reply.buf.extend_from_slice(&held);
+                    }
+                }
                 r.ack = r.ack.max(offset);
                 r.ack_ms = unix_ms();
                 r.acked = true;
