@@ -1,6 +1,7 @@
 //! The event loop's side of the RDB productions (`docs/rdb.md`): moving a
 //! full sync's chunks to its replicas as their sockets drain, ending the
-//! sync with the `$EOF` mark and the stream held meanwhile, collecting a
+//! sync with the `$EOF` mark (the stream since the snapshot follows from
+//! the backlog at the replica's first ACK), collecting a
 //! BGSAVE's result, the save points, `dump.rdb` at start-up and at exit.
 
 use std::sync::atomic::Ordering;
@@ -85,7 +86,7 @@ impl Server {
     }
 
     /// Ends a full sync: on success each replica gets the end mark (the
-    /// stream held since the snapshot follows at its first ACK,
+    /// stream since the snapshot follows at its first ACK,
     /// `replica_input`); on failure they are dropped (they retry and get a
     /// new sync).
     fn end_sync(&mut self, result: Result<u64, String>) {

@@ -33,15 +33,7 @@ impl Server {
             .iter()
             .filter_map(|r| conns.get(r.index).and_then(Option::as_ref))
             .map(|conn| conn.reply.buf.capacity() as u64)
-            .sum::<u64>()
-            + self
-                .state
-                .repl
-                .replicas
-                .iter()
-                .filter_map(|r| r.held.as_ref())
-                .map(|held| held.capacity() as u64)
-                .sum::<u64>();
+            .sum();
     }
 
     /// Whether connection `index` is an attached replica.
@@ -162,7 +154,7 @@ impl Server {
             ack: 0,
             ack_ms: unix_ms(),
             acked: false,
-            held: streamed.then(Vec::new),
+            sync_from: streamed.then_some(self.state.repl.offset),
             rdb_sent: false,
         });
     }
@@ -172,6 +164,7 @@ impl Server {
         let repl = &mut self.state.repl;
         repl.replicas.retain(|r| r.index != index);
         repl.pending.retain(|(i, _)| *i != index);
+        repl.pin_for_syncs();
         self.forget_sync_target(index);
     }
 
@@ -260,16 +253,24 @@ impl Server {
         conn.inbuf.drain(..at);
         if let Some(offset) = acked {
             let id = conn.session.id;
+            let mut loaded_from = None;
             if let Some(r) = self.state.repl.replicas.iter_mut().find(|r| r.id == id) {
                 if r.rdb_sent {
-                    // The replica loaded its RDB: the stream since goes now.
-                    if let Some(held) = r.held.take() {
-                        conn.reply.buf.extend_from_slice(&held);
-                    }
+                    loaded_from = r.sync_from.take();
                 }
                 r.ack = r.ack.max(offset);
                 r.ack_ms = unix_ms();
                 r.acked = true;
+            }
+            if let Some(from) = loaded_from {
+                // The replica loaded its RDB: the stream since goes now,
+                // from the backlog that kept it.
+                let repl = &self.state.repl;
+                match repl.continuation(&repl.replid, from + 1) {
+                    Some(bytes) => conn.reply.buf.extend_from_slice(&bytes),
+                    None => conn.closing = true,
+                }
+                self.state.repl.pin_for_syncs();
             }
             self.release_waiters();
         }
@@ -337,23 +338,26 @@ impl Server {
     /// output (dropping one that leaves too much unread).
     pub(super) fn push_stream(&mut self, bytes: &[u8]) {
         self.state.repl.advance(bytes);
-        let mut over = Vec::new();
-        for r in &mut self.state.repl.replicas {
-            // A replica whose RDB is still being produced gets the stream
-            // after it: held in its replication buffer meanwhile.
-            if let Some(held) = &mut r.held {
-                held.extend_from_slice(bytes);
-                if held.len() > OUTPUT_MAX_BYTES {
-                    over.push(r.index);
-                }
-            }
-        }
+        // A replica in its full sync gets the stream after its RDB, from
+        // the backlog, which keeps it meanwhile (its replication buffer).
+        let offset = self.state.repl.offset;
+        let mut over: Vec<usize> = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.sync_from
+                    .is_some_and(|from| offset - from > OUTPUT_MAX_BYTES as i64)
+            })
+            .map(|r| r.index)
+            .collect();
         let targets: Vec<usize> = self
             .state
             .repl
             .replicas
             .iter()
-            .filter(|r| r.held.is_none())
+            .filter(|r| r.sync_from.is_none())
             .map(|r| r.index)
             .collect();
         for index in targets {
