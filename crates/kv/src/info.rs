@@ -195,7 +195,10 @@ fn memory(state: &State, out: &mut String) {
         diff(rss, used),
         f.clients_slaves,
         f.repl_backlog,
-        f.repl_backlog + f.clients_slaves,
+        // The backlog is the replication buffer every replica shares (it
+        // keeps the stream a full sync still owes, `server/repl.rs`), as
+        // Redis's shared buffer; replies not yet sent are per replica.
+        f.repl_backlog,
         f.clients_slaves,
         f.clients_normal,
         crate::memory::allocator_name(),

@@ -71,14 +71,18 @@ pub struct Loaded {
 }
 
 /// Loads `dir/name` into `keyspace` when it exists (`Ok(None)` when it
-/// does not). Keys expired at `now_ms` are dropped when `drop_expired`
-/// (a master; a replica keeps them for its master's DELs, as Redis).
+/// does not). Keys expired at `now_ms` are counted as expired when
+/// `count_expired` (a master) and loaded all the same: the server's expiry
+/// then deletes them through the usual path, so their DELs reach the log
+/// and the replication stream, and replicas that continue from the file's
+/// history delete them too, as Redis's master propagates the keys it finds
+/// expired when it loads. A replica keeps them for its master's DELs.
 pub fn load(
     fs: &dyn RewriteFs,
     dir: &Path,
     name: &str,
     keyspace: &mut Keyspace,
-    drop_expired: bool,
+    count_expired: bool,
     now_ms: i64,
 ) -> Result<Option<Loaded>, String> {
     let path = dir.join(name);
@@ -104,15 +108,15 @@ pub fn load(
             value,
             expire_ms,
         } => {
-            if drop_expired && expire_ms.is_some_and(|at| at <= now_ms) {
-                loaded.keys_expired += 1;
-                return;
-            }
             keyspace.set(db, &key, value, false);
             if let Some(at) = expire_ms {
                 keyspace.set_expire(db, &key, at);
             }
-            loaded.keys_loaded += 1;
+            if count_expired && expire_ms.is_some_and(|at| at <= now_ms) {
+                loaded.keys_expired += 1;
+            } else {
+                loaded.keys_loaded += 1;
+            }
         }
         Entry::Library(code) => loaded.libraries.push(code),
     })

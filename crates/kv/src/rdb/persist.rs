@@ -83,11 +83,7 @@ impl fmt::Debug for RdbState {
 
 /// The file `dir`/`dbfilename` names.
 pub fn file_location(state: &State) -> (PathBuf, String) {
-    let name = state
-        .config
-        .get("dbfilename")
-        .unwrap_or_else(|| "dump.rdb".to_string());
-    (state.config.dir.clone(), name)
+    (state.config.dir.clone(), state.config.dbfilename.clone())
 }
 
 /// The history to write into a snapshot: the server's ID and offset when
@@ -272,8 +268,7 @@ pub fn save_point_due(state: &State) -> bool {
 
 /// The configured `save` pairs.
 pub fn save_points(state: &State) -> Vec<(i64, u64)> {
-    let text = state.config.get("save").unwrap_or_default();
-    let numbers: Vec<&str> = text.split_whitespace().collect();
+    let numbers: Vec<&str> = state.config.save.split_whitespace().collect();
     numbers
         .chunks(2)
         .filter_map(|pair| match pair {
