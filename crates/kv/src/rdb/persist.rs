@@ -189,8 +189,18 @@ pub fn start_sync(state: &mut State, targets: Vec<usize>) -> Result<String, Stri
     Ok(mark)
 }
 
-/// SAVE (and SHUTDOWN's save): writes `dump.rdb` on this thread.
+/// SAVE (and SHUTDOWN's, DEBUG RELOAD's save): writes `dump.rdb` on this
+/// thread. A BGSAVE still running is stopped first: both would write the
+/// same temporary file.
 pub fn save_now(state: &mut State) -> Result<u64, String> {
+    if state
+        .rdb
+        .job
+        .as_ref()
+        .is_some_and(|job| matches!(job.kind, JobKind::File))
+    {
+        state.rdb.job = None;
+    }
     let snap = snapshot(state);
     let (dir, name) = file_location(state);
     let controls = controls(state);
@@ -208,6 +218,24 @@ fn saved(state: &mut State, saved_changes: u64) {
     state.rdb.saves += 1;
     let rewrite = &mut state.rewrite;
     rewrite.changes_since_save = rewrite.changes_since_save.saturating_sub(saved_changes);
+}
+
+/// DEBUG RELOAD with `appendonly no`: saves `dump.rdb` (when `save`),
+/// empties the dataset and loads the file back, as Redis does.
+pub fn reload(state: &mut State, save: bool) -> Result<(), String> {
+    if save {
+        save_now(state)?;
+    }
+    let (dir, name) = file_location(state);
+    let mut keyspace = crate::keyspace::Keyspace::new(state.keyspace.databases());
+    let now = unix_ms();
+    keyspace.now_ms = now;
+    let loaded = dump::load(&RealFs, &dir, &name, &mut keyspace, false, now)?
+        .ok_or_else(|| format!("{} does not exist", dir.join(&name).display()))?;
+    state.keyspace = keyspace;
+    state.functions = Default::default();
+    crate::commands::load_libraries(state, &loaded.libraries)?;
+    Ok(())
 }
 
 /// Takes the result of a finished file production.

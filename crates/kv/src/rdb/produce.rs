@@ -45,7 +45,7 @@ pub struct History {
 pub struct Snapshot {
     /// Per database, its segments as they were.
     dbs: Vec<Vec<Arc<Segment>>>,
-    /// Keys expired at this time are left out.
+    /// The time of the snapshot (the `ctime` auxiliary field).
     now_ms: i64,
     /// Function libraries' code, written before the keys.
     libraries: Vec<Vec<u8>>,
@@ -134,7 +134,7 @@ pub fn encode(
     }
     let mut written = 0u64;
     for (index, segments) in dbs.into_iter().enumerate() {
-        written += encode_db(&mut out, index, segments, now_ms, controls)?;
+        written += encode_db(&mut out, index, segments, controls)?;
     }
     out.buf.push(OPCODE_EOF);
     if out.checksum {
@@ -193,7 +193,6 @@ fn encode_db(
     out: &mut Out<'_>,
     index: usize,
     segments: Vec<Arc<Segment>>,
-    now_ms: i64,
     controls: &Controls,
 ) -> io::Result<u64> {
     let keys: usize = segments.iter().map(|s| s.map.len()).sum();
@@ -209,11 +208,10 @@ fn encode_db(
     let mut written = 0u64;
     for segment in segments {
         for (key, value) in segment.map.iter() {
-            let expiry = segment.expires.get(key).copied();
-            if expiry.is_some_and(|at| at <= now_ms) {
-                continue;
-            }
-            if let Some(at) = expiry {
+            // Keys already expired are written too, as Redis does: the
+            // loader (or the replica's master, by its DELs) deletes them,
+            // and a master counts them (`rdb_last_load_keys_expired`).
+            if let Some(at) = segment.expires.get(key).copied() {
                 out.buf.push(OPCODE_EXPIRE_MS);
                 out.buf.extend_from_slice(&at.to_le_bytes());
             }
