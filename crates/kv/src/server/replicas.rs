@@ -339,8 +339,16 @@ impl Server {
     pub(super) fn push_stream(&mut self, bytes: &[u8]) {
         self.state.repl.advance(bytes);
         // A replica in its full sync gets the stream after its RDB, from
-        // the backlog, which keeps it meanwhile (its replication buffer).
+        // the backlog, which keeps it meanwhile (its replication buffer):
+        // what it is owed counts against the replica class's hard limit
+        // of `client-output-buffer-limit` (0: none), as in Redis.
         let offset = self.state.repl.offset;
+        let hard = self
+            .state
+            .config
+            .client_output_buffer_limits
+            .of(crate::config::obuf::ClientClass::Replica)
+            .hard_bytes as i64;
         let mut over: Vec<usize> = self
             .state
             .repl
@@ -348,7 +356,7 @@ impl Server {
             .iter()
             .filter(|r| {
                 r.sync_from
-                    .is_some_and(|from| offset - from > OUTPUT_MAX_BYTES as i64)
+                    .is_some_and(|from| hard > 0 && offset - from >= hard)
             })
             .map(|r| r.index)
             .collect();
