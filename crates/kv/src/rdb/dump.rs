@@ -64,6 +64,9 @@ pub fn save(
 pub struct Loaded {
     pub keys_loaded: u64,
     pub keys_expired: u64,
+    /// The keys counted as expired (database, key), for the caller to
+    /// delete and propagate.
+    pub expired: Vec<(usize, Vec<u8>)>,
     /// The replication history its auxiliary fields name.
     pub history: Option<History>,
     /// Function libraries' code, to load after the keys.
@@ -72,11 +75,11 @@ pub struct Loaded {
 
 /// Loads `dir/name` into `keyspace` when it exists (`Ok(None)` when it
 /// does not). Keys expired at `now_ms` are counted as expired when
-/// `count_expired` (a master) and loaded all the same: the server's expiry
-/// then deletes them through the usual path, so their DELs reach the log
-/// and the replication stream, and replicas that continue from the file's
-/// history delete them too, as Redis's master propagates the keys it finds
-/// expired when it loads. A replica keeps them for its master's DELs.
+/// `count_expired` (a master) and listed in [`Loaded::expired`]: the
+/// server deletes them and puts their DELs into the replication stream
+/// before it serves, so replicas that continue from the file's history
+/// delete them too, as Redis's master does with the keys it finds expired
+/// when it loads. A replica keeps them for its master's DELs.
 pub fn load(
     fs: &dyn RewriteFs,
     dir: &Path,
@@ -112,8 +115,10 @@ pub fn load(
             if let Some(at) = expire_ms {
                 keyspace.set_expire(db, &key, at);
             }
+            // The key stays loaded until the caller deletes it.
             if count_expired && expire_ms.is_some_and(|at| at <= now_ms) {
                 loaded.keys_expired += 1;
+                loaded.expired.push((db, key));
             } else {
                 loaded.keys_loaded += 1;
             }

@@ -50,6 +50,9 @@ pub struct RdbState {
     pub saves: u64,
     pub last_load_keys_loaded: u64,
     pub last_load_keys_expired: u64,
+    /// Keys `dump.rdb` held already expired, deleted once the server has
+    /// the file's history (start-up).
+    pub expired_at_load: Vec<(usize, Vec<u8>)>,
     /// SHUTDOWN already saved (a later exit path must not save again).
     pub shutdown_saved: bool,
 }
@@ -67,6 +70,7 @@ impl Default for RdbState {
             saves: 0,
             last_load_keys_loaded: 0,
             last_load_keys_expired: 0,
+            expired_at_load: Vec::new(),
             shutdown_saved: false,
         }
     }

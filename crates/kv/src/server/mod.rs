@@ -251,6 +251,7 @@ impl Server {
         let backlog_bytes = state.config.repl_backlog_size_bytes as usize;
         let as_master = state.config.replicaof.is_empty();
         state.repl.restore_from_log(backlog_bytes, as_master);
+        rdb_save::expire_loaded(&mut state);
         master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.

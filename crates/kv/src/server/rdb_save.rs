@@ -201,5 +201,29 @@ pub(super) fn load_at_startup(state: &mut State) -> crate::error::Result<()> {
     if let Some(h) = loaded.history {
         state.repl.log_mark = Some((h.replid, h.offset, h.stream_db));
     }
+    state.rdb.expired_at_load = loaded.expired;
     Ok(())
+}
+
+/// Deletes the keys `dump.rdb` held already expired, once the file's
+/// history is the server's: each DEL goes into the replication stream
+/// (after a SELECT where the database changes), so a replica continuing
+/// from that history deletes them too, or, when they overflow the
+/// backlog, syncs in full, as with Redis.
+pub(super) fn expire_loaded(state: &mut State) {
+    for (db, key) in std::mem::take(&mut state.rdb.expired_at_load) {
+        state.keyspace.remove(db, &key);
+        let repl = &mut state.repl;
+        if repl.backlog.is_none() {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if repl.seldb != Some(db) {
+            let text = db.to_string();
+            crate::commands::encode_command(&mut bytes, &[b"SELECT", text.as_bytes()]);
+            repl.seldb = Some(db);
+        }
+        crate::commands::encode_command(&mut bytes, &[b"DEL", &key]);
+        repl.advance(&bytes);
+    }
 }
