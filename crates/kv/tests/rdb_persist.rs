@@ -124,3 +124,52 @@ fn a_bad_dump_file_stops_start_up_with_its_reason() {
     let error = ferrite_kv::server::Server::bind(config).expect_err("refused");
     assert!(error.to_string().contains("RDB"), "{error}");
 }
+
+/// Replication INFO field.
+fn repl_field(raw: &mut Raw, name: &str) -> String {
+    let info = call(raw, &["INFO", "replication"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_master_deletes_expired_keys_of_the_file_into_its_history() {
+    use ferrite_kv::keyspace::Keyspace;
+    use ferrite_kv::rdb::produce::{Controls, History, Snapshot};
+    use ferrite_kv::types::{Str, Value};
+    let dir = tempfile::tempdir().expect("dir");
+    let mut ks = Keyspace::new(16);
+    for i in 0..10 {
+        let key = format!("gone{i}");
+        ks.set(0, key.as_bytes(), Value::Str(Str::new(b"v")), false);
+        ks.set_expire(0, key.as_bytes(), 1_000);
+    }
+    ks.set(0, b"kept", Value::Str(Str::new(b"v")), false);
+    let history = History {
+        replid: "b".repeat(40),
+        offset: 500,
+        stream_db: 0,
+    };
+    let snapshot = Snapshot::take(&ks, Vec::new(), Some(history), 0);
+    let fs = ferrite_kv::rewrite::fs::RealFs;
+    ferrite_kv::rdb::dump::save(&fs, dir.path(), "dump.rdb", snapshot, &Controls::default())
+        .expect("file written");
+    let server = start(dir.path());
+    let mut c = server.raw();
+    assert_eq!(info_field(&mut c, "rdb_last_load_keys_expired"), "10");
+    assert_eq!(info_field(&mut c, "rdb_last_load_keys_loaded"), "1");
+    assert_eq!(call(&mut c, &["DBSIZE"]), ":1");
+    // The file's history is the secondary one, and the DELs follow it.
+    assert_eq!(repl_field(&mut c, "master_replid2"), "b".repeat(40));
+    assert_eq!(repl_field(&mut c, "second_repl_offset"), "501");
+    let offset: i64 = repl_field(&mut c, "master_repl_offset")
+        .parse()
+        .expect("offset");
+    let select = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n".len() as i64;
+    let dels = (0..10)
+        .map(|i| format!("*2\r\n$3\r\nDEL\r\n$5\r\ngone{i}\r\n").len() as i64)
+        .sum::<i64>();
+    assert_eq!(offset, 500 + select + dels);
+}
