@@ -85,7 +85,7 @@ def wait_ping(port, proc):
 # Configurations: the server, and extra arguments for the replica.
 CONFIGS = {
     "ferrite": ("ferrite", []),
-    "ferrite_replica_nolog": ("ferrite", ["--appendonly", "no"]),
+    "ferrite_replica_nolog": ("ferrite", ["--appendonly", "no", "--save", ""]),
     "redis": ("redis", []),
 }
 

@@ -40,7 +40,7 @@ fn start_node(system: &str, port: u16, dir: &Path) -> Result<Running> {
         cmd.args(["redis-server", "--save", "", "--appendonly", "no"]);
     } else {
         cmd.arg(std::env::current_exe()?)
-            .args(["kv-serve", "--appendonly", "no"]);
+            .args(["kv-serve", "--appendonly", "no", "--save", ""]);
     }
     cmd.args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
         .arg("--dir")

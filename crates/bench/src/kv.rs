@@ -130,7 +130,8 @@ pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running>
             "file"
         };
         match spec.fsync {
-            "off" => cmd.args(["--appendonly", "no"]),
+            // No persistence at all, as Redis's `--save ''` beside it.
+            "off" => cmd.args(["--appendonly", "no", "--save", ""]),
             f => cmd.args(["--appendfsync", f, "--log-device", device]),
         };
     }

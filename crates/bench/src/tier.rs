@@ -81,6 +81,8 @@ fn start(spec: &Spec, dir: &Path, pm: &Path, heap_bytes: u64) -> Result<Running>
                 &PORT.to_string(),
                 "--appendonly",
                 "no",
+                "--save",
+                "",
             ])
             .arg("--dir")
             .arg(dir);

@@ -196,7 +196,10 @@ fn memory(state: &State, out: &mut String) {
         diff(rss, used),
         f.clients_slaves,
         f.repl_backlog,
-        f.repl_backlog + f.clients_slaves,
+        // The backlog is the replication buffer every replica shares (it
+        // keeps the stream a full sync still owes, `server/repl.rs`), as
+        // Redis's shared buffer; replies not yet sent are per replica.
+        f.repl_backlog,
         f.clients_slaves,
         f.clients_normal,
         crate::memory::allocator_name(),
@@ -218,11 +221,10 @@ fn persistence(state: &State, out: &mut String) {
     };
     let _ = write!(
         out,
-        "loading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n",
+        "loading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\n{}",
         u8::from(matches!(state.repl.loading, Loading::Blocking { .. })),
         u8::from(matches!(state.repl.loading, Loading::Async { .. })),
-        state.rewrite.changes_since_save,
-        state.start_unix_s,
+        crate::rdb::persist::info_fields(state),
     );
     let _ = write!(
         out,

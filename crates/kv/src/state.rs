@@ -198,6 +198,8 @@ pub struct State {
     pub reload_requested: bool,
     /// SAVE ran: the event loop makes the log durable, then replies.
     pub save_requested: bool,
+    /// The RDB productions (BGSAVE, full syncs) and their figures.
+    pub rdb: crate::rdb::persist::RdbState,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
     pub new_listeners: Option<Vec<std::net::TcpListener>>,
     /// The listeners CONFIG SET tls-port bound, for the loop to switch to.
@@ -294,6 +296,7 @@ impl State {
             clients: BTreeMap::new(),
             client_memory: Default::default(),
             shutdown_requested: false,
+            rdb: Default::default(),
             port: 0,
             pubsub: Default::default(),
             blocking: Default::default(),

@@ -142,6 +142,12 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     ks.misses = 0;
     ks.expired_total = 0;
     ctx.state.lazyfree.reset_stats();
+    // Redis resets its sync and save counters with the rest.
+    let repl = &mut ctx.state.repl;
+    repl.sync_full = 0;
+    repl.sync_partial_ok = 0;
+    repl.sync_partial_err = 0;
+    ctx.state.rdb.saves = 0;
     ctx.reply.ok();
     Ok(())
 }

@@ -304,10 +304,10 @@ fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// nothing. Neither needs the log replayed (which would apply its
 /// commands twice).
 fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let (mut merge, mut noflush) = (false, false);
+    let (mut merge, mut noflush, mut nosave) = (false, false, false);
     for at in 2..args.len() {
         match upper(args, at).as_slice() {
-            b"NOSAVE" => {}
+            b"NOSAVE" => nosave = true,
             b"MERGE" => merge = true,
             b"NOFLUSH" => noflush = true,
             _ => {
@@ -317,10 +317,12 @@ fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
         }
     }
-    if !ctx.state.config.appendonly {
-        return Err(Cow::Borrowed(
-            "ERR Ferrite persists only through its log, and appendonly is no: nothing to reload from",
-        ));
+    if !ctx.state.config.appendonly && !noflush {
+        // As Redis: save dump.rdb (unless NOSAVE), then load it back.
+        crate::rdb::persist::reload(ctx.state, !nosave)
+            .map_err(|e| Cow::Owned(format!("ERR Error trying to load the RDB dump: {e}")))?;
+        ctx.reply.ok();
+        return Ok(());
     }
     if noflush {
         let keyspace = &ctx.state.keyspace;

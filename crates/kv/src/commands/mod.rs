@@ -65,6 +65,7 @@ pub use blocking::{serve as serve_blocked, BlockKind, BlockRequest, Pause, Pause
 pub use cluster::bump_epoch as bump_config_epoch;
 pub use connection::REDIS_VERSION;
 pub use functions::functions_record;
+pub(crate) use persistence::load_libraries;
 pub use scripting::{
     busy_command, script_cache_figures, BusyOutcome, BusyView, Libraries, Reenter,
 };

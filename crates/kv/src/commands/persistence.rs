@@ -1,6 +1,10 @@
-//! SAVE, BGSAVE and LASTSAVE on Ferrite's persistence, which is its log.
+//! SAVE, BGSAVE and LASTSAVE.
 //!
-//! Every write is already in the log, so the dataset on disk is always
+//! With `appendonly no` they act on `dump.rdb` as Redis's do
+//! (`rdb::persist`, `docs/rdb.md`): SAVE writes it on the event loop,
+//! BGSAVE on a worker thread from a snapshot.
+//!
+//! With `appendonly yes` Ferrite's persistence is its log. Every write is already in the log, so the dataset on disk is always
 //! whole; what Redis's snapshots add is durability (SAVE) and a compact
 //! copy (BGSAVE). SAVE makes every record appended so far durable before
 //! it replies (the event loop syncs the log right after the command:
@@ -11,17 +15,29 @@
 use std::borrow::Cow;
 
 use super::acl;
+use super::scripting::library;
 use super::table::*;
 use super::{errors, upper, CmdResult, Ctx};
+use crate::rdb::persist;
 use crate::resp::Args;
 
-/// Refusal when there is no log to save to.
-const NO_LOG: &str =
-    "ERR Ferrite persists only through its log, and appendonly is no: nothing to save to";
+const IN_PROGRESS: &str = "ERR Background save already in progress";
 
 fn save(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
     if !ctx.state.config.appendonly {
-        return Err(Cow::Borrowed(NO_LOG));
+        if ctx.state.rdb.job.is_some() {
+            return Err(Cow::Borrowed(IN_PROGRESS));
+        }
+        return match persist::save_now(ctx.state) {
+            Ok(_) => {
+                ctx.reply.ok();
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!("SAVE failed: {e}");
+                Err(Cow::Borrowed("ERR"))
+            }
+        };
     }
     // The reply (OK, or the failure) comes from the event loop once the
     // log is durable.
@@ -36,7 +52,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         _ => return Err(Cow::Borrowed(errors::SYNTAX)),
     };
     if !ctx.state.config.appendonly {
-        return Err(Cow::Borrowed(NO_LOG));
+        return bgsave_rdb(ctx, schedule);
     }
     let rewrite = &mut ctx.state.rewrite;
     if rewrite.scheduled {
@@ -52,6 +68,36 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     rewrite.scheduled = true;
     ctx.reply.simple("Background saving started");
+    Ok(())
+}
+
+/// BGSAVE with `appendonly no`: the producer writes `dump.rdb`; with
+/// SCHEDULE while another production runs, it starts after it.
+fn bgsave_rdb(ctx: &mut Ctx<'_>, schedule: bool) -> CmdResult {
+    if ctx.state.rdb.job.is_some() {
+        if !schedule || ctx.state.rdb.scheduled {
+            return Err(Cow::Borrowed(IN_PROGRESS));
+        }
+        ctx.state.rdb.scheduled = true;
+        ctx.reply.simple("Background saving scheduled");
+        return Ok(());
+    }
+    persist::start_bgsave(ctx.state).map_err(|e| Cow::Owned(format!("ERR {e}")))?;
+    ctx.reply.simple("Background saving started");
+    Ok(())
+}
+
+/// Loads function libraries read from `dump.rdb` at start-up, as FUNCTION
+/// LOAD REPLACE would; a library that fails is an error naming it.
+pub(crate) fn load_libraries(
+    state: &mut crate::state::State,
+    codes: &[Vec<u8>],
+) -> Result<(), String> {
+    for code in codes {
+        let (name, lib) = library::compile(code, false)?;
+        library::commit(&name, code).map_err(|e| e.to_string())?;
+        state.functions.insert(name, lib);
+    }
     Ok(())
 }
 

@@ -200,6 +200,8 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         if repl.promote() {
             tracing::info!("MASTER MODE enabled (user request)");
         }
+        // CONFIG REWRITE writes the role as it is now, as Redis's does.
+        ctx.state.config.replicaof.clear();
         ctx.reply.ok();
         return Ok(());
     }
@@ -226,6 +228,7 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         // A master continuing as a replica: its history is its own stream.
         repl.stream_db = repl.seldb.unwrap_or(0);
     }
+    state.config.replicaof = format!("{host} {port}");
     repl.master = Some(Master::new(host, port));
     repl.changed = true;
     ctx.reply.ok();

@@ -60,13 +60,39 @@ pub(super) fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
+    let (mut save, mut nosave, mut force) = (false, false, false);
     for i in 1..args.len() {
         match upper(args, i).as_slice() {
-            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"NOSAVE" => nosave = true,
+            b"SAVE" => save = true,
+            b"FORCE" => force = true,
+            b"NOW" => {}
             b"ABORT" => return Err(Cow::Borrowed("ERR No shutdown in progress.")),
             _ => return Err(Cow::Borrowed(errors::SYNTAX)),
         }
     }
+    if save && nosave {
+        return Err(Cow::Borrowed(errors::SYNTAX));
+    }
+    // With `appendonly no`, as Redis: save when asked or when save points
+    // are configured; a failed save keeps the server up unless FORCE.
+    let state = &mut *ctx.state;
+    let points = !crate::rdb::persist::save_points(state).is_empty();
+    if !state.config.appendonly && !nosave && (save || points) {
+        if let Some(mut job) = state.rdb.job.take() {
+            job.running.stop_and_join();
+        }
+        match crate::rdb::persist::save_now(state) {
+            Ok(_) => state.rdb.shutdown_saved = true,
+            Err(e) => {
+                tracing::warn!("Error trying to save the DB, can't exit: {e}");
+                if !force {
+                    return Err(Cow::Borrowed("ERR Errors trying to SHUTDOWN. Check logs."));
+                }
+            }
+        }
+    }
+    ctx.state.rdb.shutdown_saved |= nosave;
     // No reply: like Redis, the server closes every connection as it exits,
     // after the log is flushed and synced.
     ctx.state.shutdown_requested = true;

@@ -67,6 +67,8 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
             config.appendfsync = AppendFsync::parse(text).unwrap_or(AppendFsync::EverySec)
         }
         "appendfilename" => config.appendfilename = text.to_string(),
+        "save" => config.save = text.to_string(),
+        "dbfilename" => config.dbfilename = text.to_string(),
         "aof-load-truncated" => config.aof_load_truncated = yes,
         "auto-aof-rewrite-percentage" => config.auto_aof_rewrite_percentage = number(text),
         "auto-aof-rewrite-min-size" => config.auto_aof_rewrite_min_size_bytes = number(text),
@@ -177,6 +179,8 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "appendonly" => yes_no(config.appendonly),
         "appendfsync" => config.appendfsync.name().to_string(),
         "appendfilename" => config.appendfilename.clone(),
+        "save" => config.save.clone(),
+        "dbfilename" => config.dbfilename.clone(),
         "aof-load-truncated" => yes_no(config.aof_load_truncated),
         "auto-aof-rewrite-percentage" => config.auto_aof_rewrite_percentage.to_string(),
         "auto-aof-rewrite-min-size" => config.auto_aof_rewrite_min_size_bytes.to_string(),

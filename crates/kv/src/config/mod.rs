@@ -43,6 +43,11 @@ pub struct Config {
     pub appendfsync: AppendFsync,
     /// Log file name inside `dir` (`appendfilename`).
     pub appendfilename: String,
+    /// Snapshot points, `seconds changes` pairs (`save`; with
+    /// `appendonly no`).
+    pub save: String,
+    /// The RDB file's name inside `dir` (`dbfilename`).
+    pub dbfilename: String,
     /// Start with a log whose tail is torn, truncating it (`aof-load-truncated`).
     pub aof_load_truncated: bool,
     /// The log's device (`log-device`).
@@ -232,6 +237,8 @@ impl Default for Config {
             appendonly: false,
             appendfsync: AppendFsync::EverySec,
             appendfilename: String::new(),
+            save: String::new(),
+            dbfilename: String::new(),
             aof_load_truncated: false,
             log_device: LogDevice::Auto,
             log_wbuf_dir: String::new(),

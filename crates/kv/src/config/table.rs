@@ -156,7 +156,7 @@ const PROPAGATION_ERROR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 const LOG_DEVICE: &[&str] = &["auto", "file", "pmem", "pmem-emulated", "wbuf"];
 
 // Why directives have no effect in Ferrite, by subject.
-const RDB: &str = "Ferrite persists through its log only: there are no RDB snapshots";
+const RDB: &str = "Ferrite's RDB saves (dump.rdb with appendonly no) and full syncs run on a thread and do not read it";
 const REPL: &str = "not implemented by Ferrite's replication (docs/replication.md)";
 const CLUSTER: &str = "not implemented by Ferrite's cluster (docs/cluster.md)";
 const TLS: &str = "Ferrite's outgoing connections (the link to a master) are plain TCP; TLS is served to clients and replicas on `tls-port`";
@@ -305,14 +305,14 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("aof-timestamp-enabled", None, Bool, "no", 0, No(REDIS_AOF), "Write timestamps into the AOF."),
     d!("aof-disable-auto-gc", None, Bool, "no", 0, No(REDIS_AOF), "Keep old AOF parts after a rewrite."),
     // Persistence: RDB.
-    d!("save", None, Sp(Special::Save), "3600 1 300 100 60 10000", MULTI_ARG, No(RDB), "Snapshot points: seconds and changes, in pairs."),
-    d!("dbfilename", None, Text, "dump.rdb", PROTECTED, No(RDB), "Name of the RDB file."),
+    d!("save", None, Sp(Special::Save), "3600 1 300 100 60 10000", MULTI_ARG, Acts, "Snapshot points: seconds and changes, in pairs (with appendonly no, a BGSAVE of dump.rdb when both are reached)."),
+    d!("dbfilename", None, Text, "dump.rdb", PROTECTED, Acts, "Name of the RDB file in dir (with appendonly no)."),
     d!("rdbcompression", None, Bool, "yes", 0, No(RDB), "Compress RDB strings."),
     d!("rdbchecksum", None, Bool, "yes", IMMUTABLE, No(RDB), "Checksum RDB files."),
     d!("rdb-del-sync-files", None, Bool, "no", 0, No(RDB), "Delete RDB files used only for replication."),
     d!("rdb-save-incremental-fsync", None, Bool, "yes", 0, No(RDB), "Sync every 4 MB while saving."),
     d!("stop-writes-on-bgsave-error", None, Bool, "yes", 0, No(RDB), "Refuse writes after a failed save."),
-    d!("rdb-key-save-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, Acts, "Testing: microseconds a log rewrite waits per key it writes (negative -n: one microsecond with a chance of 1/n), as Redis's RDB and AOF rewrite."),
+    d!("rdb-key-save-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, Acts, "Testing: microseconds a log rewrite or an RDB production waits per key it writes (negative -n: one microsecond with a chance of 1/n), as Redis's RDB and AOF rewrite."),
     d!("key-load-delay", None, num(I32_MIN, I32_MAX), "0", HIDDEN, No(RDB), "Testing: delay per key loaded."),
     d!("loading-process-events-interval-bytes", None, num(1024, I32_MAX), "2097152", HIDDEN, No(RDB), "Bytes loaded between event loop turns."),
     // Encodings.

@@ -12,9 +12,12 @@
 //! never a panic or a huge allocation.
 
 mod crc64;
+pub mod dump;
 pub mod file;
 mod lzf;
 mod packed;
+pub mod persist;
+pub mod produce;
 mod stream;
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -44,6 +44,7 @@ impl Server {
         if let Some(backlog) = &mut self.state.repl.backlog {
             backlog.resize(self.state.config.repl_backlog_size_bytes as usize);
         }
+        self.rdb_cron();
         self.replicas_cron();
         self.failover_cron();
         self.link_cron(true);

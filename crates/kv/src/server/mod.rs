@@ -24,6 +24,7 @@ pub mod notify;
 mod obuf;
 pub mod pubsub;
 mod rdb_file;
+mod rdb_save;
 mod reload;
 pub mod repl;
 mod replica_rogue;
@@ -179,6 +180,8 @@ impl Server {
                 reason,
             }
         })?;
+        rdb_save::set_waker(&mut state, Arc::clone(&waker));
+        let injected = device.is_some();
         let notify_waker = Arc::clone(&waker);
         let wake = Wake::new(move || {
             let _ = notify_waker.wake();
@@ -187,6 +190,9 @@ impl Server {
             Some(device) => (open_log_on(&mut state, device, wake.boxed())?, None),
             None => open_data_dir(&mut state, Access::Serve(wake))?.into_serving()?,
         };
+        if !injected && !state.config.appendonly {
+            rdb_save::load_at_startup(&mut state)?;
+        }
         crate::tier::check_index(&state)?;
         let mut listeners = Vec::new();
         let mut tls_listeners = Vec::new();
@@ -222,6 +228,7 @@ impl Server {
         let backlog_bytes = state.config.repl_backlog_size_bytes as usize;
         let as_master = state.config.replicaof.is_empty();
         state.repl.restore_from_log(backlog_bytes, as_master);
+        rdb_save::expire_loaded(&mut state);
         master_link::start_as_replica(&mut state);
         // Measured before the first timer tick, so `maxmemory` holds from
         // the first command.
@@ -350,6 +357,7 @@ impl Server {
             } else {
                 self.rewrite_step();
             }
+            self.rdb_step();
             if self.state.config.event_loop_unstack
                 && !crate::rewrite::seat::is_lent()
                 && self.unstack.check(Instant::now())
@@ -361,6 +369,7 @@ impl Server {
         if let Some(cluster) = &self.state.cluster {
             cluster.stop.store(true, Ordering::SeqCst);
         }
+        self.rdb_at_exit();
         tracing::info!("shutting down: flushing the log");
         if let Some(rewriter) = &mut self.rewriter {
             rewriter.wait(&mut self.state);

@@ -11,11 +11,16 @@ use crate::state::unix_ms;
 /// The ID that says "no ID" (INFO's `master_replid2` when unset).
 pub const NO_ID: &str = "0000000000000000000000000000000000000000";
 
-/// The last `size` bytes of the replication stream, for partial resyncs.
+/// The last `size` bytes of the replication stream, for partial resyncs;
+/// more while a replica's full sync needs the bytes since its snapshot
+/// (`pinned`): the backlog is then also that replica's replication buffer,
+/// shared by every replica of the sync, as Redis's is.
 #[derive(Debug)]
 pub struct Backlog {
     buf: VecDeque<u8>,
     size: usize,
+    /// Newest bytes kept whatever the size.
+    pinned: usize,
 }
 
 impl Backlog {
@@ -24,22 +29,38 @@ impl Backlog {
         Backlog {
             buf: VecDeque::new(),
             size: size.max(1),
+            pinned: 0,
         }
     }
 
-    /// Appends stream bytes, forgetting the oldest past the size.
+    /// Appends stream bytes, forgetting the oldest past the size (and
+    /// past the pinned bytes).
     pub fn push(&mut self, bytes: &[u8]) {
-        let keep = bytes.len().min(self.size);
+        let limit = self.size.max(self.pinned);
+        let keep = bytes.len().min(limit);
         self.buf.extend(&bytes[bytes.len() - keep..]);
-        let excess = self.buf.len().saturating_sub(self.size);
+        let excess = self.buf.len().saturating_sub(limit);
         self.buf.drain(..excess);
     }
 
     /// Changes the size (`repl-backlog-size`), keeping the newest bytes.
     pub fn resize(&mut self, size: usize) {
         self.size = size.max(1);
-        let excess = self.buf.len().saturating_sub(self.size);
+        self.trim();
+    }
+
+    /// Keeps at least the newest `bytes` whatever the size (0: none).
+    pub fn pin(&mut self, bytes: usize) {
+        self.pinned = bytes;
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        let excess = self.buf.len().saturating_sub(self.size.max(self.pinned));
         self.buf.drain(..excess);
+        if excess > 0 && self.buf.capacity() > 2 * self.buf.len().max(self.size) {
+            self.buf.shrink_to(self.buf.len().max(self.size));
+        }
     }
 
     /// Bytes allocated for it (INFO's `mem_replication_backlog`).
@@ -108,6 +129,15 @@ pub struct Replica {
     /// `repl-timeout` disconnects it (a replica attached by SYNC never
     /// acknowledges, and one still loading its payload has not yet).
     pub acked: bool,
+    /// During its full sync: the offset of its snapshot. The stream after
+    /// it is kept in the backlog (pinned) and sent once the RDB has ended
+    /// and the replica acknowledged.
+    pub sync_from: Option<i64>,
+    /// Its `$EOF:` payload ended: the stream since its snapshot goes at
+    /// its first ACK,
+    /// since bytes right after the end mark would hide the mark from a
+    /// replica that looks for it at the end of what it read (Redis's).
+    pub rdb_sent: bool,
 }
 
 /// A WAIT client: released once `wanted` replicas acknowledged `target`.
@@ -391,8 +421,19 @@ impl Repl {
     /// Appends stream bytes to the offset and the backlog.
     pub fn advance(&mut self, bytes: &[u8]) {
         self.offset += bytes.len() as i64;
+        self.pin_for_syncs();
         if let Some(backlog) = &mut self.backlog {
             backlog.push(bytes);
+        }
+    }
+
+    /// Pins in the backlog the stream since the oldest snapshot a full
+    /// sync still has to follow with (none left: the pin goes).
+    pub fn pin_for_syncs(&mut self) {
+        let oldest = self.replicas.iter().filter_map(|r| r.sync_from).min();
+        let bytes = oldest.map_or(0, |from| (self.offset - from).max(0) as usize);
+        if let Some(backlog) = &mut self.backlog {
+            backlog.pin(bytes);
         }
     }
 
@@ -426,9 +467,14 @@ pub fn info(state: &crate::state::State, out: &mut String) {
     for (i, r) in repl.replicas.iter().enumerate() {
         let _ = write!(
             out,
-            "slave{i}:ip={},port={},state=online,offset={},lag={}\r\n",
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
             r.ip,
             r.port,
+            if r.sync_from.is_some() && !r.rdb_sent {
+                "wait_bgsave"
+            } else {
+                "online"
+            },
             r.ack,
             (now - r.ack_ms).max(0) / 1000
         );

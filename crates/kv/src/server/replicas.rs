@@ -52,7 +52,7 @@ impl Server {
                 out.extend_from_slice(format!("+CONTINUE {}\r\n", repl.replid).as_bytes());
                 out.extend_from_slice(&bytes);
                 repl.sync_partial_ok += 1;
-                return self.register_replica(index, conn);
+                return self.register_replica(index, conn, false);
             }
             if id != "?" {
                 repl.sync_partial_err += 1;
@@ -71,10 +71,44 @@ impl Server {
     }
 
     /// Sends `conn` the dataset (after `+FULLRESYNC` for PSYNC) and
-    /// attaches it.
+    /// attaches it. A replica that reads `$EOF:` payloads gets the RDB
+    /// streamed from a snapshot by a worker (`docs/rdb.md`); while another
+    /// production runs it waits for the next one.
     fn full_sync(&mut self, index: usize, conn: &mut Conn, psync: bool) {
-        let repl = &mut self.state.repl;
+        if conn.session.capa_eof {
+            if self.state.rdb.job.is_some() {
+                let repl = &mut self.state.repl;
+                repl.pending.push((index, psync));
+                repl.pending_since
+                    .get_or_insert_with(std::time::Instant::now);
+                conn.inbuf.clear();
+                return;
+            }
+            match crate::rdb::persist::start_sync(&mut self.state, vec![index]) {
+                Ok(mark) => self.begin_streamed_sync(index, conn, psync, &mark),
+                Err(e) => {
+                    tracing::warn!("cannot start a full sync: {e}");
+                    conn.closing = true;
+                }
+            }
+            return;
+        }
+        self.fullresync_line(conn, psync);
         let out = &mut conn.reply.buf;
+        // Encoded in place, then its length put in front: the payload is
+        // in memory once (a separate file copied in would be twice).
+        let start = out.len();
+        super::rdb_file::encode_into(&self.state.keyspace, self.state.keyspace.now_ms, out);
+        let header = format!("${}\r\n", out.len() - start);
+        out.splice(start..start, header.into_bytes());
+        conn.payload_end = conn.reply.buf.len();
+        self.register_replica(index, conn, false);
+    }
+
+    /// The `+FULLRESYNC id offset` line (PSYNC only), after making sure a
+    /// backlog and a history exist.
+    fn fullresync_line(&mut self, conn: &mut Conn, psync: bool) {
+        let repl = &mut self.state.repl;
         if repl.backlog.is_none() {
             // A backlog made from scratch starts a new history, as Redis's.
             repl.replid = super::repl::random_id();
@@ -89,19 +123,21 @@ impl Server {
         repl.sync_full += 1;
         if psync {
             let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
-            out.extend_from_slice(line.as_bytes());
+            conn.reply.buf.extend_from_slice(line.as_bytes());
         }
-        // Encoded in place, then its length put in front: the payload is
-        // in memory once (a separate file copied in would be twice).
-        let start = out.len();
-        super::rdb_file::encode_into(&self.state.keyspace, self.state.keyspace.now_ms, out);
-        let header = format!("${}\r\n", out.len() - start);
-        out.splice(start..start, header.into_bytes());
-        conn.payload_end = conn.reply.buf.len();
-        self.register_replica(index, conn);
     }
 
-    fn register_replica(&mut self, index: usize, conn: &mut Conn) {
+    /// Starts a replica's streamed sync, in the iteration its snapshot was
+    /// taken: the offset it is told is the snapshot's.
+    fn begin_streamed_sync(&mut self, index: usize, conn: &mut Conn, psync: bool, mark: &str) {
+        self.fullresync_line(conn, psync);
+        let header = format!("$EOF:{mark}\r\n");
+        conn.reply.buf.extend_from_slice(header.as_bytes());
+        conn.payload_end = 0;
+        self.register_replica(index, conn, true);
+    }
+
+    fn register_replica(&mut self, index: usize, conn: &mut Conn, streamed: bool) {
         let id = conn.session.id;
         let peer = self.state.clients.get(&id).map(|c| c.addr.clone());
         let ip = conn.session.replica_ip.clone().unwrap_or_else(|| {
@@ -118,6 +154,8 @@ impl Server {
             ack: 0,
             ack_ms: unix_ms(),
             acked: false,
+            sync_from: streamed.then_some(self.state.repl.offset),
+            rdb_sent: false,
         });
     }
 
@@ -126,6 +164,8 @@ impl Server {
         let repl = &mut self.state.repl;
         repl.replicas.retain(|r| r.index != index);
         repl.pending.retain(|(i, _)| *i != index);
+        repl.pin_for_syncs();
+        self.forget_sync_target(index);
     }
 
     /// Whether connection `index` waits for its full sync.
@@ -146,12 +186,44 @@ impl Server {
         if !full && since.elapsed().as_secs() < c.repl_diskless_sync_delay_s {
             return;
         }
+        if self.state.rdb.job.is_some() {
+            // The running production ends first; they get the next one.
+            return;
+        }
         self.state.repl.pending_since = None;
-        for (index, psync) in std::mem::take(&mut self.state.repl.pending) {
+        let batch = std::mem::take(&mut self.state.repl.pending);
+        let streamed: Vec<usize> = batch
+            .iter()
+            .map(|(index, _)| *index)
+            .filter(|i| {
+                self.conns
+                    .get(*i)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|c| c.session.capa_eof)
+            })
+            .collect();
+        let mark = if streamed.is_empty() {
+            None
+        } else {
+            match crate::rdb::persist::start_sync(&mut self.state, streamed.clone()) {
+                Ok(mark) => Some(mark),
+                Err(e) => {
+                    tracing::warn!("cannot start a full sync: {e}");
+                    None
+                }
+            }
+        };
+        for (index, psync) in batch {
             let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
                 continue;
             };
-            self.full_sync(index, &mut conn, psync);
+            match &mark {
+                Some(mark) if streamed.contains(&index) => {
+                    self.begin_streamed_sync(index, &mut conn, psync, mark)
+                }
+                None if streamed.contains(&index) => conn.closing = true,
+                _ => self.full_sync(index, &mut conn, psync),
+            }
             self.conns[index] = Some(conn);
             self.mark_ready(index);
         }
@@ -194,10 +266,24 @@ impl Server {
         conn.inbuf.drain(..at);
         if let Some(offset) = acked {
             let id = conn.session.id;
+            let mut loaded_from = None;
             if let Some(r) = self.state.repl.replicas.iter_mut().find(|r| r.id == id) {
+                if r.rdb_sent {
+                    loaded_from = r.sync_from.take();
+                }
                 r.ack = r.ack.max(offset);
                 r.ack_ms = unix_ms();
                 r.acked = true;
+            }
+            if let Some(from) = loaded_from {
+                // The replica loaded its RDB: the stream since goes now,
+                // from the backlog that kept it.
+                let repl = &self.state.repl;
+                match repl.continuation(&repl.replid, from + 1) {
+                    Some(bytes) => conn.reply.buf.extend_from_slice(&bytes),
+                    None => conn.closing = true,
+                }
+                self.state.repl.pin_for_syncs();
             }
             self.release_waiters();
         }
@@ -265,7 +351,36 @@ impl Server {
     /// output (dropping one that leaves too much unread).
     pub(super) fn push_stream(&mut self, bytes: &[u8]) {
         self.state.repl.advance(bytes);
-        let targets: Vec<usize> = self.state.repl.replicas.iter().map(|r| r.index).collect();
+        // A replica in its full sync gets the stream after its RDB, from
+        // the backlog, which keeps it meanwhile (its replication buffer):
+        // what it is owed counts against the replica class's hard limit
+        // of `client-output-buffer-limit` (0: none), as in Redis.
+        let offset = self.state.repl.offset;
+        let hard = self
+            .state
+            .config
+            .client_output_buffer_limits
+            .of(crate::config::obuf::ClientClass::Replica)
+            .hard_bytes as i64;
+        let mut over: Vec<usize> = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.sync_from
+                    .is_some_and(|from| hard > 0 && offset - from >= hard)
+            })
+            .map(|r| r.index)
+            .collect();
+        let targets: Vec<usize> = self
+            .state
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| r.sync_from.is_none())
+            .map(|r| r.index)
+            .collect();
         for index in targets {
             let Some(mut conn) = self.conns.get_mut(index).and_then(Option::take) else {
                 continue;
@@ -273,11 +388,15 @@ impl Server {
             conn.reply.buf.extend_from_slice(bytes);
             let unsent_from = conn.out_sent.max(conn.payload_end);
             if conn.reply.buf.len().saturating_sub(unsent_from) > OUTPUT_MAX_BYTES {
+                over.push(index);
+            }
+            self.conns[index] = Some(conn);
+            self.mark_ready(index);
+        }
+        for index in over {
+            if let Some(conn) = self.conns.get_mut(index).and_then(Option::take) {
                 tracing::warn!("dropping replica {}: output over 256 MB", conn.session.id);
                 self.close(conn, index);
-            } else {
-                self.conns[index] = Some(conn);
-                self.mark_ready(index);
             }
         }
     }
