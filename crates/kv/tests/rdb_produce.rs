@@ -176,13 +176,13 @@ fn value_strategy() -> impl Strategy<Value = Value> {
     prop_oneof![
         bytes().prop_map(|b| Value::Str(Str::new(&b))),
         prop::collection::vec(bytes(), 1..8).prop_map(|items| {
-            let list: VecDeque<Bytes> = items.into_iter().map(Bytes::from).collect();
+            let list: VecDeque<Str> = items.into_iter().map(Str::from).collect();
             Value::List(Shared::new(list))
         }),
         prop::collection::hash_map(bytes(), bytes(), 1..8).prop_map(|map| {
             let hash = map
                 .into_iter()
-                .map(|(k, v)| (Bytes::from(k), Bytes::from(v)))
+                .map(|(k, v)| (Bytes::from(k), Str::from(v)))
                 .collect();
             Value::Hash(Shared::new(hash))
         }),
