@@ -196,13 +196,11 @@ fn memory(state: &State, out: &mut String) {
         diff(rss, used),
         f.clients_slaves,
         f.repl_backlog,
-        // Redis's shared replication buffer spans from the oldest byte the
-        // backlog or a replica still needs. Here the backlog keeps what a
-        // full sync still owes (`server/repl.rs`), and an online replica's
-        // unsent stream is in its own reply buffer: the buffer is the
-        // larger of the two, so a replica that leaves shrinks it only
-        // when it held more than the backlog, as in Redis.
-        f.repl_backlog.max(f.clients_slaves),
+        // The backlog is the replication buffer every replica shares (it
+        // keeps the stream a full sync still owes, `server/repl.rs`), as
+        // Redis's shared buffer; replies not yet sent are per replica
+        // (`mem_clients_slaves`), as Redis's suite reads the two.
+        f.repl_backlog,
         f.clients_slaves,
         f.clients_normal,
         crate::memory::allocator_name(),
