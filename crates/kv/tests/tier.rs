@@ -282,8 +282,13 @@ fn hot_values_come_back_to_dram_and_dram_stays_near_its_budget() {
     );
 }
 
-#[test]
-fn a_restart_rebuilds_the_same_data() {
+/// Runs `before` on a tiered server (64 MiB heap; it gets the server's
+/// `maxmemory-dram`), stops it, and runs `after` on a server restarted
+/// from the same directory with the same budget and heap.
+fn across_a_restart(
+    before: impl FnOnce(&mut redis::Connection, u64),
+    after: impl FnOnce(&mut redis::Connection),
+) {
     let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
     let heap = 64 << 20;
@@ -292,35 +297,43 @@ fn a_restart_rebuilds_the_same_data() {
         let server = TestServer::start_with(dir.path(), |c| tiered(c, heap));
         let mut con = connect(&server);
         budget = dram_budget(&mut con);
-        fill(&mut con, 8000, 1024);
-        for k in 0..500 {
-            let _: usize = redis::cmd("APPEND")
-                .arg(format!("bg:{k}"))
-                .arg("tail")
-                .query(&mut con)
-                .unwrap();
-        }
-        assert!(info(&mut con, "tier_demotions") > 0.0);
+        before(&mut con, budget);
         server.stop();
     }
     let server = TestServer::start_with(dir.path(), |c| {
         c.maxmemory_dram_bytes = budget;
         c.pm_tier_size_bytes = heap;
     });
-    let mut con = connect(&server);
-    assert!(info(&mut con, "tier_demotions") > 0.0, "replay demoted");
-    assert!(info(&mut con, "used_memory_pmem") > 0.0);
-    for k in 0..8000 {
-        let got: Vec<u8> = redis::cmd("GET")
-            .arg(format!("bg:{k}"))
-            .query(&mut con)
-            .unwrap();
-        let mut expected = value(k, 0, 1024);
-        if k < 500 {
-            expected.extend_from_slice(b"tail");
-        }
-        assert_eq!(got, expected, "bg:{k}");
-    }
+    after(&mut connect(&server));
+}
+
+#[test]
+fn a_restart_rebuilds_the_same_data() {
+    across_a_restart(
+        |con, _| {
+            fill(con, 8000, 1024);
+            for k in 0..500 {
+                let _: usize = redis::cmd("APPEND")
+                    .arg(format!("bg:{k}"))
+                    .arg("tail")
+                    .query(con)
+                    .unwrap();
+            }
+            assert!(info(con, "tier_demotions") > 0.0);
+        },
+        |con| {
+            assert!(info(con, "tier_demotions") > 0.0, "replay demoted");
+            assert!(info(con, "used_memory_pmem") > 0.0);
+            for k in 0..8000 {
+                let got: Vec<u8> = redis::cmd("GET").arg(format!("bg:{k}")).query(con).unwrap();
+                let mut expected = value(k, 0, 1024);
+                if k < 500 {
+                    expected.extend_from_slice(b"tail");
+                }
+                assert_eq!(got, expected, "bg:{k}");
+            }
+        },
+    );
 }
 
 #[test]
@@ -540,68 +553,59 @@ fn check_collections(con: &mut redis::Connection, changed: bool) {
 /// DRAM ones, and a restart rebuilds them.
 #[test]
 fn large_hash_and_list_members_move_to_pm_and_behave_as_in_dram() {
-    let _turn = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let heap = 64 << 20;
-    let budget;
-    {
-        let server = TestServer::start_with(dir.path(), |c| tiered(c, heap));
-        let mut con = connect(&server);
-        budget = dram_budget(&mut con);
-        // 16 MB of members over a 10 MB budget, and no string values.
-        for k in 0..COLLECTIONS {
-            let (hash, list) = expected_collections(k, false);
-            let mut pipe = redis::pipe();
-            pipe.cmd("HSET").arg(format!("h:{k}"));
-            for (f, v) in &hash {
-                pipe.arg(f).arg(v);
+    across_a_restart(
+        |con, budget| {
+            // 16 MB of members over a 10 MB budget, and no string values.
+            for k in 0..COLLECTIONS {
+                let (hash, list) = expected_collections(k, false);
+                let mut pipe = redis::pipe();
+                pipe.cmd("HSET").arg(format!("h:{k}"));
+                for (f, v) in &hash {
+                    pipe.arg(f).arg(v);
+                }
+                pipe.ignore().cmd("RPUSH").arg(format!("l:{k}"));
+                for v in &list {
+                    pipe.arg(v);
+                }
+                let _: () = pipe.ignore().query(con).unwrap();
             }
-            pipe.ignore().cmd("RPUSH").arg(format!("l:{k}"));
-            for v in &list {
-                pipe.arg(v);
+            assert!(info(con, "tier_pm_values") > 1000.0, "members demoted");
+            // MEMORY USAGE counts members wherever they are.
+            for k in 0..COLLECTIONS {
+                for key in [format!("h:{k}"), format!("l:{k}")] {
+                    let usage: u64 = redis::cmd("MEMORY")
+                        .arg("USAGE")
+                        .arg(&key)
+                        .arg("SAMPLES")
+                        .arg(0)
+                        .query(con)
+                        .unwrap();
+                    assert!(usage >= (MEMBERS * 1024) as u64, "{key}: {usage}");
+                }
             }
-            let _: () = pipe.ignore().query(&mut con).unwrap();
-        }
-        assert!(info(&mut con, "tier_pm_values") > 1000.0, "members demoted");
-        // MEMORY USAGE counts members wherever they are.
-        for k in 0..COLLECTIONS {
-            for key in [format!("h:{k}"), format!("l:{k}")] {
-                let usage: u64 = redis::cmd("MEMORY")
-                    .arg("USAGE")
-                    .arg(&key)
-                    .arg("SAMPLES")
+            let dram = info(con, "used_memory_dram");
+            assert!(dram <= budget as f64 * 1.05, "DRAM {dram} over {budget}");
+            for k in 0..50 {
+                let mut pipe = redis::pipe();
+                pipe.cmd("HDEL").arg(format!("h:{k}")).arg("f1").ignore();
+                pipe.cmd("HSET")
+                    .arg(format!("h:{k}"))
+                    .arg("f0")
+                    .arg(value(k, 2, 1024))
+                    .ignore();
+                pipe.cmd("LSET")
+                    .arg(format!("l:{k}"))
                     .arg(0)
-                    .query(&mut con)
-                    .unwrap();
-                assert!(usage >= (MEMBERS * 1024) as u64, "{key}: {usage}");
+                    .arg(value(k, 3, 1024))
+                    .ignore();
+                pipe.cmd("RPOP").arg(format!("l:{k}")).ignore();
+                let _: () = pipe.query(con).unwrap();
             }
-        }
-        let dram = info(&mut con, "used_memory_dram");
-        assert!(dram <= budget as f64 * 1.05, "DRAM {dram} over {budget}");
-        for k in 0..50 {
-            let mut pipe = redis::pipe();
-            pipe.cmd("HDEL").arg(format!("h:{k}")).arg("f1").ignore();
-            pipe.cmd("HSET")
-                .arg(format!("h:{k}"))
-                .arg("f0")
-                .arg(value(k, 2, 1024))
-                .ignore();
-            pipe.cmd("LSET")
-                .arg(format!("l:{k}"))
-                .arg(0)
-                .arg(value(k, 3, 1024))
-                .ignore();
-            pipe.cmd("RPOP").arg(format!("l:{k}")).ignore();
-            let _: () = pipe.query(&mut con).unwrap();
-        }
-        check_collections(&mut con, true);
-        server.stop();
-    }
-    let server = TestServer::start_with(dir.path(), |c| {
-        c.maxmemory_dram_bytes = budget;
-        c.pm_tier_size_bytes = heap;
-    });
-    let mut con = connect(&server);
-    assert!(info(&mut con, "tier_pm_values") > 1000.0, "replay demoted");
-    check_collections(&mut con, true);
+            check_collections(con, true);
+        },
+        |con| {
+            assert!(info(con, "tier_pm_values") > 1000.0, "replay demoted");
+            check_collections(con, true);
+        },
+    );
 }
