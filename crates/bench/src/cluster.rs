@@ -15,40 +15,28 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::kv::{ensure_redis, wait_for_port, Running, CLIENT_CORE};
-use crate::report::{self, median, Panel, Report, Series};
+use crate::kv::{ensure_redis, server_command, spawn_server, Running, CLIENT_CORE};
+use crate::report::{self, median, Panel, Report};
 use crate::Common;
 
 const PRIMARIES: u16 = 3;
 const CLIENTS: usize = 50;
 const VALUE_BYTES: usize = 256;
 const PIPELINES: [usize; 2] = [1, 16];
-const SERVER_CORE: &str = "0";
 /// Client ports from here; the bus ports are 10,000 above.
 const BASE_PORT: u16 = 17400;
 const SYSTEMS: [&str; 2] = ["redis", "ferrite"];
 
 /// Starts one cluster node of `system` on `port` with its files in `dir`.
 fn start_node(system: &str, port: u16, dir: &Path) -> Result<Running> {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let mut cmd = Command::new("taskset");
-    cmd.args(["-c", SERVER_CORE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if system == "redis" {
-        cmd.args(["redis-server", "--save", "", "--appendonly", "no"]);
-    } else {
-        cmd.arg(std::env::current_exe()?)
-            .args(["kv-serve", "--appendonly", "no", "--save", ""]);
-    }
-    cmd.args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
-        .arg("--dir")
-        .arg(dir);
-    let child = cmd.spawn().with_context(|| format!("starting {system}"))?;
-    let running = Running { child, port };
-    wait_for_port(port)?;
-    Ok(running)
+    let mut cmd = server_command(system == "redis", dir)?;
+    cmd.args(["--appendonly", "no", "--save", ""]).args([
+        "--port",
+        &port.to_string(),
+        "--cluster-enabled",
+        "yes",
+    ]);
+    spawn_server(cmd, port, system)
 }
 
 /// A three-primary cluster of `system`, joined by `redis-cli --cluster
@@ -205,20 +193,7 @@ fn plot(dir: &Path, results: &BTreeMap<String, Figures>) -> Result<std::path::Pa
         y_label: label.into(),
         log_x: true,
         log_y: false,
-        series: results
-            .iter()
-            .map(|(system, figures)| Series {
-                label: system.clone(),
-                points: PIPELINES
-                    .iter()
-                    .filter_map(|p| {
-                        figures
-                            .get(&format!("{op}_p{p}_{what}"))
-                            .map(|v| (*p as f64, *v))
-                    })
-                    .collect(),
-            })
-            .collect(),
+        series: report::series_by_system(results, &PIPELINES, |p| format!("{op}_p{p}_{what}")),
     };
     let panels = vec![
         panel("set", "rps", "requests/s"),

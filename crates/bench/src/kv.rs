@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::idle::IdlePolicy;
-use crate::report::{self, median, Panel, Report, Series};
+use crate::report::{self, median, Panel, Report};
 use crate::Common;
 
 const CLIENTS: usize = 50;
@@ -99,31 +99,43 @@ pub(crate) fn wait_for_port(port: u16) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running> {
+/// The command that starts redis-server (`redis`) or Ferrite's server on
+/// the bench's server core, output discarded, its files in `dir` (emptied
+/// first); the caller adds the settings.
+pub(crate) fn server_command(redis: bool, dir: &Path) -> Result<Command> {
     let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", SERVER_CORE])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    if redis {
+        cmd.arg("redis-server");
+    } else {
+        cmd.arg(std::env::current_exe()?).arg("kv-serve");
+    }
+    cmd.arg("--dir").arg(dir);
+    Ok(cmd)
+}
+
+/// Starts `cmd` and returns once its server accepts connections on `port`.
+pub(crate) fn spawn_server(mut cmd: Command, port: u16, what: &str) -> Result<Running> {
+    let child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+    let running = Running { child, port };
+    wait_for_port(port)?;
+    Ok(running)
+}
+
+pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running> {
+    let mut cmd = server_command(spec.system == "redis", dir)?;
+    cmd.args(["--port", &port.to_string()]);
     if spec.system == "redis" {
-        cmd.args([
-            "redis-server",
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--dir",
-        ])
-        .arg(dir);
+        cmd.args(["--save", ""]);
         match spec.fsync {
             "off" => cmd.args(["--appendonly", "no"]),
             f => cmd.args(["--appendonly", "yes", "--appendfsync", f]),
         };
     } else {
-        cmd.arg(std::env::current_exe()?)
-            .args(["kv-serve", "--port", &port.to_string(), "--dir"])
-            .arg(dir);
         let device = if spec.medium == "pm" {
             "pmem-emulated"
         } else {
@@ -135,12 +147,7 @@ pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running>
             f => cmd.args(["--appendfsync", f, "--log-device", device]),
         };
     }
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", spec.label()))?;
-    let running = Running { child, port };
-    wait_for_port(port)?;
-    Ok(running)
+    spawn_server(cmd, port, &spec.label())
 }
 
 /// redis-benchmark's requests per second for SET and GET.
@@ -369,20 +376,7 @@ fn plot(dir: &Path, results: &BTreeMap<String, BTreeMap<String, f64>>) -> Result
             y_label: "requests/s".into(),
             log_x: true,
             log_y: false,
-            series: results
-                .iter()
-                .map(|(server, figures)| Series {
-                    label: server.clone(),
-                    points: PIPELINES
-                        .iter()
-                        .filter_map(|p| {
-                            figures
-                                .get(&format!("{op}_p{p}_rb"))
-                                .map(|v| (*p as f64, *v))
-                        })
-                        .collect(),
-                })
-                .collect(),
+            series: report::series_by_system(results, &PIPELINES, |p| format!("{op}_p{p}_rb")),
         })
         .collect();
     let path = dir.join("kv.svg");

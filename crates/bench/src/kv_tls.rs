@@ -18,14 +18,13 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use crate::idle::IdlePolicy;
-use crate::kv::{ensure_redis, wait_for_port, Running};
-use crate::report::{self, median, Panel, Report, Series};
+use crate::kv::{ensure_redis, server_command, spawn_server, Running};
+use crate::report::{self, median, Panel, Report};
 use crate::Common;
 
 const CLIENTS: usize = 50;
 const VALUE_BYTES: usize = 256;
 const PIPELINES: [usize; 2] = [1, 16];
-const SERVER_CORE: &str = "0";
 const CLIENT_CORE: &str = "1";
 const BASE_PORT: u16 = 17200;
 const SYSTEMS: [&str; 2] = ["redis", "ferrite"];
@@ -70,24 +69,10 @@ fn tls_flags(port: u16, certs: &Path) -> Vec<String> {
 }
 
 fn start(system: &str, port: u16, dir: &Path, certs: &Path) -> Result<Running> {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let mut cmd = Command::new("taskset");
-    cmd.args(["-c", SERVER_CORE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if system == "redis" {
-        cmd.args(["redis-server", "--save", "", "--dir"]).arg(dir);
-    } else {
-        cmd.arg(std::env::current_exe()?)
-            .args(["kv-serve", "--dir"])
-            .arg(dir);
-    }
-    cmd.args(tls_flags(port, certs));
-    let child = cmd.spawn().with_context(|| format!("starting {system}"))?;
-    let running = Running { child, port };
-    wait_for_port(port)?;
-    Ok(running)
+    let mut cmd = server_command(system == "redis", dir)?;
+    // No snapshots at exit either: persistence is off on both.
+    cmd.args(["--save", ""]).args(tls_flags(port, certs));
+    spawn_server(cmd, port, system)
 }
 
 /// redis-benchmark --tls: requests per second for SET and GET.
@@ -170,16 +155,7 @@ fn plot(dir: &Path, results: &BTreeMap<String, BTreeMap<String, f64>>) -> Result
             y_label: "requests/s".into(),
             log_x: true,
             log_y: false,
-            series: results
-                .iter()
-                .map(|(server, figures)| Series {
-                    label: server.clone(),
-                    points: PIPELINES
-                        .iter()
-                        .filter_map(|p| figures.get(&format!("{op}_p{p}")).map(|v| (*p as f64, *v)))
-                        .collect(),
-                })
-                .collect(),
+            series: report::series_by_system(results, &PIPELINES, |p| format!("{op}_p{p}")),
         })
         .collect();
     let path = dir.join("kv_tls.svg");

@@ -217,6 +217,26 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// One series per system of `results` (system → figure name → value):
+/// the figure `key(x)` at each `x` that has one, e.g. requests/s by
+/// pipeline depth.
+pub fn series_by_system(
+    results: &BTreeMap<String, BTreeMap<String, f64>>,
+    xs: &[usize],
+    key: impl Fn(usize) -> String,
+) -> Vec<Series> {
+    results
+        .iter()
+        .map(|(system, figures)| Series {
+            label: system.clone(),
+            points: xs
+                .iter()
+                .filter_map(|x| figures.get(&key(*x)).map(|v| (*x as f64, *v)))
+                .collect(),
+        })
+        .collect()
+}
+
 /// One panel of a figure.
 #[derive(Clone, Debug)]
 pub struct Panel {
