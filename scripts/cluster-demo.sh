@@ -21,51 +21,10 @@ count=$((primaries * (replicas + 1)))
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ferrite-cluster.XXXXXX")
 
-if ! command -v redis-cli >/dev/null 2>&1; then
-    echo "redis-cli not found; installing redis-tools" >&2
-    if command -v apt-get >/dev/null 2>&1; then
-        apt-get install -y redis-tools >/dev/null
-    else
-        echo "install redis-cli 7.x and run again" >&2
-        exit 1
-    fi
-fi
-
 # FERRITE_BIN runs an already built binary instead of building one.
-ferrite=${FERRITE_BIN:-}
-if [ -z "$ferrite" ]; then
-    echo "building ferrite (release)"
-    cargo build --release -p ferrite --manifest-path "$root/Cargo.toml" >/dev/null
-    ferrite="$root/target/release/ferrite"
-fi
-
-pids=()
-stop_nodes() {
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${pids[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-}
-trap stop_nodes EXIT
-
-# Starts a node on port $1 and waits (bounded) until it answers.
-start_node() {
-    local port=$1
-    mkdir -p "$work/$port"
-    "$ferrite" serve --port "$port" --cluster-enabled yes --dir "$work/$port" \
-        --cluster-node-timeout 5000 >"$work/$port/log" 2>&1 &
-    pids+=("$!")
-}
-wait_node() {
-    local port=$1
-    for _ in $(seq 1 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    redis-cli -p "$port" ping >/dev/null
-}
+# shellcheck source=scripts/cluster-nodes.sh
+source "$root/scripts/cluster-nodes.sh"
+need_redis_tools redis-cli redis-benchmark
 
 addresses=()
 for ((i = 0; i < count; i++)); do
@@ -77,15 +36,7 @@ for address in "${addresses[@]}"; do
     wait_node "${address##*:}"
 done
 
-redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas" --cluster-yes
-# The replicas' roles reach every node through the bus within a few
-# pings; check once they have.
-for _ in $(seq 1 50); do
-    if redis-cli --cluster check "${addresses[0]}" | grep -q "All 16384 slots covered"; then
-        break
-    fi
-    sleep 0.2
-done
+create_cluster "$replicas" "${addresses[@]}"
 redis-cli --cluster check "${addresses[0]}"
 
 echo "writing and reading keys through redis-cli -c"

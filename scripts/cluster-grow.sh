@@ -11,6 +11,7 @@
 # under the load would take the reshard a long time. Uses cluster-demo.sh's variables
 # (first_port, count, work, addresses) and functions (start_node, wait_node).
 
+[ "$reshard_slots" -ge 2 ] || { echo "RESHARD_SLOTS must be 0 or at least 2" >&2; exit 1; }
 new_primary=$((first_port + count))
 new_replica=$((first_port + count + 1))
 start_node "$new_primary"
@@ -51,6 +52,22 @@ echo "writing 300 keys through redis-cli -c"
 for i in $(seq 1 300); do echo "set grow:$i value-$i"; done |
     redis-cli -c -p "$first_port" >/dev/null
 
+# redis-benchmark (7.0) leaves out a primary that serves no slot when it
+# reads CLUSTER NODES at start, and stops with "could not find node with
+# ID" once CLUSTER SLOTS names that node after a redirection: a client
+# limitation that real Redis meets the same way. So the new primary gets
+# its first slot before the load starts, and the rest under the load.
+redis-cli --cluster reshard "${addresses[0]}" --cluster-from all --cluster-to "$new_id" \
+    --cluster-slots 1 --cluster-yes >"$work/reshard-first.log" 2>&1 || {
+    tail -20 "$work/reshard-first.log" >&2
+    echo "moving the first slot failed" >&2
+    exit 1
+}
+for _ in $(seq 1 100); do
+    redis-cli --cluster check "${addresses[0]}" | grep -q "All nodes agree" && break
+    sleep 0.2
+done
+
 # The load: redis-benchmark runs back to back until the reshard is over.
 rm -f "$work/reshard.done" "$work/load.failed"
 : >"$work/load.out"
@@ -69,7 +86,7 @@ load_pid=$!
 echo "resharding $reshard_slots slots to 127.0.0.1:$new_primary under the load"
 started=$(date +%s.%N)
 redis-cli --cluster reshard "${addresses[0]}" --cluster-from all --cluster-to "$new_id" \
-    --cluster-slots "$reshard_slots" --cluster-pipeline 100 --cluster-yes >"$work/reshard.log" 2>&1 || {
+    --cluster-slots $((reshard_slots - 1)) --cluster-pipeline 100 --cluster-yes >"$work/reshard.log" 2>&1 || {
     tail -20 "$work/reshard.log" >&2
     touch "$work/reshard.done"
     wait "$load_pid" || true
@@ -80,7 +97,9 @@ finished=$(date +%s.%N)
 touch "$work/reshard.done"
 wait "$load_pid" || true
 
-runs=$(grep -c "^SET:" "$work/load.out" || true)
+# redis-benchmark -q separates its progress lines with carriage returns.
+tr '\r' '\n' <"$work/load.out" >"$work/load.txt"
+runs=$(grep -c "^SET: [0-9.]* requests per second" "$work/load.txt" || true)
 # redis-benchmark reports each redirection it follows as "WARNING: Cluster
 # slots configuration changed"; anything else on its standard error is an
 # error it did not follow.
@@ -92,7 +111,7 @@ if [ -e "$work/load.failed" ] || grep -v -q "^WARNING: Cluster slots configurati
 fi
 printf 'reshard of %s slots: %.1f s; %s redis-benchmark runs during it, no error\n' \
     "$reshard_slots" "$(echo "$finished - $started" | bc)" "$runs"
-grep -E "^(SET|GET):" "$work/load.out" | head -6
+grep -E "^(SET|GET): [0-9.]* requests per second" "$work/load.txt" | head -6
 
 redis-cli --cluster check "${addresses[0]}" | tee "$work/check.log" | grep -E "slots|OK|ERR|WARN"
 if grep -q -E "\[ERR\]|\[WARNING\]" "$work/check.log"; then

@@ -15,8 +15,9 @@
 #   FIRST_PORT (default 32201; bus ports are 10000 above).
 #   SLOTS (default 1000), KEYS (default 100000).
 #   FERRITE_BIN runs an already built binary instead of building one.
-# Needs redis-cli and redis-benchmark 7.x. Every node it starts is stopped
-# when it exits, however it exits.
+# Needs redis-cli and redis-benchmark 7.x (redis-tools, installed with
+# apt-get if missing and allowed). Every node it starts is stopped when it
+# exits, however it exits.
 set -euo pipefail
 
 first_port=${1:-32201}
@@ -25,55 +26,20 @@ keys=${KEYS:-100000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ferrite-reshard.XXXXXX")
 
-for tool in redis-cli redis-benchmark; do
-    command -v "$tool" >/dev/null 2>&1 || {
-        echo "$tool not found: install redis-tools 7.x" >&2
-        exit 1
-    }
-done
-ferrite=${FERRITE_BIN:-}
-if [ -z "$ferrite" ]; then
-    echo "building ferrite (release)"
-    cargo build --release -p ferrite --manifest-path "$root/Cargo.toml" >/dev/null
-    ferrite="$root/target/release/ferrite"
-fi
-
-pids=()
-load_pid=
-stop_all() {
-    [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null || true
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${pids[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-}
-trap stop_all EXIT
+# shellcheck source=scripts/cluster-nodes.sh
+source "$root/scripts/cluster-nodes.sh"
+need_redis_tools redis-cli redis-benchmark
 
 addresses=()
 for i in 0 1 2 3 4 5; do
     port=$((first_port + i))
-    mkdir -p "$work/$port"
-    "$ferrite" serve --port "$port" --cluster-enabled yes --dir "$work/$port" \
-        --cluster-node-timeout 5000 >"$work/$port/log" 2>&1 &
-    pids+=("$!")
+    start_node "$port"
     addresses+=("127.0.0.1:$port")
 done
 for address in "${addresses[@]}"; do
-    for _ in $(seq 1 100); do
-        redis-cli -p "${address##*:}" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    redis-cli -p "${address##*:}" ping >/dev/null
+    wait_node "${address##*:}"
 done
-
-redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >"$work/create.log"
-for _ in $(seq 1 100); do
-    redis-cli --cluster check "${addresses[0]}" 2>/dev/null | grep -q "All 16384 slots covered" && break
-    sleep 0.2
-done
-redis-cli --cluster check "${addresses[0]}" | grep -q "All 16384 slots covered"
+create_cluster 1 "${addresses[@]}"
 
 # The primaries by the slots they serve: `create` gives the first range
 # to the first address.

@@ -208,12 +208,13 @@ pub fn handle(
     }
     match h.kind {
         types::PING | types::MEET | types::PONG => {
-            on_ping(state, link, message, sender, now, &mut out);
+            on_ping(state, link, message, sender, (now, timeout), &mut out);
         }
         types::FAIL => {
             if let (Some(_), Body::Fail(id)) = (sender, &message.body) {
                 if let Some(node) = msg::node_id(id).and_then(|id| state.nodes.get_mut(&id)) {
                     if !node.has(flags::FAIL | flags::MYSELF) {
+                        tracing::warn!("FAIL message received about {}", node.id);
                         node.flags = (node.flags | flags::FAIL) & !flags::PFAIL;
                         node.fail_time_ms = now;
                         state.dirty = true;
@@ -264,7 +265,7 @@ fn on_ping(
     link: &LinkView,
     message: &Message,
     sender: Option<NodeId>,
-    now: i64,
+    (now, timeout): (i64, i64),
     out: &mut Outgoing,
 ) {
     let h = &message.header;
@@ -300,7 +301,7 @@ fn on_ping(
                 node.flags &= !flags::PFAIL;
             }
         }
-        clear_fail_if_back(state, sender_id, now);
+        clear_fail_if_back(state, sender_id, now, timeout);
     }
     refresh_sender(state, sender_id, h, &sender_ip);
     if let Some(node) = state.nodes.get_mut(&sender_id) {
@@ -535,16 +536,23 @@ fn gossip_section(state: &mut ClusterState, sender: NodeId, gossip: &[Gossip], n
 }
 
 /// A FAIL flag is cleared when the node answers again: at once for a
-/// replica or a primary without slots, after twice the node timeout for
-/// a primary with slots (the cluster's own timeout is checked in cron).
-fn clear_fail_if_back(state: &mut ClusterState, id: NodeId, now: i64) {
+/// replica or a primary without slots; for a primary with slots, once
+/// twice the node timeout has passed since it was flagged with no replica
+/// taking its slots meanwhile (they would no longer be its own then), so
+/// a primary flagged on a slow network or a loaded host does not keep
+/// the cluster down for good.
+fn clear_fail_if_back(state: &mut ClusterState, id: NodeId, now: i64, timeout: i64) {
     let slots = state.slot_count(&id);
     if let Some(node) = state.nodes.get_mut(&id) {
-        if node.has(flags::FAIL) && (node.is_replica() || slots == 0) {
+        if !node.has(flags::FAIL) {
+            return;
+        }
+        let undo = node.is_primary() && slots > 0 && now - node.fail_time_ms > timeout * 2;
+        if node.is_replica() || slots == 0 || undo {
+            tracing::info!("clearing the FAIL state of node {id}: it is reachable again");
             node.flags &= !flags::FAIL;
             state.dirty = true;
         }
-        let _ = now;
     }
 }
 
@@ -640,6 +648,7 @@ fn detect_failure(
         && now - node.ping_sent_ms > timeout
         && !node.has(flags::PFAIL | flags::FAIL);
     if newly {
+        tracing::info!("node {id} possibly failing: no pong within the node timeout");
         node.flags |= flags::PFAIL;
     }
     node.fail_reports.retain(|(_, at)| now - at <= timeout * 2);
@@ -651,6 +660,7 @@ fn detect_failure(
     let needed = state.size / 2 + 1;
     if reports + usize::from(me_primary) >= needed {
         if let Some(node) = state.nodes.get_mut(&id) {
+            tracing::warn!("marking node {id} as failing (quorum of {needed} reached)");
             node.flags = (node.flags | flags::FAIL) & !flags::PFAIL;
             node.fail_time_ms = now;
         }

@@ -237,6 +237,11 @@ impl ClusterState {
                 return;
             }
             self.ok = new_ok;
+            // Operators read state changes from the log, as in Redis.
+            tracing::warn!(
+                "cluster state changed: {}",
+                if new_ok { "ok" } else { "fail" }
+            );
         }
     }
 
