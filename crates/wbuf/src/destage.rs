@@ -154,7 +154,7 @@ impl<M: PmemMedium> Inner<M> {
                 Some(written) => self.finish_round(written),
                 None => Ok(()),
             };
-            let (synced, next) = std::thread::scope(|scope| {
+            let outcome = std::thread::scope(|scope| {
                 let helper = std::thread::Builder::new()
                     .name("wbuf-destage-sync".into())
                     .spawn_scoped(scope, sync_pending);
@@ -167,17 +167,20 @@ impl<M: PmemMedium> Inner<M> {
                                 cause: "the destage sync thread panicked".into(),
                             }))
                         });
-                        (synced, next)
+                        (synced, next, true)
                     }
                     Err(_) => match sync_pending() {
-                        Ok(()) => (Ok(()), self.write_next_round()),
-                        Err(e) => (Err(e), Ok(None)),
+                        Ok(()) => (Ok(()), self.write_next_round(), false),
+                        Err(e) => (Err(e), Ok(None), false),
                     },
                 }
             });
+            let (synced, next, overlapped) = outcome;
             match (synced, next) {
                 (Ok(()), Ok(Some(written))) => {
-                    bump(&self.counters.overlapped_rounds, 1);
+                    if overlapped {
+                        bump(&self.counters.overlapped_rounds, 1);
+                    }
                     pending = written;
                 }
                 (Ok(()), Ok(None)) => return Ok(()),
