@@ -11,7 +11,10 @@
 //!   path alone: one thread writing 40% of the buffer, below the watermark.
 //! - Sustained: 16 KiB sequential writes over 4x the buffer, timed until
 //!   the last byte is synced on the disk, against the disk's own direct
-//!   sequential write bandwidth (1 MiB `O_DIRECT` writes) measured here.
+//!   sequential write bandwidth (1 MiB `O_DIRECT` writes) measured here;
+//!   at destage depths 1, 4 and 8, and with early stream writeback off.
+//!   Beside the 16-thread grid point, the most any write-back cache of
+//!   this size could reach there with this disk (`wbuf_disk_bound_*`).
 //! - Zipf 0.99 overwrites of 16 KiB blocks over twice the buffer: bytes sent
 //!   to the disk per byte written (write absorption).
 
@@ -239,21 +242,41 @@ fn prepare_file(path: &Path, len: usize) -> Result<()> {
 }
 
 fn open_buffer(pm: &Path, backing: &Path, scale: &Scale) -> Result<PmemWriteBuffer> {
-    open_buffer_with(pm, backing, scale, WbufConfig::default().destage_depth)
+    open_buffer_with(pm, backing, scale, Variant::default())
 }
 
-/// A fresh buffer of the run's size with destage I/O depth `depth`.
+/// Settings a sustained stream runs with, beside the defaults.
+#[derive(Clone, Copy, Debug)]
+struct Variant {
+    depth: usize,
+    /// Sequential streams destaged early (the default) or only from the
+    /// high watermark.
+    streams: bool,
+}
+
+impl Default for Variant {
+    fn default() -> Variant {
+        Variant {
+            depth: WbufConfig::default().destage_depth,
+            streams: true,
+        }
+    }
+}
+
+/// A fresh buffer of the run's size with the variant's settings.
 fn open_buffer_with(
     pm: &Path,
     backing: &Path,
     scale: &Scale,
-    depth: usize,
+    variant: Variant,
 ) -> Result<PmemWriteBuffer> {
     let _ = std::fs::remove_file(pm);
+    let defaults = WbufConfig::default();
     let config = WbufConfig {
         capacity_bytes: scale.buffer_bytes,
-        destage_depth: depth,
-        ..WbufConfig::default()
+        destage_depth: variant.depth,
+        stream_writeback_bytes: defaults.stream_writeback_bytes.filter(|_| variant.streams),
+        ..defaults
     };
     Ok(WriteBuffer::open(pm, backing, config)?)
 }
@@ -360,15 +383,15 @@ fn direct_seq_mib_s(path: &Path, bytes: usize) -> Result<f64> {
 }
 
 /// 16 KiB sequential writes over 4x the buffer, until synced on the disk,
-/// with destage I/O depth `depth`; MiB/s and the buffer's counters. The
-/// file starts empty.
+/// with the variant's settings; MiB/s and the buffer's counters. The file
+/// starts empty.
 fn sustained_run(
     paths: &Paths,
     scale: &Scale,
-    depth: usize,
+    variant: Variant,
 ) -> Result<(f64, ferrite_wbuf::WbufStats)> {
     let _ = std::fs::remove_file(&paths.sustained);
-    let buffer = open_buffer_with(&paths.pm, &paths.sustained, scale, depth)?;
+    let buffer = open_buffer_with(&paths.pm, &paths.sustained, scale, variant)?;
     let size = 16 << 10;
     let bytes = 4 * scale.buffer_bytes;
     let data = vec![0x7Eu8; size];
@@ -459,6 +482,8 @@ struct RunFigures {
     sustained_mib_s: f64,
     /// (destage depth, MiB/s) of the sustained stream, the default first.
     sustained_by_depth: Vec<(usize, f64)>,
+    /// MiB/s of the sustained stream with early stream writeback off.
+    sustained_no_streams_mib_s: f64,
     direct_mib_s: f64,
     zipf_ratio: f64,
     /// (size, p50 µs, p99 µs, writes/s) of the acknowledgement path.
@@ -472,13 +497,21 @@ fn run_once(paths: &Paths, scale: &Scale) -> Result<RunFigures> {
     let points = grid(paths, scale)?;
     let bytes = 4 * scale.buffer_bytes;
     let direct_mib_s = direct_seq_mib_s(&paths.direct, bytes)?;
-    let depth = WbufConfig::default().destage_depth;
-    let (sustained_mib_s, sustained) = sustained_run(paths, scale, depth)?;
+    let default = Variant::default();
+    let (sustained_mib_s, sustained) = sustained_run(paths, scale, default)?;
     // The same stream with one destage write in flight, and with more.
-    let mut sustained_by_depth = vec![(depth, sustained_mib_s)];
-    for other in DEPTHS.into_iter().filter(|&d| d != depth) {
-        sustained_by_depth.push((other, sustained_run(paths, scale, other)?.0));
+    let mut sustained_by_depth = vec![(default.depth, sustained_mib_s)];
+    for depth in DEPTHS.into_iter().filter(|&d| d != default.depth) {
+        let variant = Variant { depth, ..default };
+        sustained_by_depth.push((depth, sustained_run(paths, scale, variant)?.0));
     }
+    // And without early writeback of streams: destaging from the high
+    // watermark only.
+    let no_streams = Variant {
+        streams: false,
+        ..default
+    };
+    let sustained_no_streams_mib_s = sustained_run(paths, scale, no_streams)?.0;
     let (zipf_ratio, zipf) = zipf_ssd_per_user(paths, scale)?;
     let mut bursts = Vec::new();
     for size in SIZES {
@@ -491,6 +524,7 @@ fn run_once(paths: &Paths, scale: &Scale) -> Result<RunFigures> {
         points,
         sustained_mib_s,
         sustained_by_depth,
+        sustained_no_streams_mib_s,
         direct_mib_s,
         zipf_ratio,
         bursts,
@@ -671,6 +705,25 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
             median_ratio(runs.iter().filter_map(of_depth)),
         );
     }
+    report.ratio(
+        "wbuf_sustained_vs_direct_seq_nostream",
+        median_ratio(
+            runs.iter()
+                .map(|r| (r.sustained_no_streams_mib_s, r.direct_mib_s)),
+        ),
+    );
+    // What any write-back cache of this size could do at the 16-thread
+    // grid point, against O_SYNC: the buffer filled at no cost, then every
+    // further byte at the disk's direct sequential bandwidth (no write
+    // absorbed), for the point's duration. Above 20 only if the disk allows.
+    let bound = runs.iter().filter_map(|r| {
+        let osync = find(&r.points, Method::OSync, 16 << 10, "seq", 16)?;
+        let bytes =
+            scale.buffer_bytes as f64 + r.direct_mib_s * f64::from(1 << 20) * scale.disk_seconds;
+        let writes_per_s = bytes / f64::from(16 << 10) / scale.disk_seconds;
+        Some((writes_per_s, osync.writes_per_s))
+    });
+    report.ratio("wbuf_disk_bound_vs_osync_16k_t16", median_ratio(bound));
     report.figure(
         "direct_seq_mib_s",
         median(&runs.iter().map(|r| r.direct_mib_s).collect::<Vec<_>>()),
@@ -688,6 +741,7 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
     ));
     report.note("grid: every point runs for the same fixed time, the wbuf ones past the buffer's size (destaging and back-pressure included; flushed untimed after each point); burst_*: one thread (burst_16k_t16: 16 threads) writing 40% of the buffer, below the destage watermark (the acknowledgement path alone)");
     report.note("sustained: 16 KiB sequential writes of 4x the buffer into an empty file, timed until flushed, at the default destage depth (wbuf_sustained_vs_direct_seq) and at others (_depthN); direct_seq: 1 MiB O_DIRECT writes of the same bytes + fdatasync");
+    report.note("wbuf_sustained_vs_direct_seq_nostream: the same stream with early writeback of sequential streams off (destaging from the 50% watermark); wbuf_disk_bound_vs_osync_16k_t16: the most a write-back cache of this size could reach at the 16-thread grid point, (buffer + direct_seq bandwidth x point duration) / 16 KiB / duration, against O_SYNC at 16 threads");
     report.note("wbuf_p99_us_16k_t1 and wbuf_ssd_bytes_per_user_byte_zipf are values, not ratios: lower is better");
 }
 

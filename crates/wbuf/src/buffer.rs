@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -12,7 +12,7 @@ use ferrite_pmem::{FlushStats, MapOptions, PmemMedium, PmemRegion};
 
 use crate::config::WbufConfig;
 use crate::layout::{Geometry, SlotHeader};
-use crate::state::{Replaced, State};
+use crate::state::{Replaced, State, StreamPolicy};
 use crate::stats::{bump, Counters, WbufStats};
 
 /// The shared core of a buffer, used by callers and the destage thread.
@@ -31,6 +31,9 @@ pub(crate) struct Inner<M: PmemMedium> {
     pub wake: Condvar,
     /// Serialises rounds and direct writes to the file.
     pub destage_lock: Mutex<()>,
+    /// Threads waiting for the destage lock other than the destage thread
+    /// (a flush, a write-through): back-to-back rounds end for them.
+    pub destage_wanted: AtomicUsize,
     /// Writers share it; operations that must see no writer (a large
     /// write-through, `set_len`) take it alone.
     pub gate: RwLock<()>,
@@ -113,7 +116,14 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             reason: format!("bad write-buffer settings: {reason}"),
         })?;
         let opened = crate::recovery::open(&pm, &pm_path, backing.as_ref(), &config)?;
-        let state = State::new(opened.geometry.slots as u32, opened.mark);
+        let streams = StreamPolicy {
+            min_blocks: config.stream_writeback_bytes.map_or(u64::MAX, |bytes| {
+                (bytes as u64).div_ceil(u64::from(opened.geometry.block))
+            }),
+            batch: (config.destage_depth * config.destage_io_bytes)
+                .div_ceil(opened.geometry.block as usize),
+        };
+        let state = State::new(opened.geometry.slots as u32, opened.mark, streams);
         let inner = Arc::new(Inner {
             len: AtomicU64::new(backing.len()),
             mark: AtomicU64::new(opened.mark),
@@ -128,6 +138,7 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             changed: Condvar::new(),
             wake: Condvar::new(),
             destage_lock: Mutex::new(()),
+            destage_wanted: AtomicUsize::new(0),
             gate: RwLock::new(()),
             poison: Mutex::new(None),
             poisoned: AtomicBool::new(false),
@@ -187,7 +198,7 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
     pub fn flush(&self) -> Result<()> {
         bump(&self.inner.counters.flushes, 1);
         self.inner.check_poison()?;
-        let _round = lock(&self.inner.destage_lock);
+        let _round = self.inner.lock_destage();
         self.inner.round()
     }
 
@@ -235,7 +246,7 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
             return Ok(());
         }
         self.inner.check_poison()?;
-        let _round = lock(&self.inner.destage_lock);
+        let _round = self.inner.lock_destage();
         self.inner.round()?;
         crate::destage::persist_mark(&self.inner, true)
     }
@@ -272,6 +283,16 @@ fn pieces(offset: u64, len: u64, block: u64) -> impl Iterator<Item = (u64, usize
 impl<M: PmemMedium> Inner<M> {
     pub fn block(&self) -> u64 {
         u64::from(self.geometry.block)
+    }
+
+    /// Takes the destage lock from outside the destage thread, telling a
+    /// run of back-to-back rounds to end so this caller need not wait for
+    /// the buffer to drain below the low watermark.
+    pub fn lock_destage(&self) -> MutexGuard<'_, ()> {
+        self.destage_wanted.fetch_add(1, Ordering::AcqRel);
+        let guard = lock(&self.destage_lock);
+        self.destage_wanted.fetch_sub(1, Ordering::AcqRel);
+        guard
     }
 
     pub fn check_poison(&self) -> Result<()> {
@@ -507,6 +528,7 @@ impl<M: PmemMedium> Inner<M> {
         state.dirty > 0
             && (cleaner
                 || state.space_waiters > 0
+                || state.stream_due()
                 || dirty >= self.config.high_watermark * self.geometry.slots as f64)
     }
 
@@ -565,14 +587,14 @@ impl<M: PmemMedium> Inner<M> {
 
     /// Runs one destage round now, behind any running one.
     fn round_now(&self) -> Result<()> {
-        let _round = lock(&self.destage_lock);
+        let _round = self.lock_destage();
         self.round()
     }
 
     /// A block the buffer has no room for goes to the file: after a round
     /// (so the file holds a prefix), under the destage lock.
     fn write_through_block(&self, lbn: u64, within: usize, data: &[u8]) -> Result<()> {
-        let _round = lock(&self.destage_lock);
+        let _round = self.lock_destage();
         self.round()?;
         self.direct_write(lbn * self.block() + within as u64, data)?;
         lock(&self.state).drop_clean(lbn);
@@ -583,7 +605,7 @@ impl<M: PmemMedium> Inner<M> {
     /// A write larger than half the buffer: alone, after a round.
     fn write_through_large(&self, offset: u64, data: &[u8]) -> Result<()> {
         let _alone = self.gate.write().unwrap_or_else(PoisonError::into_inner);
-        let _round = lock(&self.destage_lock);
+        let _round = self.lock_destage();
         self.round()?;
         self.direct_write(offset, data)?;
         let mut state = lock(&self.state);
@@ -655,7 +677,7 @@ impl<M: PmemMedium> Inner<M> {
     fn set_len(&self, len: u64) -> Result<()> {
         self.check_poison()?;
         let _alone = self.gate.write().unwrap_or_else(PoisonError::into_inner);
-        let _round = lock(&self.destage_lock);
+        let _round = self.lock_destage();
         if len >= self.len.load(Ordering::Acquire) {
             self.backing.set_len(len)?;
             self.sync_backing()?;

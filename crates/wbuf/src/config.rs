@@ -30,6 +30,16 @@ pub struct WbufConfig {
     /// only with several large writes queued; one at a time leaves it idle
     /// between a completion and the next submission.
     pub destage_depth: usize,
+    /// Sequential streams: a write continuing a run of consecutive blocks
+    /// at least this long counts as sequential, and once such writes have
+    /// dirtied a full-depth batch of merged writes (`destage_depth` x
+    /// `destage_io_bytes`) a round starts, below the high watermark
+    /// (`None`: only the watermarks). A stream's blocks are rarely
+    /// rewritten soon, so holding them gains no absorption, while the disk
+    /// would idle until the watermark and the buffer fill towards it
+    /// (bcache treats sequential I/O past 4 MiB apart the same way, though
+    /// it bypasses the cache where this buffer still acknowledges from PM).
+    pub stream_writeback_bytes: Option<usize>,
     /// Run a background destage thread. Without one, destaging happens
     /// only in `flush`, in writers that find the buffer full, and at close
     /// (crash tests use this to make every event reproducible).
@@ -53,6 +63,7 @@ impl Default for WbufConfig {
             full_wait: Duration::from_millis(100),
             destage_io_bytes: 1 << 20,
             destage_depth: 4,
+            stream_writeback_bytes: Some(4 << 20),
             background: true,
             cleaner: false,
             direct_destage: true,

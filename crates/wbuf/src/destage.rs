@@ -15,6 +15,14 @@ use crate::stats::bump;
 /// A block taken by a round: (logical block, slot, valid length).
 type Taken = (u64, u32, u32);
 
+/// A round whose writes have all completed, awaiting its sync and mark.
+struct Written {
+    taken: Vec<Taken>,
+    /// Every write numbered up to this is in the round (or earlier ones).
+    cutoff: u64,
+    started: Instant,
+}
+
 /// How often an idle destage thread looks at the age of dirty blocks.
 const TICK_MAX: Duration = Duration::from_millis(100);
 /// Pause after a failed round that did not poison (a full disk), so the
@@ -37,6 +45,17 @@ impl<M: PmemMedium> Inner<M> {
     /// file (adjacent blocks merged), the file is synced, then the mark is
     /// persisted. Called with the destage lock held.
     pub(crate) fn round(&self) -> Result<()> {
+        match self.write_next_round()? {
+            Some(written) => self.finish_round(written),
+            None => Ok(()),
+        }
+    }
+
+    /// The first half of a round: takes the settled cutoff and every dirty
+    /// block, and writes them to the file; `None` when there is nothing to
+    /// destage. A failed write ends the round at once (its blocks dirty
+    /// again). Called with the destage lock held.
+    fn write_next_round(&self) -> Result<Option<Written>> {
         self.check_poison()?;
         let mut state = lock(&self.state);
         let cutoff = loop {
@@ -49,18 +68,36 @@ impl<M: PmemMedium> Inner<M> {
         drop(state);
         let started = Instant::now();
         if taken.is_empty() && cutoff <= self.mark.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(None);
         }
-        let written = self.write_round(&taken);
-        let wrote = started.elapsed();
-        let written = written.and_then(|()| self.sync_backing());
+        if let Err(e) = self.write_round(&taken) {
+            self.end_round(&taken, false, started);
+            return Err(e);
+        }
         tracing::debug!(
             blocks = taken.len(),
-            write_ms = wrote.as_secs_f64() * 1e3,
-            total_ms = started.elapsed().as_secs_f64() * 1e3,
-            "destage round"
+            write_ms = started.elapsed().as_secs_f64() * 1e3,
+            "destage round written"
         );
-        let result = written.and_then(|()| {
+        Ok(Some(Written {
+            taken,
+            cutoff,
+            started,
+        }))
+    }
+
+    /// The second half of a round: `fdatasync`s the file, then persists
+    /// the mark; the round's blocks become clean (or, if the sync failed,
+    /// dirty again, the buffer poisoned). Every write of the round has
+    /// completed before this starts.
+    fn finish_round(&self, written: Written) -> Result<()> {
+        let Written {
+            taken,
+            cutoff,
+            started,
+        } = written;
+        let synced = Instant::now();
+        let result = self.sync_backing().and_then(|()| {
             let word = Mark {
                 seq: cutoff,
                 clean: false,
@@ -71,14 +108,91 @@ impl<M: PmemMedium> Inner<M> {
             self.mark.store(cutoff, Ordering::Release);
             Ok(())
         });
-        let mut state = lock(&self.state);
-        state.end_round(&taken, result.is_ok(), started);
-        drop(state);
-        self.changed.notify_all();
+        tracing::debug!(
+            blocks = taken.len(),
+            sync_ms = synced.elapsed().as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "destage round synced"
+        );
+        self.end_round(&taken, result.is_ok(), started);
         if result.is_ok() {
             bump(&self.counters.rounds, 1);
         }
         result
+    }
+
+    fn end_round(&self, taken: &[Taken], synced: bool, started: Instant) {
+        let mut state = lock(&self.state);
+        state.end_round(taken, synced, started);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Rounds back to back while [`Inner::more_rounds`] says so, each
+    /// round's writes overlapping the previous round's sync: the disk
+    /// receives the next round's data while the file system commits the
+    /// last one, instead of idling through every `fdatasync`. The marks
+    /// still move in round order, each after its own round's sync (which
+    /// follows every write of that round), so the crash argument of a
+    /// single round holds (`docs/format.md`, "Overlapped rounds"). Holds
+    /// the destage lock throughout, and ends (its last round synced) when
+    /// a flush or a write-through asks for the lock.
+    pub(crate) fn run_rounds(&self) -> Result<()> {
+        let _round = lock(&self.destage_lock);
+        let Some(mut pending) = self.write_next_round()? else {
+            return Ok(());
+        };
+        loop {
+            let go_on = self.more_rounds() && self.destage_wanted.load(Ordering::Acquire) == 0;
+            if !go_on {
+                return self.finish_round(pending);
+            }
+            // The pending round is taken by whichever thread syncs it: a
+            // helper, or this thread if no helper can be started.
+            let cell = Mutex::new(Some(pending));
+            let sync_pending = || match lock(&cell).take() {
+                Some(written) => self.finish_round(written),
+                None => Ok(()),
+            };
+            let outcome = std::thread::scope(|scope| {
+                let helper = std::thread::Builder::new()
+                    .name("wbuf-destage-sync".into())
+                    .spawn_scoped(scope, sync_pending);
+                match helper {
+                    Ok(helper) => {
+                        let next = self.write_next_round();
+                        let synced = helper.join().unwrap_or_else(|_| {
+                            Err(self.poison(Error::Poisoned {
+                                path: self.backing.path().to_path_buf(),
+                                cause: "the destage sync thread panicked".into(),
+                            }))
+                        });
+                        (synced, next, true)
+                    }
+                    Err(_) => match sync_pending() {
+                        Ok(()) => (Ok(()), self.write_next_round(), false),
+                        Err(e) => (Err(e), Ok(None), false),
+                    },
+                }
+            });
+            let (synced, next, overlapped) = outcome;
+            match (synced, next) {
+                (Ok(()), Ok(Some(written))) => {
+                    if overlapped {
+                        bump(&self.counters.overlapped_rounds, 1);
+                    }
+                    pending = written;
+                }
+                (Ok(()), Ok(None)) => return Ok(()),
+                (Err(e), Ok(Some(written))) => {
+                    // The earlier round failed: this one cannot be marked
+                    // (the mark would pass the failed round's blocks).
+                    self.end_round(&written.taken, false, written.started);
+                    return Err(e);
+                }
+                (Err(e), _) | (Ok(()), Err(e)) => return Err(e),
+            }
+        }
     }
 
     /// Cuts the round's blocks (sorted by block) into runs of adjacent
@@ -205,13 +319,17 @@ impl<M: PmemMedium> Inner<M> {
         }
     }
 
-    /// Whether rounds should go on after one ended.
-    fn above_low_watermark(&self) -> bool {
+    /// Whether another round should follow the one just written: the
+    /// dirty share is above the low watermark, a writer waits for a slot,
+    /// cleaner mode is on, or a sequential stream has dirtied a full
+    /// destage batch.
+    fn more_rounds(&self) -> bool {
         let state = lock(&self.state);
         let dirty = state.dirty as f64;
         state.dirty > 0
             && (self.cleaner.load(Ordering::Acquire)
                 || state.space_waiters > 0
+                || state.stream_due()
                 || dirty > self.config.low_watermark * self.geometry.slots as f64)
     }
 }
@@ -238,19 +356,9 @@ pub(crate) fn run<M: PmemMedium>(inner: &Inner<M>) {
             return;
         }
         drop(state);
-        loop {
-            let result = {
-                let _round = lock(&inner.destage_lock);
-                inner.round()
-            };
-            if let Err(e) = result {
-                tracing::warn!("destage round failed: {e}");
-                std::thread::sleep(RETRY_PAUSE);
-                break;
-            }
-            if !inner.above_low_watermark() {
-                break;
-            }
+        if let Err(e) = inner.run_rounds() {
+            tracing::warn!("destage round failed: {e}");
+            std::thread::sleep(RETRY_PAUSE);
         }
     }
 }

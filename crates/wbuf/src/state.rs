@@ -5,6 +5,19 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
+/// Sequential streams tracked at once: enough for a writer per core of a
+/// large server, each appending to its own file region.
+const STREAMS: usize = 64;
+
+/// A run of consecutive blocks being written in order.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stream {
+    /// The block the stream wrote last.
+    last: u64,
+    /// Consecutive blocks it has written (0: an unused entry).
+    blocks: u64,
+}
+
 /// What a slot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotState {
@@ -71,11 +84,31 @@ pub(crate) struct State {
     /// be a system call for nothing).
     pub destage_idle: bool,
     pub shutdown: bool,
+    /// Recent sequential streams, replaced round-robin.
+    streams: [Stream; STREAMS],
+    next_stream: usize,
+    /// A stream counts once it has written this many consecutive blocks.
+    stream_min_blocks: u64,
+    /// Blocks published by counted streams since the last round started.
+    stream_dirty: usize,
+    /// `stream_dirty` that calls for a round: a full-depth batch of
+    /// merged writes.
+    stream_batch: usize,
+}
+
+/// When sequential streams start destaging early (see
+/// [`State::stream_due`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamPolicy {
+    /// Consecutive blocks that make a write sequential (`u64::MAX`: never).
+    pub min_blocks: u64,
+    /// Stream blocks that make a round due.
+    pub batch: usize,
 }
 
 impl State {
     /// `slots` free slots; sequence numbers continue after `mark`.
-    pub fn new(slots: u32, mark: u64) -> State {
+    pub fn new(slots: u32, mark: u64, streams: StreamPolicy) -> State {
         let empty = Slot {
             state: SlotState::Free,
             lbn: 0,
@@ -98,7 +131,47 @@ impl State {
             changed_waiters: 0,
             destage_idle: false,
             shutdown: false,
+            streams: [Stream::default(); STREAMS],
+            next_stream: 0,
+            stream_min_blocks: streams.min_blocks.max(1),
+            stream_dirty: 0,
+            stream_batch: streams.batch.max(1),
         }
+    }
+
+    /// Whether sequential streams have dirtied enough blocks for a round
+    /// of full-sized merged writes: a stream's blocks are rarely rewritten
+    /// soon (nothing to absorb by waiting), and destaging them as they come
+    /// keeps the disk busy from the start of the stream instead of from the
+    /// high watermark, and leaves little to drain when it ends.
+    pub fn stream_due(&self) -> bool {
+        self.stream_dirty >= self.stream_batch
+    }
+
+    /// Notes a write of block `lbn`; returns whether it continues a
+    /// stream long enough to count as sequential. A rewrite of a stream's
+    /// last block (an append growing it) keeps the stream as it is.
+    fn note_stream(&mut self, lbn: u64) -> bool {
+        let min = self.stream_min_blocks;
+        for s in self.streams.iter_mut().filter(|s| s.blocks > 0) {
+            if s.last == lbn {
+                return s.blocks >= min;
+            }
+            if s.last.checked_add(1) == Some(lbn) {
+                s.last = lbn;
+                s.blocks += 1;
+                return s.blocks >= min;
+            }
+        }
+        let at = self.next_stream;
+        self.next_stream = (at + 1) % STREAMS;
+        if let Some(s) = self.streams.get_mut(at) {
+            *s = Stream {
+                last: lbn,
+                blocks: 1,
+            };
+        }
+        min <= 1
     }
 
     pub fn free_count(&self) -> usize {
@@ -189,6 +262,9 @@ impl State {
         meta.state = SlotState::Dirty;
         let lbn = meta.lbn;
         self.dirty += 1;
+        if self.note_stream(lbn) {
+            self.stream_dirty += 1;
+        }
         self.oldest_dirty.get_or_insert(now);
         let Some(old) = self.index.insert(lbn, slot) else {
             return Replaced::Nothing;
@@ -243,6 +319,7 @@ impl State {
         }
         self.dirty -= taken.len();
         self.writeback += taken.len();
+        self.stream_dirty = 0;
         taken.sort_unstable_by_key(|t| t.0);
         taken
     }
@@ -315,9 +392,61 @@ impl State {
 mod tests {
     use super::*;
 
+    const NO_STREAMS: StreamPolicy = StreamPolicy {
+        min_blocks: u64::MAX,
+        batch: usize::MAX,
+    };
+
+    fn publish_block(state: &mut State, lbn: u64) {
+        let slot = state.take_slot().expect("free");
+        let seq = state.begin_write(slot, lbn, 10);
+        state.publish(slot, seq, Instant::now());
+    }
+
+    #[test]
+    fn a_sequential_stream_makes_a_round_due_after_a_batch() {
+        let policy = StreamPolicy {
+            min_blocks: 3,
+            batch: 4,
+        };
+        let mut state = State::new(64, 0, policy);
+        // Scattered blocks never count.
+        for lbn in [40, 10, 30, 20, 50, 0] {
+            publish_block(&mut state, lbn);
+        }
+        assert!(!state.stream_due());
+        // Blocks 1.. continue the stream at 0: 1 and 2 bring it to three
+        // blocks, so 2, 3 and 4 count.
+        for lbn in 1..=4 {
+            publish_block(&mut state, lbn);
+        }
+        assert!(!state.stream_due(), "{}", state.stream_dirty);
+        // A rewrite of the stream's last block (an append) counts too.
+        publish_block(&mut state, 4);
+        assert!(state.stream_due());
+        state.start_round();
+        assert!(!state.stream_due());
+    }
+
+    #[test]
+    fn interleaved_streams_are_told_apart() {
+        let policy = StreamPolicy {
+            min_blocks: 4,
+            batch: 16,
+        };
+        let mut state = State::new(64, 0, policy);
+        for i in 0..8u64 {
+            for t in 0..4u64 {
+                publish_block(&mut state, t * 1000 + i);
+            }
+        }
+        // Four streams of 8 blocks, each counting from its fourth block.
+        assert_eq!(state.stream_dirty, 4 * 5);
+    }
+
     #[test]
     fn absorption_frees_the_older_dirty_version() {
-        let mut state = State::new(4, 0);
+        let mut state = State::new(4, 0, NO_STREAMS);
         let now = Instant::now();
         let a = state.take_slot().expect("free");
         let sa = state.begin_write(a, 7, 10);
@@ -334,7 +463,7 @@ mod tests {
 
     #[test]
     fn a_version_under_writeback_is_freed_after_its_round() {
-        let mut state = State::new(4, 0);
+        let mut state = State::new(4, 0, NO_STREAMS);
         let now = Instant::now();
         let a = state.take_slot().expect("free");
         let sa = state.begin_write(a, 1, 10);
@@ -356,7 +485,7 @@ mod tests {
 
     #[test]
     fn clean_slots_are_reclaimed_unless_their_block_is_locked() {
-        let mut state = State::new(1, 0);
+        let mut state = State::new(1, 0, NO_STREAMS);
         let now = Instant::now();
         let a = state.take_slot().expect("free");
         let sa = state.begin_write(a, 3, 10);

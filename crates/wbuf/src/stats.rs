@@ -33,6 +33,8 @@ pub struct WbufStats {
     pub flushes: u64,
     /// Destage rounds completed.
     pub rounds: u64,
+    /// Rounds whose writes overlapped the previous round's sync.
+    pub overlapped_rounds: u64,
     /// `fdatasync`s of the file.
     pub file_syncs: u64,
     /// Bytes the callers wrote.
@@ -72,6 +74,7 @@ impl WbufStats {
             ("user_bytes", self.user_bytes),
             ("ssd_bytes", self.ssd_bytes),
             ("absorbed_bytes", self.absorbed_bytes),
+            ("overlapped_rounds", self.overlapped_rounds),
         ]
     }
 }
@@ -79,6 +82,7 @@ impl WbufStats {
 /// The counters that are not derived from slot states.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    pub overlapped_rounds: AtomicU64,
     pub read_hits: AtomicU64,
     pub read_misses: AtomicU64,
     pub write_hits_uncommitted: AtomicU64,
@@ -111,6 +115,7 @@ impl Counters {
         stats.waits = get(&self.waits);
         stats.flushes = get(&self.flushes);
         stats.rounds = get(&self.rounds);
+        stats.overlapped_rounds = get(&self.overlapped_rounds);
         stats.file_syncs = get(&self.file_syncs);
         stats.user_bytes = get(&self.user_bytes);
         stats.ssd_bytes = get(&self.ssd_bytes);
