@@ -50,25 +50,29 @@ pub(super) fn movable_str(s: &Str) -> bool {
     !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len())
 }
 
-/// Whether `value` is a DRAM string the tier may move, or a hash or list
+/// Whether `value` is a DRAM string the tier may move, or a collection
 /// holding one among the [`members::PROBE`] members from `start` on (an
 /// offset into the collection, wrapped).
 fn movable(value: &Value, start: usize) -> bool {
     match value {
         Value::Str(s) => movable_str(s),
-        Value::Hash(_) | Value::List(_) => members::probe(value, start),
+        Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+            members::probe(value, start)
+        }
         _ => false,
     }
 }
 
-/// Whether `value` is a PM string or movable, or how many of a hash's or
-/// list's members are: what takes a handle's DRAM once on PM.
+/// Whether `value` is a PM string or movable, or how many of a
+/// collection's members are: what takes a handle's DRAM once on PM.
 fn tierable(value: &Value) -> u64 {
     let counts = |s: &Str| s.is_pm() || movable_str(s);
     match value {
         Value::Str(s) => u64::from(counts(s)),
         Value::Hash(h) => h.values().filter(|s| counts(s)).count() as u64,
         Value::List(l) => l.iter().filter(|s| counts(s)).count() as u64,
+        Value::Set(set) => set.iter().filter(|s| counts(s)).count() as u64,
+        Value::ZSet(z) => z.members().filter(|s| counts(s)).count() as u64,
         _ => 0,
     }
 }
@@ -144,7 +148,7 @@ impl Keyspace {
     }
 
     /// Moves the value at `key` into `heap` if it is a movable DRAM string,
-    /// or moves up to `budget` bytes of a hash's or list's movable members
+    /// or moves up to `budget` bytes of a collection's movable members
     /// (looking at most at [`members::SCAN`] of them from `start`, an
     /// offset wrapped into the collection); only in a segment, chunk and
     /// collection no snapshot shares.
@@ -173,7 +177,9 @@ impl Keyspace {
                 }
                 None => Demoted::Full,
             },
-            Value::Hash(_) | Value::List(_) => members::demote(value, heap, budget, start),
+            Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+                members::demote(value, heap, budget, start)
+            }
             _ => Demoted::Skipped,
         }
     }
@@ -207,7 +213,9 @@ impl Keyspace {
                 *s = Str::new(s);
                 (1, len)
             }
-            Value::Hash(_) | Value::List(_) => members::promote(value, allowance),
+            Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+                members::promote(value, allowance)
+            }
             _ => (0, 0),
         };
         self.promotion.allowance -= bytes;
