@@ -5,6 +5,7 @@
 //! or touches a key's clock; and neither acts on a segment or chunk a
 //! rewrite snapshot shares, so the tier never causes a copy-before-write.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ferrite_pmem::slab::MAX_VALUE;
@@ -30,6 +31,57 @@ pub struct Promotion {
     pub allowance: usize,
     /// Values promoted since start-up.
     pub promotions: u64,
+}
+
+/// Keys written most recently, oldest first, at most [`WRITTEN_MAX`],
+/// noted only while the tier is on ([`Written::start`]).
+///
+/// Every value that enters DRAM does so by a write (or a promotion, which
+/// happens only while DRAM has room). When the DRAM a budget leaves for
+/// values is a small fraction of the keys' (a 10% share of 1 KiB values
+/// leaves room for about one value in 200 once the index and the handles
+/// are paid), random probes seldom land on a DRAM value; without another
+/// source demotion would stop while writes kept adding values, and DRAM
+/// would settle above its budget. The written keys are that source: the
+/// values demotion could not find were written since it last looked.
+#[derive(Debug, Default)]
+pub struct Written {
+    keys: VecDeque<(usize, Bytes)>,
+    on: bool,
+}
+
+/// Keys [`Written`] remembers: past this the oldest are forgotten (random
+/// probes may still find their values).
+pub const WRITTEN_MAX: usize = 4096;
+/// Written keys one demotion round looks at before it gives up.
+const WRITTEN_PER_ROUND: usize = 64;
+
+impl Written {
+    /// Starts noting written keys.
+    pub fn start(&mut self) {
+        self.on = true;
+    }
+
+    /// Notes that `key` of `db` was written (a no-op while off).
+    pub(super) fn note(&mut self, db: usize, key: &[u8]) {
+        if !self.on {
+            return;
+        }
+        if self.keys.len() >= WRITTEN_MAX {
+            self.keys.pop_front();
+        }
+        self.keys.push_back((db, key.into()));
+    }
+
+    /// Keys noted and not yet looked at.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no key is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
 }
 
 /// What one demotion attempt did.
@@ -182,6 +234,36 @@ impl Keyspace {
             }
             _ => Demoted::Skipped,
         }
+    }
+
+    /// Moves the value of the oldest written key that still holds a movable
+    /// one (as [`Keyspace::demote`] does), looking at no more than
+    /// [`WRITTEN_PER_ROUND`] written keys; the fallback of a demotion round
+    /// whose random probes found nothing. `Skipped` when none of them
+    /// holds one.
+    pub fn demote_written(&mut self, heap: &Arc<SlabHeap>, budget: usize, start: usize) -> Demoted {
+        for _ in 0..WRITTEN_PER_ROUND {
+            let Some((db, key)) = self.written.keys.pop_front() else {
+                break;
+            };
+            match self.demote(db, &key, heap, budget, start) {
+                Demoted::Skipped => continue,
+                Demoted::Full => {
+                    self.written.keys.push_front((db, key));
+                    return Demoted::Full;
+                }
+                moved @ Demoted::Moved { .. } => {
+                    // A collection may hold more than one demotion moves:
+                    // look at it again next time.
+                    let value = self.dbs[db].segments[segment_of(&key)].map.get(&key);
+                    if !matches!(value, Some(Value::Str(_))) {
+                        self.written.keys.push_back((db, key));
+                    }
+                    return moved;
+                }
+            }
+        }
+        Demoted::Skipped
     }
 
     /// Brings the value at `key` back to DRAM if it is in PM, its key was
