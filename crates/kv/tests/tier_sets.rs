@@ -61,6 +61,15 @@ fn index(m: &[u8]) -> usize {
         .expect("an index")
 }
 
+fn persistence(con: &mut redis::Connection, name: &str) -> String {
+    let text: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+    let prefix = format!("{name}:");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("INFO persistence has no {name}"))
+        .to_string()
+}
+
 /// The sets and sorted sets as the server should hold them, by member
 /// index: the model's own memory is counted by the process's allocator
 /// with the server's, so it keeps no member bytes.
@@ -350,9 +359,22 @@ fn pm_members_of_sets_and_sorted_sets_behave_as_the_model_says() {
         let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
         check_all(&mut con, &model);
         assert!(info(&mut con, "tier_pm_values") > 2000.0, "reload demoted");
-        // A log rewritten while members are on PM, then more changes.
+        // A log rewritten while members are on PM and changing (the
+        // snapshot shares the collections the commands change), and the
+        // restart below replays it.
         let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
         run_ops(&mut con, &mut model, &mut rng, 500);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while persistence(&mut con, "aof_rewrite_in_progress") != "0"
+            || persistence(&mut con, "aof_rewrites") == "0"
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rewrite did not finish"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        run_ops(&mut con, &mut model, &mut rng, 200);
         server.stop();
     }
     let server = TestServer::start_with(dir.path(), |c| {
