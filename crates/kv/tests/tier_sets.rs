@@ -296,15 +296,18 @@ fn run_ops(con: &mut redis::Connection, model: &mut Model, rng: &mut Lcg, steps:
 /// MEMORY USAGE counts every member, on PM or not.
 fn check_usage(con: &mut redis::Connection, model: &Model) {
     for k in 0..KEYS {
-        let bytes: usize = model.set(k).iter().map(Vec::len).sum();
-        let usage: Option<usize> = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(format!("s:{k}"))
-            .arg("SAMPLES")
-            .arg(0)
-            .query(con)
-            .unwrap();
-        assert!(usage.unwrap_or(0) >= bytes, "s:{k}: {usage:?} < {bytes}");
+        let set: usize = model.set(k).iter().map(Vec::len).sum();
+        let zset: usize = model.zrange(k).iter().map(|(m, _)| m.len()).sum();
+        for (key, bytes) in [(format!("s:{k}"), set), (format!("z:{k}"), zset)] {
+            let usage: Option<usize> = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(&key)
+                .arg("SAMPLES")
+                .arg(0)
+                .query(con)
+                .unwrap();
+            assert!(usage.unwrap_or(0) >= bytes, "{key}: {usage:?} < {bytes}");
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The PM tier's moves inside the keyspace (`docs/tier.md`): picking the
-//! coldest movable string by the access clocks, moving its bytes to the
-//! PM heap, and bringing a value read again back to DRAM. Neither move
+//! coldest movable value by the access clocks (or, when random probes
+//! find none, the oldest written one), moving its bytes to the PM heap,
+//! and bringing a value read again back to DRAM. Neither move
 //! changes a value, so neither is logged, counted as a change for WATCH,
 //! or touches a key's clock; and neither acts on a segment or chunk a
 //! rewrite snapshot shares, so the tier never causes a copy-before-write.
