@@ -174,6 +174,7 @@ pub fn before_command(state: &mut State) {
     if dram <= budget {
         return;
     }
+    state.keyspace.written.start();
     demote(state, budget);
 }
 
@@ -195,25 +196,31 @@ fn demote(state: &mut State, budget: u64) {
         tier.backoff -= 1;
         return;
     }
-    let mut moved = 0;
+    let (mut moved, mut sampling) = (0, true);
     for _ in 0..DEMOTE_ROUNDS_MAX {
-        // A round that finds nothing movable ends the command's demotion:
-        // more rounds would sample the same mostly-PM keyspace again.
-        let Some((db, key)) =
-            keyspace.demotion_candidate(samples, samples * PROBES_PER_SAMPLE, |n| {
+        // A round whose probes find nothing movable turns to the keys
+        // written since (`keyspace::tier::Written`): values too rare for
+        // random probes to find, as at a small DRAM share, are the ones
+        // writes just added. The command's next rounds go there directly:
+        // more probes would search the same mostly-PM keyspace again.
+        let picked = match sampling {
+            true => keyspace.demotion_candidate(samples, samples * PROBES_PER_SAMPLE, |n| {
                 rng.u64(..(n as u64).max(1)) as usize
-            })
-        else {
-            break;
+            }),
+            false => None,
         };
-        let start = rng.u64(..) as usize;
-        match keyspace.demote(
-            db,
-            &key,
-            &tier.heap,
+        let (start, budget_left) = (
+            rng.u64(..) as usize,
             DEMOTE_BYTES_PER_CMD.saturating_sub(moved).max(1),
-            start,
-        ) {
+        );
+        let outcome = match picked {
+            Some((db, key)) => keyspace.demote(db, &key, &tier.heap, budget_left, start),
+            None => {
+                sampling = false;
+                keyspace.demote_written(&tier.heap, budget_left, start)
+            }
+        };
+        match outcome {
             Demoted::Moved { values, bytes: len } => {
                 tier.demotions += values;
                 moved += len;
@@ -227,7 +234,8 @@ fn demote(state: &mut State, budget: u64) {
                 tier.full += 1;
                 break;
             }
-            Demoted::Skipped => continue,
+            Demoted::Skipped if sampling => continue,
+            Demoted::Skipped => break,
         }
         let dram = match crate::memory::probe() {
             Some(probe) => (probe.allocated)(),

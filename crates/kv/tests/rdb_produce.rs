@@ -186,9 +186,8 @@ fn value_strategy() -> impl Strategy<Value = Value> {
                 .collect();
             Value::Hash(Shared::new(hash))
         }),
-        prop::collection::hash_set(bytes(), 1..8).prop_map(|set| {
-            Value::Set(Shared::new(set.into_iter().map(Bytes::from).collect()))
-        }),
+        prop::collection::hash_set(bytes(), 1..8)
+            .prop_map(|set| { Value::Set(Shared::new(set.into_iter().map(Str::from).collect())) }),
     ]
 }
 

@@ -38,7 +38,7 @@ fn value_strategy() -> impl Strategy<Value = Value> {
         }),
         items().prop_map(|l| Value::List(Shared::new(l.into_iter().map(Str::from).collect()))),
         prop::collection::hash_set(bytes_strategy(), 1..6)
-            .prop_map(|s| Value::Set(Shared::new(s.into_iter().map(Bytes::from).collect()))),
+            .prop_map(|s| Value::Set(Shared::new(s.into_iter().map(Str::from).collect()))),
         prop::collection::hash_map(bytes_strategy(), -1e9f64..1e9, 1..6).prop_map(|m| {
             let mut z = ZSet::default();
             for (member, score) in m {

@@ -68,8 +68,8 @@ fn str_bytes(s: &crate::types::Str) -> usize {
         .sum()
 }
 
-/// Bytes `value` keeps on the PM tier: a string's, or its hash's or
-/// list's members' (sampled by `samples`). MEMORY USAGE adds them to the
+/// Bytes `value` keeps on the PM tier: a string's, or its collection's
+/// members' (sampled by `samples`). MEMORY USAGE adds them to the
 /// DRAM figure, counting a value wherever it is, as `maxmemory` does.
 fn pm_bytes(value: &Value, samples: usize) -> usize {
     let on_pm = |s: &crate::types::Str| if s.is_pm() { s.len() } else { 0 };
@@ -77,6 +77,8 @@ fn pm_bytes(value: &Value, samples: usize) -> usize {
         Value::Str(s) => on_pm(s),
         Value::Hash(h) => scaled(h.len(), h.values().map(on_pm), samples),
         Value::List(l) => scaled(l.len(), l.iter().map(on_pm), samples),
+        Value::Set(s) => scaled(s.len(), s.iter().map(on_pm), samples),
+        Value::ZSet(z) => scaled(z.len(), z.members().map(on_pm), samples),
         _ => 0,
     }
 }
@@ -95,8 +97,8 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
         }
         Value::Set(s) => {
             arc(size_of::<SetValue>())
-                + table(s.capacity(), size_of::<Bytes>())
-                + scaled(s.len(), s.iter().map(element), samples)
+                + table(s.capacity(), size_of::<crate::types::Str>())
+                + scaled(s.len(), s.iter().map(str_bytes), samples)
         }
         Value::Hash(h) => {
             let each = h.iter().map(|(f, v)| element(f) + str_bytes(v));
@@ -111,7 +113,7 @@ pub(crate) fn value_bytes(value: &Value, samples: usize) -> usize {
             // Each member is in the score table and in the order's chunks
             // (its pointer and score).
             let slot = size_of::<Bytes>() + size_of::<f64>();
-            let each = z.iter().map(|(m, _)| arc(m.len()) + slot);
+            let each = z.members().map(|m| str_bytes(m) + slot);
             arc(size_of::<ZSet>()) + table(z.len(), slot) + scaled(z.len(), each, samples)
         }
         Value::Stream(s) => {

@@ -9,7 +9,7 @@ use crate::keyspace::events::{GENERIC, SET};
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Keyspace;
 use crate::resp::Args;
-use crate::types::{Bytes, SetValue, Shared, Value};
+use crate::types::{SetValue, Shared, Str, Value};
 
 use super::zsets::{pick_indices, COUNT_RANGE, RANDOM_PICKS_MAX};
 
@@ -111,11 +111,11 @@ pub(super) fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 /// The members at `indices` of the set's iteration order, in the order of
 /// `indices` (which may repeat): one pass over the set, copying only the
 /// members chosen.
-fn members_at(set: &SetValue, indices: &[usize]) -> Vec<Bytes> {
+fn members_at(set: &SetValue, indices: &[usize]) -> Vec<Str> {
     let mut wanted: Vec<(usize, usize)> =
         indices.iter().enumerate().map(|(p, &i)| (i, p)).collect();
     wanted.sort_unstable();
-    let mut out: Vec<Option<Bytes>> = vec![None; indices.len()];
+    let mut out: Vec<Option<Str>> = vec![None; indices.len()];
     let mut next = wanted.iter().peekable();
     for (i, member) in set.iter().enumerate() {
         while let Some(&&(at, slot)) = next.peek() {

@@ -250,7 +250,7 @@ fn load(value: &Value, o: &SortOptions<'_>, start: &mut i64, end: &mut i64) -> V
             take(&mut iter, *start, *end)
         }
         Value::List(l) => l.iter().map(|e| item(Bytes::from(&e[..]))).collect(),
-        Value::Set(s) => s.iter().cloned().map(item).collect(),
+        Value::Set(s) => s.iter().map(|m| item(Bytes::from(&m[..]))).collect(),
         Value::ZSet(z) => z.iter().map(|(m, _)| item(m.into())).collect(),
         _ => Vec::new(),
     };

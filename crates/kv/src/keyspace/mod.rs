@@ -219,6 +219,9 @@ pub struct Keyspace {
     /// What reads may promote from the PM tier (`tier.rs`); the
     /// dispatcher sets the allowance before each command.
     pub promotion: tier::Promotion,
+    /// Keys written recently, for demotion when sampling finds nothing
+    /// (`tier.rs`); empty and off without the tier.
+    pub written: tier::Written,
     /// The keys of each hash slot, in cluster mode only (`slots.rs`).
     slot_index: Option<Box<slots::SlotIndex>>,
 }
@@ -252,6 +255,7 @@ impl Keyspace {
             capture: capture::Capture::default(),
             access: access::AccessPolicy::default(),
             promotion: tier::Promotion::default(),
+            written: tier::Written::default(),
             access_random: 0x9E37_79B9_7F4A_7C15,
             slot_index: None,
         }
@@ -351,6 +355,7 @@ impl Keyspace {
         if self.track_changes {
             self.changed.push((key.into(), by_command));
         }
+        self.written.note(db, key);
         if self.watched.is_empty() && self.blocking_on.is_empty() {
             return;
         }

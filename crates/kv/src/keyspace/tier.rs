@@ -1,10 +1,12 @@
 //! The PM tier's moves inside the keyspace (`docs/tier.md`): picking the
-//! coldest movable string by the access clocks, moving its bytes to the
-//! PM heap, and bringing a value read again back to DRAM. Neither move
+//! coldest movable value by the access clocks (or, when random probes
+//! find none, the oldest written one), moving its bytes to the PM heap,
+//! and bringing a value read again back to DRAM. Neither move
 //! changes a value, so neither is logged, counted as a change for WATCH,
 //! or touches a key's clock; and neither acts on a segment or chunk a
 //! rewrite snapshot shares, so the tier never causes a copy-before-write.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ferrite_pmem::slab::MAX_VALUE;
@@ -32,6 +34,57 @@ pub struct Promotion {
     pub promotions: u64,
 }
 
+/// Keys written most recently, oldest first, at most [`WRITTEN_MAX`],
+/// noted only while the tier is on ([`Written::start`]).
+///
+/// Every value that enters DRAM does so by a write (or a promotion, which
+/// happens only while DRAM has room). When the DRAM a budget leaves for
+/// values is a small fraction of the keys' (a 10% share of 1 KiB values
+/// leaves room for about one value in 200 once the index and the handles
+/// are paid), random probes seldom land on a DRAM value; without another
+/// source demotion would stop while writes kept adding values, and DRAM
+/// would settle above its budget. The written keys are that source: the
+/// values demotion could not find were written since it last looked.
+#[derive(Debug, Default)]
+pub struct Written {
+    keys: VecDeque<(usize, Bytes)>,
+    on: bool,
+}
+
+/// Keys [`Written`] remembers: past this the oldest are forgotten (random
+/// probes may still find their values).
+pub const WRITTEN_MAX: usize = 4096;
+/// Written keys one demotion round looks at before it gives up.
+const WRITTEN_PER_ROUND: usize = 64;
+
+impl Written {
+    /// Starts noting written keys.
+    pub fn start(&mut self) {
+        self.on = true;
+    }
+
+    /// Notes that `key` of `db` was written (a no-op while off).
+    pub(super) fn note(&mut self, db: usize, key: &[u8]) {
+        if !self.on {
+            return;
+        }
+        if self.keys.len() >= WRITTEN_MAX {
+            self.keys.pop_front();
+        }
+        self.keys.push_back((db, key.into()));
+    }
+
+    /// Keys noted and not yet looked at.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no key is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
 /// What one demotion attempt did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Demoted {
@@ -50,25 +103,29 @@ pub(super) fn movable_str(s: &Str) -> bool {
     !s.is_pm() && (TIER_MIN_VALUE..=MAX_VALUE).contains(&s.len())
 }
 
-/// Whether `value` is a DRAM string the tier may move, or a hash or list
+/// Whether `value` is a DRAM string the tier may move, or a collection
 /// holding one among the [`members::PROBE`] members from `start` on (an
 /// offset into the collection, wrapped).
 fn movable(value: &Value, start: usize) -> bool {
     match value {
         Value::Str(s) => movable_str(s),
-        Value::Hash(_) | Value::List(_) => members::probe(value, start),
+        Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+            members::probe(value, start)
+        }
         _ => false,
     }
 }
 
-/// Whether `value` is a PM string or movable, or how many of a hash's or
-/// list's members are: what takes a handle's DRAM once on PM.
+/// Whether `value` is a PM string or movable, or how many of a
+/// collection's members are: what takes a handle's DRAM once on PM.
 fn tierable(value: &Value) -> u64 {
     let counts = |s: &Str| s.is_pm() || movable_str(s);
     match value {
         Value::Str(s) => u64::from(counts(s)),
         Value::Hash(h) => h.values().filter(|s| counts(s)).count() as u64,
         Value::List(l) => l.iter().filter(|s| counts(s)).count() as u64,
+        Value::Set(set) => set.iter().filter(|s| counts(s)).count() as u64,
+        Value::ZSet(z) => z.members().filter(|s| counts(s)).count() as u64,
         _ => 0,
     }
 }
@@ -144,7 +201,7 @@ impl Keyspace {
     }
 
     /// Moves the value at `key` into `heap` if it is a movable DRAM string,
-    /// or moves up to `budget` bytes of a hash's or list's movable members
+    /// or moves up to `budget` bytes of a collection's movable members
     /// (looking at most at [`members::SCAN`] of them from `start`, an
     /// offset wrapped into the collection); only in a segment, chunk and
     /// collection no snapshot shares.
@@ -173,9 +230,41 @@ impl Keyspace {
                 }
                 None => Demoted::Full,
             },
-            Value::Hash(_) | Value::List(_) => members::demote(value, heap, budget, start),
+            Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+                members::demote(value, heap, budget, start)
+            }
             _ => Demoted::Skipped,
         }
+    }
+
+    /// Moves the value of the oldest written key that still holds a movable
+    /// one (as [`Keyspace::demote`] does), looking at no more than
+    /// [`WRITTEN_PER_ROUND`] written keys; the fallback of a demotion round
+    /// whose random probes found nothing. `Skipped` when none of them
+    /// holds one.
+    pub fn demote_written(&mut self, heap: &Arc<SlabHeap>, budget: usize, start: usize) -> Demoted {
+        for _ in 0..WRITTEN_PER_ROUND {
+            let Some((db, key)) = self.written.keys.pop_front() else {
+                break;
+            };
+            match self.demote(db, &key, heap, budget, start) {
+                Demoted::Skipped => continue,
+                Demoted::Full => {
+                    self.written.keys.push_front((db, key));
+                    return Demoted::Full;
+                }
+                moved @ Demoted::Moved { .. } => {
+                    // A collection may hold more than one demotion moves:
+                    // look at it again next time.
+                    let value = self.dbs[db].segments[segment_of(&key)].map.get(&key);
+                    if !matches!(value, Some(Value::Str(_))) {
+                        self.written.keys.push_back((db, key));
+                    }
+                    return moved;
+                }
+            }
+        }
+        Demoted::Skipped
     }
 
     /// Brings the value at `key` back to DRAM if it is in PM, its key was
@@ -207,7 +296,9 @@ impl Keyspace {
                 *s = Str::new(s);
                 (1, len)
             }
-            Value::Hash(_) | Value::List(_) => members::promote(value, allowance),
+            Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
+                members::promote(value, allowance)
+            }
             _ => (0, 0),
         };
         self.promotion.allowance -= bytes;

@@ -10,6 +10,12 @@
 //! thus moved over several commands, each paying a bounded cost, and the
 //! random offsets reach every member over time.
 //!
+//! A set's and a sorted set's members are `Str`s too, hashed, compared
+//! and ordered by content, so a large member moves as well; since those
+//! types find members by their bytes, a move puts the PM form in place of
+//! the DRAM one in the table (and a sorted set's order) rather than
+//! changing it in place.
+//!
 //! A collection a rewrite snapshot still shares (its `Arc` has another
 //! owner) is left alone: moving its members would copy it.
 
@@ -25,40 +31,52 @@ pub(super) const PROBE: usize = 8;
 /// Members one demotion or promotion looks at in one collection.
 pub(super) const SCAN: usize = 1024;
 
-/// A hash's or list's member count; 0 for other values.
+/// A hash's, list's, set's or sorted set's member count; 0 for other
+/// values.
 pub(super) fn len(value: &Value) -> usize {
     match value {
         Value::Hash(h) => h.len(),
         Value::List(l) => l.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
         _ => 0,
     }
 }
 
-/// Calls `visit` on up to `limit` members of a hash or list, from offset
-/// `start` (wrapped into the collection) on, wrapping around the end,
-/// until it returns `false`.
+/// Up to `limit` of the `len` items of `items` from offset `start`
+/// (wrapped) on, wrapping around the end: for a table, whose iterator
+/// cannot seek, reaching `start` steps over the items before it.
+fn from_offset<T>(
+    items: impl Iterator<Item = T> + Clone,
+    len: usize,
+    start: usize,
+    limit: usize,
+) -> impl Iterator<Item = T> {
+    let start = start % len.max(1);
+    let tail = len - start;
+    let wrapped = items.clone().take(start.min(limit.saturating_sub(tail)));
+    items.skip(start).take(tail.min(limit)).chain(wrapped)
+}
+
+/// Calls `visit` on up to `limit` members of a hash, list, set or sorted
+/// set, from offset `start` (wrapped into the collection) on, wrapping
+/// around the end, until it returns `false`.
 fn visit<'a>(value: &'a Value, start: usize, limit: usize, mut visit: impl FnMut(&'a Str) -> bool) {
-    match value {
-        Value::Hash(h) => {
-            let start = start % h.len().max(1);
-            let (tail, head) = (h.len() - start, start);
-            let members = h.values().skip(start).take(tail.min(limit));
-            let wrapped = h.values().take(head.min(limit.saturating_sub(tail)));
-            for s in members.chain(wrapped) {
-                if !visit(s) {
-                    return;
-                }
+    let mut each = |members: &mut dyn Iterator<Item = &'a Str>| {
+        for s in members {
+            if !visit(s) {
+                return;
             }
         }
+    };
+    match value {
+        Value::Hash(h) => each(&mut from_offset(h.values(), h.len(), start, limit)),
+        Value::Set(s) => each(&mut from_offset(s.iter(), s.len(), start, limit)),
+        Value::ZSet(z) => each(&mut from_offset(z.members(), z.len(), start, limit)),
         Value::List(l) => {
             let start = start % l.len().max(1);
-            for k in 0..l.len().min(limit) {
-                if let Some(s) = l.get((start + k) % l.len()) {
-                    if !visit(s) {
-                        return;
-                    }
-                }
-            }
+            let mut members = (0..l.len().min(limit)).filter_map(|k| l.get((start + k) % l.len()));
+            each(&mut members)
         }
         _ => {}
     }
@@ -75,11 +93,31 @@ pub(super) fn probe(value: &Value, start: usize) -> bool {
     found
 }
 
-/// Calls `visit` on up to [`SCAN`] members of an unshared hash or list,
-/// from `start` (wrapped) on, until it returns `false`; `false`, and
-/// nothing visited, for a shared collection or another value.
+/// Calls `visit` on up to [`SCAN`] members of an unshared hash, list, set
+/// or sorted set, from `start` (wrapped) on, until it returns `false`;
+/// `false`, and nothing visited, for a shared collection or another value.
 fn visit_mut(value: &mut Value, start: usize, mut visit: impl FnMut(&mut Str) -> bool) -> bool {
     match value {
+        Value::Set(s) => {
+            let Some(set) = s.get_mut_unshared() else {
+                return false;
+            };
+            let members = from_offset(set.iter(), set.len(), start, SCAN);
+            for (_, with) in changes(members, &mut visit) {
+                set.replace(with);
+            }
+            true
+        }
+        Value::ZSet(z) => {
+            let Some(zset) = z.get_mut_unshared() else {
+                return false;
+            };
+            let members = from_offset(zset.members(), zset.len(), start, SCAN);
+            for (member, with) in changes(members, &mut visit) {
+                zset.replace_member(&member, with);
+            }
+            true
+        }
         Value::Hash(h) => {
             let Some(h) = h.get_mut_unshared() else {
                 return false;
@@ -119,7 +157,30 @@ fn visit_mut(value: &mut Value, start: usize, mut visit: impl FnMut(&mut Str) ->
     }
 }
 
-/// Moves movable members of a hash or list to `heap`, up to `budget`
+/// Runs `visit` on a copy of each of `members` until it returns `false`:
+/// the members whose copy it changed, each with its new form. A set or
+/// sorted set finds a member by its bytes, so its members cannot change
+/// in place while the table is read; the caller puts the new forms in
+/// after. A copy is a reference-count increment.
+fn changes<'a>(
+    members: impl Iterator<Item = &'a Str>,
+    visit: &mut impl FnMut(&mut Str) -> bool,
+) -> Vec<(Str, Str)> {
+    let mut changed = Vec::new();
+    for member in members {
+        let mut copy = member.clone();
+        let go_on = visit(&mut copy);
+        if copy.is_pm() != member.is_pm() {
+            changed.push((member.clone(), copy));
+        }
+        if !go_on {
+            break;
+        }
+    }
+    changed
+}
+
+/// Moves movable members of a hash, list, set or sorted set to `heap`, up to `budget`
 /// bytes. `Full` only when the heap refused the first member it was given.
 pub(super) fn demote(
     value: &mut Value,
@@ -152,7 +213,7 @@ pub(super) fn demote(
     }
 }
 
-/// Brings PM members of a hash or list back to DRAM while `allowance`
+/// Brings PM members of a hash, list, set or sorted set back to DRAM while `allowance`
 /// covers them: the members promoted and their bytes.
 pub(super) fn promote(value: &mut Value, mut allowance: usize) -> (u64, usize) {
     let (mut promoted, mut bytes) = (0, 0);

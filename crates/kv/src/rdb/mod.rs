@@ -393,7 +393,7 @@ fn list(items: Vec<Vec<u8>>) -> Value {
 /// A set, refusing duplicate members (a corrupt payload).
 fn set(items: Vec<Vec<u8>>) -> Option<Value> {
     let n = items.len();
-    let set: HashSet<Bytes> = items.into_iter().map(Bytes::from).collect();
+    let set: HashSet<Str> = items.into_iter().map(Str::from).collect();
     (set.len() == n).then(|| Value::Set(Shared::new(set)))
 }
 

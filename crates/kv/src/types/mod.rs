@@ -78,8 +78,9 @@ impl<T> Shared<T> {
 pub type HashValue = HashMap<Bytes, Str>;
 /// A list's elements.
 pub type ListValue = VecDeque<Str>;
-/// A set's members.
-pub type SetValue = HashSet<Bytes>;
+/// A set's members: [`Str`]s, hashed and compared by content, so a large
+/// member can move to the PM tier as a hash value does.
+pub type SetValue = HashSet<Str>;
 
 /// The value at a key. Collections are behind one pointer, and strings are
 /// thin, so the enum is two words.

@@ -27,6 +27,8 @@
 //! every command that reads a string works on a PM-resident one; its
 //! length is read from the handle, without touching PM.
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -184,6 +186,37 @@ impl PartialEq for Str {
 }
 
 impl Eq for Str {}
+
+/// Hashed by content, as `[u8]` hashes, so a set of strings finds a member
+/// from the bytes a command names (through [`Borrow`]) wherever the
+/// member's bytes live. Hashing a PM member reads it from PM (charged to
+/// the media model): a set does so when it grows and rehashes, and the
+/// tier's moves do so once per member moved (`docs/tier.md`).
+impl Hash for Str {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+/// Ordered by content, as `[u8]` orders: a sorted set orders members of
+/// one score by their bytes, wherever they live.
+impl Ord for Str {
+    fn cmp(&self, other: &Str) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl PartialOrd for Str {
+    fn partial_cmp(&self, other: &Str) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Borrow<[u8]> for Str {
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
 
 impl AsRef<[u8]> for Str {
     fn as_ref(&self) -> &[u8] {

@@ -7,7 +7,7 @@ mod order;
 use std::collections::HashMap;
 
 use self::order::{Order, Score};
-use super::Bytes;
+use super::{Bytes, Str};
 
 /// One end of a score range (`1`, `(1`, `-inf`, `+inf`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,7 +120,7 @@ impl LexBound {
 /// A sorted set.
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
-    scores: HashMap<Bytes, f64>,
+    scores: HashMap<Str, f64>,
     order: Order,
 }
 
@@ -152,18 +152,20 @@ impl ZSet {
     /// member is new.
     pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
-        match self.scores.get_mut(member) {
-            Some(old) => {
+        match self.scores.get_key_value(member) {
+            Some((key, &old)) => {
                 if old.to_bits() != score.to_bits() {
-                    let key: Bytes = member.into();
-                    self.order.remove(&(Score(*old), key.clone()));
-                    self.order.insert((Score(score), key));
-                    *old = score;
+                    // The member keeps its form (DRAM or PM) and its one
+                    // allocation, shared by the table and the order.
+                    let key = key.clone();
+                    self.order.remove(&(Score(old), key.clone()));
+                    self.order.insert((Score(score), key.clone()));
+                    self.scores.insert(key, score);
                 }
                 false
             }
             None => {
-                let key: Bytes = member.into();
+                let key = Str::new(member);
                 self.scores.insert(key.clone(), score);
                 self.order.insert((Score(score), key));
                 true
@@ -186,7 +188,7 @@ impl ZSet {
     /// 0-based rank of `member` in ascending order, in O(log n).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
-        self.order.rank(&(Score(score), member.into()))
+        self.order.rank(&(Score(score), Str::new(member)))
     }
 
     /// Members with scores in ascending order.
@@ -297,11 +299,33 @@ impl ZSet {
         items.into_iter()
     }
 
+    /// The members as stored, in the score table's order (none in
+    /// particular), for code that needs their form (DRAM or PM) rather
+    /// than their bytes.
+    pub fn members(&self) -> impl Iterator<Item = &Str> + Clone + '_ {
+        self.scores.keys()
+    }
+
+    /// Puts `with`, the same bytes as `member` in another form (the PM
+    /// tier's move), in place of `member` in the score table and the
+    /// order, so no copy of the old form is left; returns whether
+    /// `member` was there. The lookups use `member`'s bytes, so a move to
+    /// PM reads the new form only to hash it into the table.
+    pub fn replace_member(&mut self, member: &Str, with: Str) -> bool {
+        let Some((old, score)) = self.scores.remove_entry(&member[..]) else {
+            return false;
+        };
+        self.order
+            .replace_member(&(Score(score), old), with.clone());
+        self.scores.insert(with, score);
+        true
+    }
+
     /// Removes and returns the lowest (`max == false`) or highest member.
     pub fn pop(&mut self, max: bool) -> Option<(Bytes, f64)> {
         let (score, member) = self.order.pop(max)?;
         self.scores.remove(&member);
-        Some((member, score.0))
+        Some((Bytes::from(&member[..]), score.0))
     }
 }
 

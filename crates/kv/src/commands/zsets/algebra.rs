@@ -121,7 +121,7 @@ fn read_sources(
         let members = match ctx.state.keyspace.get(db, args.get(at)) {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (Bytes::from(m), s)).collect(),
-            Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
+            Some(Value::Set(s)) => s.iter().map(|m| (Bytes::from(&m[..]), 1.0)).collect(),
             Some(_) => return Err(Cow::Borrowed(errors::WRONGTYPE)),
         };
         sources.push(Source {

@@ -102,7 +102,7 @@ fn decode_value(c: &mut Cursor<'_>, kind: u8) -> Result<Value, FormatError> {
             let n = c.count(1)?;
             let mut s = SetValue::with_capacity(n);
             for _ in 0..n {
-                if !s.insert(c.bytes()?) {
+                if !s.insert(Str::new(c.slice()?)) {
                     return Err(c.err("duplicate set member"));
                 }
             }

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use crate::types::Bytes;
+use crate::types::Str;
 
 /// Most entries in one chunk; a full chunk splits in two halves.
 const CHUNK_MAX: usize = 128;
@@ -41,7 +41,7 @@ impl Ord for Score {
 }
 
 /// One member with its score, ordered by score then member bytes.
-pub(super) type Entry = (Score, Bytes);
+pub(super) type Entry = (Score, Str);
 
 /// Sorted entries with O(log n) ranks.
 #[derive(Clone, Debug, Default)]
@@ -108,6 +108,23 @@ impl Order {
             return false;
         };
         self.take(chunk, at);
+        true
+    }
+
+    /// Puts `with` in place of the member of `entry`, which it must equal
+    /// byte for byte (another form of the same member: the PM tier's
+    /// move), so the order is unchanged; returns whether `entry` was
+    /// present.
+    pub(super) fn replace_member(&mut self, entry: &Entry, with: Str) -> bool {
+        debug_assert!(entry.1 == with);
+        let Some(chunk) = self.chunk_for(entry) else {
+            return false;
+        };
+        let c = &mut self.chunks[chunk];
+        let Ok(at) = c.binary_search(entry) else {
+            return false;
+        };
+        c[at].1 = with;
         true
     }
 
