@@ -91,11 +91,21 @@ pub fn apply_config(log: &mut dyn CommandLog, config: &Config) {
 pub trait CommandLog: Send + fmt::Debug {
     /// Takes one record; returns its ticket. Failures show up in
     /// [`CommandLog::failure`] (and the ticket is then never acknowledged).
+    /// The record may wait in memory, with the others of this loop turn,
+    /// until [`CommandLog::drain`] or [`CommandLog::flush`] hands them to
+    /// the log file together; its ticket is its LSN all the same.
     fn append(&mut self, record: &Propagation) -> Ticket;
 
-    /// Starts making the records appended so far durable (for `always`) or
-    /// written (otherwise), without waiting. Called once per event-loop
-    /// iteration, before the replies are sent.
+    /// Hands the records appended so far to the log file (on persistent
+    /// memory: persists them), without asking for a commit: from now on a
+    /// sync of the log covers them. A failure shows up in
+    /// [`CommandLog::failure`], and their tickets are never acknowledged.
+    fn drain(&mut self) {}
+
+    /// Hands the records appended so far to the log file
+    /// ([`CommandLog::drain`]) and starts making them durable (for
+    /// `always`) or written (otherwise), without waiting. Called once per
+    /// event-loop iteration, before the replies are sent.
     fn flush(&mut self);
 
     /// Everything up to this ticket may be acknowledged to clients: durable
@@ -148,7 +158,7 @@ pub trait CommandLog: Send + fmt::Debug {
     /// appended by then durable (starting a sync where one is not due
     /// yet) and returns once they are, or the sync failed. A rewrite that
     /// left superseded keys out of its parts calls it before its manifest.
-    fn sync_wait(&self) -> SyncWait;
+    fn sync_wait(&mut self) -> SyncWait;
 
     /// Makes everything durable and stops background work (clean shutdown).
     fn close(&mut self) -> Result<()>;
@@ -178,7 +188,7 @@ impl CommandLog for NullLog {
     fn prepare_switch(&mut self) -> SyncWait {
         Box::new(|| Ok(()))
     }
-    fn sync_wait(&self) -> SyncWait {
+    fn sync_wait(&mut self) -> SyncWait {
         Box::new(|| Ok(()))
     }
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {
