@@ -42,7 +42,7 @@ pub use open::{
 };
 pub use prefetch::prefetch_logs;
 pub(crate) use record::SCRATCH_KEEP_BYTES;
-pub use wal_log::WalLog;
+pub use wal_log::{wal_config, WalLog};
 pub use wbuf_log::{
     create_wbuf_file, log_wbuf_config, open_log_device, open_wbuf_log, wbuf_dir, wbuf_path,
     LOG_WBUF_BLOCK_BYTES,
