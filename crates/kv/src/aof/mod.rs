@@ -9,11 +9,13 @@
 //! torn tail exactly, by the wal's recovery rather than by parsing RESP.
 //!
 //! [`WalLog`] is the log on a [`ferrite_wal::Wal`]. The event loop appends
-//! each command's record as it runs (on persistent memory the append itself
-//! persists the record); once per loop iteration it hands the new records to
-//! a committer thread, which commits them (on a disk file: one write and,
-//! for `appendfsync always`, one `fdatasync` for the whole group) and wakes
-//! the loop, which then sends the replies that were waiting. At `everysec`
+//! each command's record as it runs, into a pending batch that gets the
+//! record its LSN as ticket; once per loop iteration the batch goes to the
+//! wal in one append (on persistent memory that append persists it) and
+//! the loop hands the new records to a committer thread, which commits
+//! them (on a disk file: one write and, for `appendfsync always`, one
+//! `fdatasync` for the whole group) and wakes the loop, which then sends
+//! the replies that were waiting. At `everysec`
 //! and `no`, where a commit is only a write into the page cache, the loop
 //! does that write itself and replies at once.
 //!
