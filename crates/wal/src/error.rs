@@ -57,6 +57,15 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// A batch of records larger, framed, than the in-flight window: it
+    /// could never be admitted whole.
+    #[error("a batch of {bytes} framed bytes exceeds the in-flight window of {window} bytes; append it in smaller batches")]
+    BatchTooLarge {
+        /// Framed bytes of the batch.
+        bytes: u64,
+        /// The window of the log file.
+        window: u64,
+    },
     /// A configuration value out of range.
     #[error("wal configuration: {reason}")]
     Config {

@@ -348,15 +348,22 @@ impl Shared {
     /// PM path: record `lsn` is persisted (or failed). Advances the durable
     /// LSN over the completed prefix.
     pub(crate) fn complete(&self, lsn: Lsn, result: Result<()>) -> Result<()> {
+        self.complete_range(lsn, lsn, result)
+    }
+
+    /// [`Shared::complete`] for the records `first..=last`, persisted
+    /// together by one write (`Wal::append_batch`): one lock round for all.
+    pub(crate) fn complete_range(&self, first: Lsn, last: Lsn, result: Result<()>) -> Result<()> {
         let mut state = self.lock();
         if let Err(e) = result {
             self.poison(&mut state, &e);
             return Err(e);
         }
-        // A log switch waits for every pending record, so `lsn` is still
-        // in the queue of this segment.
-        let index = (lsn - state.durable_lsn - 1) as usize;
-        if let Some(slot) = state.pending.get_mut(index) {
+        // A log switch waits for every pending record, so the records are
+        // still in the queue of this segment.
+        let from = (first - state.durable_lsn - 1) as usize;
+        let to = (last - state.durable_lsn) as usize;
+        for slot in state.pending.iter_mut().take(to).skip(from) {
             slot.1 = true;
         }
         let mut advanced = 0;

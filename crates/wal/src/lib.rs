@@ -42,6 +42,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch;
 mod durability;
 mod error;
 mod group;
@@ -52,6 +53,7 @@ mod stats;
 mod syncer;
 mod writer;
 
+pub use batch::Batch;
 pub use durability::{Durability, WalConfig, PERIODIC_POSTPONE_MAX};
 pub use error::{Error, Result};
 pub use reader::{LogReader, Record};

@@ -44,7 +44,7 @@ thread_local! {
 /// design.
 #[derive(Debug)]
 pub struct Wal {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     syncer: Option<JoinHandle<()>>,
     recovery: Recovery,
 }
@@ -226,7 +226,7 @@ impl Wal {
     /// Waits until the log is open for an append of `size` bytes: no switch
     /// in progress, and room in the in-flight window (syncing to make room
     /// if this thread can).
-    fn admit<'a>(
+    pub(crate) fn admit<'a>(
         &'a self,
         mut state: MutexGuard<'a, State>,
         size: u64,
@@ -286,6 +286,21 @@ impl Wal {
         }
     }
 
+    /// PM path: makes the preallocated file reach `end` before a range up
+    /// to it is reserved. Extending zero-fills and persists the new length;
+    /// appends then write inside the file, concurrently, without the
+    /// device's extend lock. Nothing was reserved yet, so a full medium
+    /// here is an error for this append only.
+    pub(crate) fn make_room(&self, state: &mut State, end: u64) -> Result<()> {
+        if end > state.allocated {
+            let target = end.max(state.allocated + self.shared.config.preallocate_bytes);
+            state.segment.device.set_len(target)?;
+            state.allocated = target;
+        }
+        self.prepare_ahead(state, end);
+        Ok(())
+    }
+
     /// PM path: reserve, copy and persist outside the lock, complete.
     fn append_self_persisted(
         &self,
@@ -294,17 +309,7 @@ impl Wal {
         payload: &[u8],
     ) -> Result<Lsn> {
         let offset = state.next_offset;
-        if offset + size > state.allocated {
-            // Extending zero-fills and persists the new length; appends then
-            // write inside the file, concurrently, without the device's
-            // extend lock. Nothing was reserved yet, so a full medium here
-            // is an error for this append only.
-            let target =
-                (offset + size).max(state.allocated + self.shared.config.preallocate_bytes);
-            state.segment.device.set_len(target)?;
-            state.allocated = target;
-        }
-        self.prepare_ahead(&mut state, offset + size);
+        self.make_room(&mut state, offset + size)?;
         let lsn = state.next_lsn;
         let hint = state.durable_lsn;
         state.next_lsn += 1;

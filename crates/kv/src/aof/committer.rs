@@ -14,7 +14,7 @@
 //! asked for (CONFIG SET appendfsync always on such a wal, `no`'s 64 MiB
 //! sync).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -41,6 +41,9 @@ pub(crate) struct CommitShared {
     committed: AtomicU64,
     /// The first failure of the log; the log refuses writes from then on.
     failure: Mutex<Option<String>>,
+    /// Whether `failure` is set: read for every appended record, so
+    /// without taking a lock.
+    failed: AtomicBool,
     notify: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -64,6 +67,7 @@ impl CommitShared {
         if failure.is_none() {
             tracing::error!("log failure, refusing writes from now on: {why}");
             *failure = Some(why);
+            self.failed.store(true, Ordering::Release);
         }
         drop(failure);
         (self.notify)();
@@ -74,6 +78,11 @@ impl CommitShared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Whether the log failed (then [`CommitShared::failure`] says why).
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     pub(crate) fn committed(&self) -> Lsn {
@@ -104,6 +113,7 @@ impl Committer {
             wake: Condvar::new(),
             committed: AtomicU64::new(committed),
             failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
             notify,
         });
         let thread = {

@@ -9,11 +9,13 @@
 //! torn tail exactly, by the wal's recovery rather than by parsing RESP.
 //!
 //! [`WalLog`] is the log on a [`ferrite_wal::Wal`]. The event loop appends
-//! each command's record as it runs (on persistent memory the append itself
-//! persists the record); once per loop iteration it hands the new records to
-//! a committer thread, which commits them (on a disk file: one write and,
-//! for `appendfsync always`, one `fdatasync` for the whole group) and wakes
-//! the loop, which then sends the replies that were waiting. At `everysec`
+//! each command's record as it runs, into a pending batch that gets the
+//! record its LSN as ticket; once per loop iteration the batch goes to the
+//! wal in one append (on persistent memory that append persists it) and
+//! the loop hands the new records to a committer thread, which commits
+//! them (on a disk file: one write and, for `appendfsync always`, one
+//! `fdatasync` for the whole group) and wakes the loop, which then sends
+//! the replies that were waiting. At `everysec`
 //! and `no`, where a commit is only a write into the page cache, the loop
 //! does that write itself and replies at once.
 //!
@@ -42,7 +44,7 @@ pub use open::{
 };
 pub use prefetch::prefetch_logs;
 pub(crate) use record::SCRATCH_KEEP_BYTES;
-pub use wal_log::WalLog;
+pub use wal_log::{wal_config, WalLog};
 pub use wbuf_log::{
     create_wbuf_file, log_wbuf_config, open_log_device, open_wbuf_log, wbuf_dir, wbuf_path,
     LOG_WBUF_BLOCK_BYTES,
@@ -91,11 +93,21 @@ pub fn apply_config(log: &mut dyn CommandLog, config: &Config) {
 pub trait CommandLog: Send + fmt::Debug {
     /// Takes one record; returns its ticket. Failures show up in
     /// [`CommandLog::failure`] (and the ticket is then never acknowledged).
+    /// The record may wait in memory, with the others of this loop turn,
+    /// until [`CommandLog::drain`] or [`CommandLog::flush`] hands them to
+    /// the log file together; its ticket is its LSN all the same.
     fn append(&mut self, record: &Propagation) -> Ticket;
 
-    /// Starts making the records appended so far durable (for `always`) or
-    /// written (otherwise), without waiting. Called once per event-loop
-    /// iteration, before the replies are sent.
+    /// Hands the records appended so far to the log file (on persistent
+    /// memory: persists them), without asking for a commit: from now on a
+    /// sync of the log covers them. A failure shows up in
+    /// [`CommandLog::failure`], and their tickets are never acknowledged.
+    fn drain(&mut self) {}
+
+    /// Hands the records appended so far to the log file
+    /// ([`CommandLog::drain`]) and starts making them durable (for
+    /// `always`) or written (otherwise), without waiting. Called once per
+    /// event-loop iteration, before the replies are sent.
     fn flush(&mut self);
 
     /// Everything up to this ticket may be acknowledged to clients: durable
@@ -148,7 +160,7 @@ pub trait CommandLog: Send + fmt::Debug {
     /// appended by then durable (starting a sync where one is not due
     /// yet) and returns once they are, or the sync failed. A rewrite that
     /// left superseded keys out of its parts calls it before its manifest.
-    fn sync_wait(&self) -> SyncWait;
+    fn sync_wait(&mut self) -> SyncWait;
 
     /// Makes everything durable and stops background work (clean shutdown).
     fn close(&mut self) -> Result<()>;
@@ -178,7 +190,7 @@ impl CommandLog for NullLog {
     fn prepare_switch(&mut self) -> SyncWait {
         Box::new(|| Ok(()))
     }
-    fn sync_wait(&self) -> SyncWait {
+    fn sync_wait(&mut self) -> SyncWait {
         Box::new(|| Ok(()))
     }
     fn switch(&mut self, next: Arc<dyn Device>) -> Result<SwitchPoint> {

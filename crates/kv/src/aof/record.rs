@@ -22,11 +22,21 @@ pub(crate) const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
 
 /// Encodes `record` into `out` (cleared first). Returns `false`, leaving
 /// `out` empty, if the record holds no command.
+#[cfg(test)]
 pub(crate) fn encode(record: &Propagation, out: &mut Vec<u8>) -> bool {
-    // A reused buffer: what one large record grew it to goes back with the
-    // next smaller one.
     out.clear();
-    ferrite_io::buf::give_back(out, record.buf.len(), SCRATCH_KEEP_BYTES);
+    encode_into(record, out)
+}
+
+/// Whether `record` gives a payload at all ([`encode_into`] returns `true`).
+pub(crate) fn holds_anything(record: &Propagation) -> bool {
+    record.first_db.is_some() || record.repl_mark.is_some()
+}
+
+/// Appends the payload of `record` to `out` (the log's pending batch, so
+/// the payload is built where it is appended from); returns `false`,
+/// adding nothing, if the record holds no command.
+pub(crate) fn encode_into(record: &Propagation, out: &mut Vec<u8>) -> bool {
     let Some(first_db) = record.first_db else {
         // A record of a replication mark alone (after a full sync, at a
         // log switch, at shutdown).

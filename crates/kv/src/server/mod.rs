@@ -719,9 +719,11 @@ impl Server {
         self.link_cron(false);
         self.request_acks();
         self.deliver_outbox();
-        // Every command of this iteration is appended to the log by now,
-        // so a rewrite's workers may leave out the keys they superseded,
+        // Every command of this iteration goes to the log file now, as one
+        // batch, so a rewrite's workers may leave out the keys they
+        // superseded (the sync before their manifest covers the records),
         // and get the next segments, captured between commands.
+        self.log.drain();
         self.state.keyspace.publish_superseded();
         self.state.keyspace.capture_step(false);
         self.log.flush();
