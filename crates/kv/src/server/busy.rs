@@ -80,7 +80,14 @@ impl Reenter for BusyLoop<'_> {
                 match event.token() {
                     WAKER => {}
                     Token(t) if t < CONN_BASE => self.accept(t, &mut view),
-                    Token(t) => self.on_event(t - CONN_BASE, event.is_readable(), &mut view),
+                    Token(t) => {
+                        if let Some(conn) =
+                            self.conns.get_mut(t - CONN_BASE).and_then(Option::as_mut)
+                        {
+                            conn.note_event(event);
+                        }
+                        self.on_event(t - CONN_BASE, event.is_readable(), &mut view)
+                    }
                 }
             }
         }
@@ -141,6 +148,14 @@ impl BusyLoop<'_> {
             ReadOutcome::Closed | ReadOutcome::TooBig => return self.again(index),
             ReadOutcome::More => self.again(index),
             ReadOutcome::Data => {}
+        }
+        if conn.session.is_master {
+            // The master's bytes stay in the link's buffer for the main
+            // loop, which knows whether they are commands or a full sync's
+            // payload (parsed as commands here, a payload would read as a
+            // protocol error and drop the link). Redis likewise only
+            // accumulates its master's stream while a script is busy.
+            return self.hold(index);
         }
         if conn.session.sync_requested {
             // A replica's acknowledgements need no answer.

@@ -76,6 +76,12 @@ pub struct Conn {
     /// The rustls state of a connection accepted on a `tls-port`
     /// (`tls.rs`); `None` for plain connections.
     pub tls: Option<Box<rustls::ServerConnection>>,
+    /// A readiness event said the peer shut its side ([`Conn::note_event`]):
+    /// reads go on past a short one, to the end of the stream.
+    pub peer_closed: bool,
+    /// A read reached the end of the stream after taking bytes: those
+    /// are handled first, the next read reports the close.
+    pub eof: bool,
 }
 
 impl Conn {
@@ -97,6 +103,8 @@ impl Conn {
             soft_over_since: None,
             last_round: 0,
             tls: None,
+            peer_closed: false,
+            eof: false,
         }
     }
 
@@ -114,16 +122,31 @@ impl Conn {
         if self.tls.is_some() {
             return super::tls::read(self, scratch, query_limit_bytes, received);
         }
+        if self.eof {
+            return ReadOutcome::Closed;
+        }
+        let mut got = false;
         for _ in 0..READS_PER_EVENT_MAX {
             match self.stream.read(scratch) {
+                // The bytes before the end are commands (or a payload) to
+                // handle before the connection goes.
+                Ok(0) if got => {
+                    self.eof = true;
+                    return ReadOutcome::More;
+                }
                 Ok(0) => return ReadOutcome::Closed,
                 Ok(n) => {
+                    got = true;
                     self.inbuf.extend_from_slice(&scratch[..n]);
                     *received += n as u64;
                     if self.inbuf.len() > query_limit_bytes {
                         return ReadOutcome::TooBig;
                     }
-                    if n < scratch.len() {
+                    // A short read usually drained the socket, and saves a
+                    // read that would block. But polling is edge-triggered:
+                    // when the peer's FIN came with the last bytes, no
+                    // event follows, so after one it reads on to the end.
+                    if n < scratch.len() && !self.peer_closed {
                         return ReadOutcome::Data;
                     }
                 }
@@ -135,6 +158,13 @@ impl Conn {
             }
         }
         ReadOutcome::More
+    }
+
+    /// Takes what a readiness event says beyond readable and writable.
+    pub fn note_event(&mut self, event: &mio::event::Event) {
+        if event.is_read_closed() || event.is_error() {
+            self.peer_closed = true;
+        }
     }
 
     /// Writes pending replies; returns `Ok(true)` when all were written.
@@ -162,7 +192,16 @@ impl Conn {
         // as Redis frees its reply blocks once written: the memory counts
         // in `used_memory`, and keeping it would make eviction evict
         // again for the bytes its own invalidations took.
-        let keep = 2 * sent_len.min(self.last_round);
+        //
+        // A replica keeps none of it: every byte of its stream is also in
+        // the backlog, which is what Redis counts as the one replication
+        // buffer all replicas share, so a copy kept here after the burst
+        // would be the same bytes held twice in `used_memory`.
+        let keep = if self.session.sync_requested {
+            0
+        } else {
+            2 * sent_len.min(self.last_round)
+        };
         if self.reply.buf.capacity() > keep.max(REPLY_KEEP_MIN_BYTES) {
             self.reply.buf.shrink_to(keep.max(REPLY_KEEP_MIN_BYTES));
         }

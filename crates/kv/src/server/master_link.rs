@@ -609,6 +609,12 @@ impl Server {
         );
         self.install_dataset(keyspace)
             .map_err(|e| format!("cannot make the new dataset durable: {e}"))?;
+        // The master's libraries replace this server's, as its keys do: a
+        // library only this replica had must not outlive the sync. Both go
+        // through the log, so a restarted replica has the master's set.
+        if !self.state.functions.is_empty() {
+            self.apply_master_command(session, &[b"FUNCTION", b"FLUSH"]);
+        }
         for code in libraries {
             self.apply_master_command(session, &[b"FUNCTION", b"LOAD", b"REPLACE", &code]);
         }
