@@ -80,14 +80,7 @@ impl Reenter for BusyLoop<'_> {
                 match event.token() {
                     WAKER => {}
                     Token(t) if t < CONN_BASE => self.accept(t, &mut view),
-                    Token(t) => {
-                        if let Some(conn) =
-                            self.conns.get_mut(t - CONN_BASE).and_then(Option::as_mut)
-                        {
-                            conn.note_event(event);
-                        }
-                        self.on_event(t - CONN_BASE, event.is_readable(), &mut view)
-                    }
+                    Token(t) => self.on_event(t - CONN_BASE, event.is_readable(), &mut view),
                 }
             }
         }

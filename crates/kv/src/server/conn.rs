@@ -76,9 +76,6 @@ pub struct Conn {
     /// The rustls state of a connection accepted on a `tls-port`
     /// (`tls.rs`); `None` for plain connections.
     pub tls: Option<Box<rustls::ServerConnection>>,
-    /// A readiness event said the peer shut its side ([`Conn::note_event`]):
-    /// reads go on past a short one, to the end of the stream.
-    pub peer_closed: bool,
     /// A read reached the end of the stream after taking bytes: those
     /// are handled first, the next read reports the close.
     pub eof: bool,
@@ -103,7 +100,6 @@ impl Conn {
             soft_over_since: None,
             last_round: 0,
             tls: None,
-            peer_closed: false,
             eof: false,
         }
     }
@@ -142,11 +138,7 @@ impl Conn {
                     if self.inbuf.len() > query_limit_bytes {
                         return ReadOutcome::TooBig;
                     }
-                    // A short read usually drained the socket, and saves a
-                    // read that would block. But polling is edge-triggered:
-                    // when the peer's FIN came with the last bytes, no
-                    // event follows, so after one it reads on to the end.
-                    if n < scratch.len() && !self.peer_closed {
+                    if n < scratch.len() {
                         return ReadOutcome::Data;
                     }
                 }
@@ -158,13 +150,6 @@ impl Conn {
             }
         }
         ReadOutcome::More
-    }
-
-    /// Takes what a readiness event says beyond readable and writable.
-    pub fn note_event(&mut self, event: &mio::event::Event) {
-        if event.is_read_closed() || event.is_error() {
-            self.peer_closed = true;
-        }
     }
 
     /// Writes pending replies; returns `Ok(true)` when all were written.

@@ -334,11 +334,6 @@ impl Server {
                     Token(UNIX_LISTENER) => self.accept_unix(),
                     Token(t) if t < CONN_BASE => self.accept(t),
                     Token(t) => {
-                        if let Some(conn) =
-                            self.conns.get_mut(t - CONN_BASE).and_then(Option::as_mut)
-                        {
-                            conn.note_event(event);
-                        }
                         self.on_conn_event(t - CONN_BASE, event.is_readable(), event.is_writable())
                     }
                 }
