@@ -79,6 +79,13 @@ pub struct Conn {
     /// A read reached the end of the stream after taking bytes: those
     /// are handled first, the next read reports the close.
     pub eof: bool,
+    /// Read on past a short read, to a read that would block or the end
+    /// of the stream. Polling is edge-triggered: when the peer's FIN comes
+    /// in the same event as its last bytes, a short read taken as "drained"
+    /// never learns of the close. Set while a replica receives a full
+    /// sync's payload; everywhere else a short read ends the turn, which
+    /// saves a read that would block (the wider use is in replication.md).
+    pub read_to_end: bool,
 }
 
 impl Conn {
@@ -101,6 +108,7 @@ impl Conn {
             last_round: 0,
             tls: None,
             eof: false,
+            read_to_end: false,
         }
     }
 
@@ -138,7 +146,7 @@ impl Conn {
                     if self.inbuf.len() > query_limit_bytes {
                         return ReadOutcome::TooBig;
                     }
-                    if n < scratch.len() {
+                    if n < scratch.len() && !self.read_to_end {
                         return ReadOutcome::Data;
                     }
                 }
