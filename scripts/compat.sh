@@ -117,13 +117,28 @@ install_server_wrapper() { # server
   chmod +x "$target"
 }
 
+# Tests that look up the pid of the server's forked RDB child (the suite's
+# get_child_pid, which runs `pgrep -P`). Ferrite produces RDB on a thread,
+# never in a child, and there the lookup raises a Tcl error that ends the
+# whole unit, so every later test of the unit would go unrun. Ferrite's runs
+# skip these by name; they count as not passed, as any other failure.
+fork_child_tests=(
+  "diskless replication child being killed is collected"
+  "replication child dies when parent is killed - diskless: yes"
+  "replication child dies when parent is killed - diskless: no"
+)
+
 run_unit() { # server unit log
   local server=$1 unit=$2 log=$3
   if [ "$mode" = own ]; then
     install_server_wrapper "$server"
+    local skips=()
+    if [ "$server" = ferrite ]; then
+      for t in "${fork_child_tests[@]}"; do skips+=(--skiptest "$t"); done
+    fi
     (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --baseport "$own_base" \
       --portcount 250 --ignore-encoding --ignore-digest --single "unit/$unit" --clients 1 \
-      ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
+      "${skips[@]}" ${COMPAT_HARNESS_ARGS:-} >"$log" 2>&1) || true
     return
   fi
   local dir="$work/$server/data-${unit//\//_}"

@@ -142,6 +142,14 @@ impl BusyLoop<'_> {
             ReadOutcome::More => self.again(index),
             ReadOutcome::Data => {}
         }
+        if conn.session.is_master {
+            // The master's bytes stay in the link's buffer for the main
+            // loop, which knows whether they are commands or a full sync's
+            // payload (parsed as commands here, a payload would read as a
+            // protocol error and drop the link). Redis likewise only
+            // accumulates its master's stream while a script is busy.
+            return self.hold(index);
+        }
         if conn.session.sync_requested {
             // A replica's acknowledgements need no answer.
             conn.inbuf.clear();

@@ -76,6 +76,16 @@ pub struct Conn {
     /// The rustls state of a connection accepted on a `tls-port`
     /// (`tls.rs`); `None` for plain connections.
     pub tls: Option<Box<rustls::ServerConnection>>,
+    /// A read reached the end of the stream after taking bytes: those
+    /// are handled first, the next read reports the close.
+    pub eof: bool,
+    /// Read on past a short read, to a read that would block or the end
+    /// of the stream. Polling is edge-triggered: when the peer's FIN comes
+    /// in the same event as its last bytes, a short read taken as "drained"
+    /// never learns of the close. Set while a replica receives a full
+    /// sync's payload; everywhere else a short read ends the turn, which
+    /// saves a read that would block (the wider use is in replication.md).
+    pub read_to_end: bool,
 }
 
 impl Conn {
@@ -97,6 +107,8 @@ impl Conn {
             soft_over_since: None,
             last_round: 0,
             tls: None,
+            eof: false,
+            read_to_end: false,
         }
     }
 
@@ -114,16 +126,27 @@ impl Conn {
         if self.tls.is_some() {
             return super::tls::read(self, scratch, query_limit_bytes, received);
         }
+        if self.eof {
+            return ReadOutcome::Closed;
+        }
+        let mut got = false;
         for _ in 0..READS_PER_EVENT_MAX {
             match self.stream.read(scratch) {
+                // The bytes before the end are commands (or a payload) to
+                // handle before the connection goes.
+                Ok(0) if got => {
+                    self.eof = true;
+                    return ReadOutcome::More;
+                }
                 Ok(0) => return ReadOutcome::Closed,
                 Ok(n) => {
+                    got = true;
                     self.inbuf.extend_from_slice(&scratch[..n]);
                     *received += n as u64;
                     if self.inbuf.len() > query_limit_bytes {
                         return ReadOutcome::TooBig;
                     }
-                    if n < scratch.len() {
+                    if n < scratch.len() && !self.read_to_end {
                         return ReadOutcome::Data;
                     }
                 }
@@ -162,7 +185,16 @@ impl Conn {
         // as Redis frees its reply blocks once written: the memory counts
         // in `used_memory`, and keeping it would make eviction evict
         // again for the bytes its own invalidations took.
-        let keep = 2 * sent_len.min(self.last_round);
+        //
+        // A replica keeps none of it: every byte of its stream is also in
+        // the backlog, which is what Redis counts as the one replication
+        // buffer all replicas share, so a copy kept here after the burst
+        // would be the same bytes held twice in `used_memory`.
+        let keep = if self.session.sync_requested {
+            0
+        } else {
+            2 * sent_len.min(self.last_round)
+        };
         if self.reply.buf.capacity() > keep.max(REPLY_KEEP_MIN_BYTES) {
             self.reply.buf.shrink_to(keep.max(REPLY_KEEP_MIN_BYTES));
         }

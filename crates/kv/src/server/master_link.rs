@@ -450,6 +450,11 @@ impl Server {
                         payload: Payload::Header,
                     };
                 }
+                // The master may close the link right after the payload's
+                // last bytes (a CLIENT KILL mid-sync): read each time to
+                // the end, so the close is seen even when it came in the
+                // same readiness event.
+                conn.read_to_end = true;
                 self.set_link(Link::Transfer);
                 true
             }
@@ -559,6 +564,7 @@ impl Server {
             return false;
         };
         conn.wait_ticket = 0;
+        conn.read_to_end = false;
         self.payload_whole();
         let loaded = self.load_full_sync(&rdb, replid, offset, &mut conn.session);
         self.loading_ends(loaded.as_ref().err().map(String::as_str));
@@ -609,6 +615,12 @@ impl Server {
         );
         self.install_dataset(keyspace)
             .map_err(|e| format!("cannot make the new dataset durable: {e}"))?;
+        // The master's libraries replace this server's, as its keys do: a
+        // library only this replica had must not outlive the sync. Both go
+        // through the log, so a restarted replica has the master's set.
+        if !self.state.functions.is_empty() {
+            self.apply_master_command(session, &[b"FUNCTION", b"FLUSH"]);
+        }
         for code in libraries {
             self.apply_master_command(session, &[b"FUNCTION", b"LOAD", b"REPLACE", &code]);
         }

@@ -493,7 +493,7 @@ impl Server {
             &mut self.state.stats.net_input_bytes,
         );
         match outcome {
-            ReadOutcome::Closed => return self.close(conn, index),
+            ReadOutcome::Closed => return self.close_after_replies(conn, index),
             ReadOutcome::TooBig => {
                 tracing::warn!(
                     "closing client {}: query buffer over client-query-buffer-limit",
@@ -693,6 +693,20 @@ impl Server {
             self.state.keyspace.logged(lsn);
         }
         ticket
+    }
+
+    /// The peer shut its side: replies still owed to it (to commands
+    /// that came with its last bytes, maybe still waiting for the log)
+    /// go out first, then the connection closes, as Redis writes its
+    /// replies before it reads the end of the stream.
+    fn close_after_replies(&mut self, mut conn: Conn, index: usize) {
+        let owed = conn.reply.buf.len() > conn.out_sent;
+        if !owed || self.is_link(index) || self.is_replica_conn(index) {
+            return self.close(conn, index);
+        }
+        conn.closing = true;
+        self.conns[index] = Some(conn);
+        self.mark_ready(index);
     }
 
     fn close(&mut self, mut conn: Conn, index: usize) {
