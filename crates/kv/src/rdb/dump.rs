@@ -99,12 +99,24 @@ pub fn load(
     let bytes = fs
         .read_all(&path)
         .map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut loaded = Loaded {
-        history: history_of(&leading_aux(&bytes)),
-        ..Loaded::default()
-    };
+    let mut loaded = load_bytes(&bytes, keyspace, count_expired, now_ms)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    loaded.history = history_of(&leading_aux(&bytes));
+    Ok(Some(loaded))
+}
+
+/// Loads an RDB payload's keys into `keyspace` and collects its function
+/// libraries (a file at start-up, a full sync's payload on a replica);
+/// expired keys are counted as in [`load`].
+pub fn load_bytes(
+    bytes: &[u8],
+    keyspace: &mut Keyspace,
+    count_expired: bool,
+    now_ms: i64,
+) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
     let databases = keyspace.databases();
-    decode(&bytes, databases, |entry| match entry {
+    decode(bytes, databases, |entry| match entry {
         Entry::Key {
             db,
             key,
@@ -125,8 +137,8 @@ pub fn load(
         }
         Entry::Library(code) => loaded.libraries.push(code),
     })
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Some(loaded))
+    .map_err(|e| e.to_string())?;
+    Ok(loaded)
 }
 
 /// The auxiliary fields at the head of an RDB file (Redis writes them all

@@ -11,7 +11,7 @@ use mio::{Interest, Poll, Token};
 
 use super::conn::Conn;
 use super::stream::Stream;
-use super::{io_err, stream, CONN_BASE, UNIX_LISTENER};
+use super::{io_err, stream, tls, CONN_BASE, UNIX_LISTENER};
 use crate::commands::Session;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -248,4 +248,66 @@ pub(super) fn register_listeners(poll: &Poll, listeners: &mut [TcpListener]) -> 
             .map_err(io_err("register", format!("listener {i}")))?;
     }
     Ok(())
+}
+
+/// The listeners: accepting, and replacing them when CONFIG SET moves a
+/// port.
+impl super::Server {
+    /// Listens on the listeners CONFIG SET port bound instead of the old
+    /// ones (connected clients stay).
+    pub(super) fn replace_listeners(&mut self, new: Vec<std::net::TcpListener>) {
+        for listener in &mut self.listeners {
+            let _ = self.poll.registry().deregister(listener);
+        }
+        self.listeners = new.into_iter().map(TcpListener::from_std).collect();
+        if let Err(e) = register_listeners(&self.poll, &mut self.listeners) {
+            tracing::warn!("cannot listen on the new port: {e}");
+        }
+        self.state.port = self.local_addr().map_or(0, |a| a.port());
+        tracing::info!("listening on port {}", self.state.port);
+    }
+
+    /// Listens for TLS on the listeners CONFIG SET tls-port bound instead
+    /// of the old ones (connected clients stay).
+    pub(super) fn replace_tls_listeners(&mut self, new: Vec<std::net::TcpListener>) {
+        for listener in &mut self.tls_listeners {
+            let _ = self.poll.registry().deregister(listener);
+        }
+        self.tls_listeners = new.into_iter().map(TcpListener::from_std).collect();
+        if let Err(e) = tls::register_listeners(&self.poll, &mut self.tls_listeners) {
+            tracing::warn!("cannot listen on the new TLS port: {e}");
+        }
+        tracing::info!("listening for TLS on port {}", self.state.config.tls.port);
+    }
+
+    /// Accepts every pending connection of the TCP or TLS listener
+    /// `listener`, or of the Unix socket for `None`.
+    pub(super) fn accept(&mut self, listener: Option<usize>) {
+        let mut table = Table {
+            conns: &mut self.conns,
+            ids: &mut self.ids,
+            free: &mut self.free,
+            next_client_id: &mut self.next_client_id,
+        };
+        let mut admission = Admission {
+            config: &self.state.config,
+            stats: &mut self.state.stats,
+            clients: &mut self.state.clients,
+            acl: &self.state.acl,
+        };
+        match listener {
+            Some(index) => {
+                if let Some((socket, tls)) =
+                    tls::listener(&self.listeners, &self.tls_listeners, index)
+                {
+                    accept_all(socket, tls, &self.poll, &mut table, &mut admission);
+                }
+            }
+            None => {
+                if let Some((unix, _)) = &self.unix_listener {
+                    accept_unix(unix, &self.poll, &mut table, &mut admission);
+                }
+            }
+        }
+    }
 }

@@ -22,7 +22,6 @@ use super::repl::{Backlog, Link, NO_ID};
 use super::{Server, CONN_BASE};
 use crate::commands::{encode_command, execute, Ctx, Session};
 use crate::keyspace::Keyspace;
-use crate::rdb::file::{decode, Entry};
 use crate::state::{unix_ms, ClientInfo};
 
 /// Length of the EOF marker of a diskless transfer.
@@ -592,23 +591,9 @@ impl Server {
         let databases = self.state.keyspace.databases();
         let mut keyspace = Keyspace::new(databases);
         keyspace.now_ms = unix_ms();
-        let mut libraries = Vec::new();
-        let mut keys = 0u64;
-        decode(rdb, databases, |entry| match entry {
-            Entry::Key {
-                db,
-                key,
-                value,
-                expire_ms,
-            } => {
-                keyspace.set(db, &key, value, false);
-                if let Some(at) = expire_ms {
-                    keyspace.set_expire(db, &key, at);
-                }
-                keys += 1;
-            }
-            Entry::Library(code) => libraries.push(code),
-        })?;
+        // A replica keeps keys already expired for its master's DELs.
+        let loaded = crate::rdb::dump::load_bytes(rdb, &mut keyspace, false, 0)?;
+        let keys = loaded.keys_loaded;
         tracing::info!(
             "MASTER <-> REPLICA sync: loaded {keys} keys ({} bytes)",
             rdb.len()
@@ -621,7 +606,7 @@ impl Server {
         if !self.state.functions.is_empty() {
             self.apply_master_command(session, &[b"FUNCTION", b"FLUSH"]);
         }
-        for code in libraries {
+        for code in loaded.libraries {
             self.apply_master_command(session, &[b"FUNCTION", b"LOAD", b"REPLACE", &code]);
         }
         let repl = &mut self.state.repl;

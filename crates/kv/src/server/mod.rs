@@ -331,8 +331,8 @@ impl Server {
             for event in events.iter() {
                 match event.token() {
                     WAKER => {}
-                    Token(UNIX_LISTENER) => self.accept_unix(),
-                    Token(t) if t < CONN_BASE => self.accept(t),
+                    Token(UNIX_LISTENER) => self.accept(None),
+                    Token(t) if t < CONN_BASE => self.accept(Some(t)),
                     Token(t) => {
                         self.on_conn_event(t - CONN_BASE, event.is_readable(), event.is_writable())
                     }
@@ -387,72 +387,6 @@ impl Server {
             }
         }
         Ok(())
-    }
-
-    /// Listens on the listeners CONFIG SET port bound instead of the old
-    /// ones (connected clients stay).
-    fn replace_listeners(&mut self, new: Vec<std::net::TcpListener>) {
-        for listener in &mut self.listeners {
-            let _ = self.poll.registry().deregister(listener);
-        }
-        self.listeners = new.into_iter().map(TcpListener::from_std).collect();
-        if let Err(e) = register_listeners(&self.poll, &mut self.listeners) {
-            tracing::warn!("cannot listen on the new port: {e}");
-        }
-        self.state.port = self.local_addr().map_or(0, |a| a.port());
-        tracing::info!("listening on port {}", self.state.port);
-    }
-
-    /// Listens for TLS on the listeners CONFIG SET tls-port bound instead
-    /// of the old ones (connected clients stay).
-    fn replace_tls_listeners(&mut self, new: Vec<std::net::TcpListener>) {
-        for listener in &mut self.tls_listeners {
-            let _ = self.poll.registry().deregister(listener);
-        }
-        self.tls_listeners = new.into_iter().map(TcpListener::from_std).collect();
-        if let Err(e) = tls::register_listeners(&self.poll, &mut self.tls_listeners) {
-            tracing::warn!("cannot listen on the new TLS port: {e}");
-        }
-        tracing::info!("listening for TLS on port {}", self.state.config.tls.port);
-    }
-
-    fn accept(&mut self, listener: usize) {
-        let Some((socket, tls)) = tls::listener(&self.listeners, &self.tls_listeners, listener)
-        else {
-            return;
-        };
-        let mut table = accept::Table {
-            conns: &mut self.conns,
-            ids: &mut self.ids,
-            free: &mut self.free,
-            next_client_id: &mut self.next_client_id,
-        };
-        let mut admission = accept::Admission {
-            config: &self.state.config,
-            stats: &mut self.state.stats,
-            clients: &mut self.state.clients,
-            acl: &self.state.acl,
-        };
-        accept::accept_all(socket, tls, &self.poll, &mut table, &mut admission);
-    }
-
-    fn accept_unix(&mut self) {
-        let Some((listener, _)) = &self.unix_listener else {
-            return;
-        };
-        let mut table = accept::Table {
-            conns: &mut self.conns,
-            ids: &mut self.ids,
-            free: &mut self.free,
-            next_client_id: &mut self.next_client_id,
-        };
-        let mut admission = accept::Admission {
-            config: &self.state.config,
-            stats: &mut self.state.stats,
-            clients: &mut self.state.clients,
-            acl: &self.state.acl,
-        };
-        accept::accept_unix(listener, &self.poll, &mut table, &mut admission);
     }
 
     fn on_conn_event(&mut self, index: usize, readable: bool, writable: bool) {
