@@ -239,7 +239,8 @@ fn positive(args: &Args<'_>, at: usize) -> Result<usize, CmdError> {
 /// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` (default
 /// `key:N`) holding `value:N` (zero-padded or cut to `size` bytes) for N
 /// below count, skipping keys that exist. Each key created is logged as a
-/// SET, so the log holds the data as for any write.
+/// SET, so the log holds the data as for any write; like Redis's, the keys
+/// are not sent to replicas.
 fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let count = positive(args, 2)?;
     // A size of 0 means no size, as in Redis.
@@ -286,6 +287,7 @@ fn populate(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             .set(db, &key, Value::Str(value[..].into()), false);
         ctx.propagate(&[b"SET", &key, &value]);
     }
+    ctx.state.repl.log_only = true;
     ctx.reply.ok();
     Ok(())
 }

@@ -599,10 +599,17 @@ impl Server {
         // PUBLISH goes to the replicas only, never to the log: after the
         // record's commands, in the same record.
         let extra = std::mem::take(&mut self.state.repl.replicate_only);
+        let log_only = std::mem::take(&mut self.state.repl.log_only);
         if self.prop.commands > 0 {
             ticket = Some(self.log.append(&self.prop));
             let mut prop = std::mem::take(&mut self.prop);
-            if extra.is_empty() {
+            if log_only {
+                let mut to_replicas = Propagation::default();
+                replicas::push_all(&mut to_replicas, &extra);
+                if to_replicas.commands > 0 {
+                    self.feed_replicas(&to_replicas);
+                }
+            } else if extra.is_empty() {
                 self.feed_replicas(&prop);
             } else {
                 let mut to_replicas = Propagation {

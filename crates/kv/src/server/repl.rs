@@ -228,6 +228,11 @@ pub struct Repl {
     /// Commands for the replicas but not the log (PUBLISH), in order,
     /// with the database they ran in.
     pub replicate_only: Vec<(usize, Vec<Vec<u8>>)>,
+    /// The last command's records go to the log only, not to replicas
+    /// (DEBUG POPULATE: Redis neither logs nor replicates its keys; Ferrite
+    /// logs them, so they are as durable as any write, and keeps them off
+    /// the replication stream, so replicas see what Redis's would).
+    pub log_only: bool,
     /// INFO stats: full syncs served, partial resyncs accepted and refused.
     pub sync_full: u64,
     pub sync_partial_ok: u64,
@@ -317,6 +322,7 @@ impl Default for Repl {
             waiters: Vec::new(),
             getack: false,
             replicate_only: Vec::new(),
+            log_only: false,
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
