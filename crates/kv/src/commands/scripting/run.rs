@@ -381,7 +381,7 @@ impl Bound<'_> {
         let Ok((container, spec)) = resolve(&args) else {
             return Ok(Answer::Error(Cow::Borrowed(ACL_CHECK_UNKNOWN), false));
         };
-        let allowed = crate::commands::acl_permitted(&mut self.ctx, container, spec, &args);
+        let allowed = crate::commands::acl_permitted(&self.ctx, container, spec, &args);
         Ok(Answer::Value(Value::Boolean(allowed)))
     }
 
