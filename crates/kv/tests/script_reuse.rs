@@ -1,5 +1,5 @@
 //! A script's interpreter is reused run after run: `redis.call` and
-//! `redis.pcall` are bound anew for each run, and `KEYS` and `ARGV` are
+//! `redis.pcall` are made once and reach each run through a slot, `KEYS` and `ARGV` are
 //! the same two tables refilled. These tests run scripts far more often
 //! than the Lua stack has slots (8,000), through every path a call
 //! takes (a reply, an error reply, a refusal, an error raised), so a

@@ -1,5 +1,5 @@
-//! The `redis` table scripts see: `call` and `pcall` (bound by each run
-//! to its caller, `run.rs`), the reply helpers, `sha1hex`, `log` and the
+//! The `redis` table scripts see: `call` and `pcall` (reaching the
+//! running script's caller, `run.rs`), the reply helpers, `sha1hex`, `log` and the
 //! replication constants.
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
@@ -24,24 +24,15 @@ impl CallFailure {
     }
 }
 
-/// What `call` and `pcall` are until a run binds them: no script runs,
-/// so nothing can call them; if something did, it gets an error.
-fn unbound(lua: &Lua) -> mlua::Result<Function<'_>> {
-    lua.create_function(|_, _: MultiValue| -> mlua::Result<()> {
-        Err(mlua::Error::external(CallFailure::uncounted(
-            "ERR redis.call can only be called inside a script invocation".into(),
-        )))
-    })
-}
-
 /// Builds the `redis` table.
 pub fn redis_table(lua: &Lua) -> mlua::Result<Table<'_>> {
     let redis = lua.create_table()?;
     // `call` and `pcall` are C functions, so the script's frame stays on
     // the stack (even for `return redis.call(...)`) for the error handler
-    // to name the line; each run puts its own there (`run.rs`).
-    redis.raw_set("call", unbound(lua)?)?;
-    redis.raw_set("pcall", unbound(lua)?)?;
+    // to name the line. Made once: they reach the running script through
+    // `run.rs`'s scoped slot.
+    redis.raw_set("call", lua.create_function(super::run::call)?)?;
+    redis.raw_set("pcall", lua.create_function(super::run::pcall)?)?;
     let acl_check = lua.create_function(|lua, args: MultiValue| {
         if !super::running() {
             return Err(mlua::Error::external(CallFailure::uncounted(

@@ -124,9 +124,6 @@ pub fn reset() {
 /// What every run reaches without a lookup by name: registry references
 /// made once per interpreter (its app data).
 pub struct Handles {
-    /// The `redis` table itself, whose `call` and `pcall` each run binds
-    /// (`run.rs`).
-    pub redis_api: RegistryKey,
     /// The error handler given to `xpcall`.
     handler: RegistryKey,
     /// Lua's own `xpcall`.
@@ -208,7 +205,7 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
     let (env, ro_meta, redis): (Table, Table, Table) =
         lua.load(SANDBOX).set_name("=sandbox").call(base.clone())?;
     lua.set_named_registry_value(RO_META, ro_meta)?;
-    lua.set_named_registry_value(REDIS_API, redis.clone())?;
+    lua.set_named_registry_value(REDIS_API, redis)?;
     lua.set_named_registry_value(BASE, base)?;
     lua.set_named_registry_value(ENV, env)?;
     let apply = lua
@@ -217,21 +214,12 @@ fn prepare(lua: &Lua) -> mlua::Result<()> {
         .into_function()?;
     let xpcall: Function = lua.globals().raw_get("xpcall")?;
     let handles = Handles {
-        redis_api: lua.create_registry_value(redis)?,
         handler: lua.create_registry_value(lua.create_function(error_handler)?)?,
         xpcall: lua.create_registry_value(xpcall)?,
         apply: lua.create_registry_value(apply)?,
     };
     lua.set_app_data(handles);
     Ok(())
-}
-
-/// The `redis` table of `lua`.
-pub fn redis_api(lua: &Lua) -> mlua::Result<Table<'_>> {
-    let handles = lua
-        .app_data_ref::<Handles>()
-        .ok_or_else(|| mlua::Error::runtime("no interpreter handles"))?;
-    lua.registry_value(&handles.redis_api)
 }
 
 /// The scripts in this thread's cache and its interpreter's memory in
@@ -341,17 +329,24 @@ fn refill(lua: &Lua, table: &Table<'_>, items: &[&[u8]]) -> mlua::Result<()> {
         table.raw_set(i, Value::Nil)?;
     }
     // Whatever else the last script stored in it (rare): one `next`
-    // finds none in the common case.
-    let rest = table
-        .clone()
-        .pairs::<Value, Value>()
-        .map(|pair| pair.map(|(key, _)| key))
-        .collect::<mlua::Result<Vec<Value>>>()?;
-    for key in rest {
-        table.raw_set(key, Value::Nil)?;
+    // finds none in the common case, without collecting anything.
+    if table.clone().pairs::<Value, Value>().next().is_some() {
+        let rest = table
+            .clone()
+            .pairs::<Value, Value>()
+            .map(|pair| pair.map(|(key, _)| key))
+            .collect::<mlua::Result<Vec<Value>>>()?;
+        for key in rest {
+            table.raw_set(key, Value::Nil)?;
+        }
     }
     for (i, item) in items.iter().enumerate() {
-        table.raw_set(i + 1, lua.create_string(item)?)?;
+        // Text goes onto the Lua stack directly; other bytes through a
+        // Lua string handle first (mlua's one way for them).
+        match std::str::from_utf8(item) {
+            Ok(text) => table.raw_set(i + 1, text)?,
+            Err(_) => table.raw_set(i + 1, lua.create_string(item)?)?,
+        }
     }
     Ok(())
 }

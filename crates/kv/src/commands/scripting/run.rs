@@ -1,26 +1,26 @@
 //! Running one script (EVAL's body or an FCALL'd function): `redis.call`
-//! and `redis.pcall` bound to the caller's context, and the
+//! and `redis.pcall` reaching the caller's context, and the
 //! instruction-count hook that notices a script running past
 //! `busy-reply-threshold`, then re-enters the event loop (restricted,
 //! `busy.rs`) every time it fires, and stops the script once SCRIPT KILL,
 //! FUNCTION KILL or SHUTDOWN NOSAVE asks.
 //!
-//! The caller's context is borrowed (`Ctx`), and Lua keeps only values
-//! that live as long as the interpreter; without `unsafe` (which this
-//! crate does not use) the one way to hand Lua a borrowed context is
-//! `Lua::scope`. So each run creates exactly two C functions in a scope,
-//! `call` and `pcall`, and stores them straight into the `redis` table
-//! (reached through a registry reference, no lookup by name): a
-//! script's `redis.call` is then one Rust callback that takes its
-//! arguments from the Lua stack. `redis.acl_check_cmd` and the count
-//! hook, both rare, reach the context through the bound `pcall` with a
-//! mode set aside in [`MODE`].
+//! As in Redis, `redis.call` and `redis.pcall` are two C functions made
+//! once per interpreter (`api.rs`); nothing is created or registered per
+//! script. The caller's context is borrowed (`Ctx`), and Lua keeps only
+//! values that live as long as the interpreter, so the context reaches
+//! them through a scoped thread-local slot ([`RUN`], the `scoped-tls-hkt`
+//! crate): set for the length of the run, empty before and after it, and
+//! empty while one call holds it, so a call made outside a script, or
+//! one nested in another, finds no context and fails instead of aliasing
+//! it. The count hook and `redis.acl_check_cmd` reach it the same way.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::time::Instant;
 
 use mlua::{Function, HookTriggers, Lua, MultiValue, Value};
+use scoped_tls_hkt::{scoped_thread_local, ReborrowMut};
 
 use super::api::CallFailure;
 use super::busy::{BusyView, RunStatus};
@@ -54,22 +54,7 @@ pub struct Limits {
     pub slot: Option<u16>,
 }
 
-/// What the bound `pcall` is asked to do by the next call: run a
-/// command (what a script's own call always asks), or one of the two
-/// rare uses that need the run's context too.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-enum Mode {
-    #[default]
-    Command,
-    /// `redis.acl_check_cmd`: only whether the user may run the command.
-    AclCheck,
-    /// The count hook: serve others once busy; answer whether to stop.
-    Interrupt,
-}
-
 thread_local! {
-    /// The mode of the next call of the bound `pcall` (taken by it).
-    static MODE: Cell<Mode> = const { Cell::new(Mode::Command) };
     /// Buffers every run reuses: a command's request and reply.
     static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
     /// Scripts run since the last garbage collection step.
@@ -84,17 +69,67 @@ struct Scratch {
     reply: Vec<u8>,
 }
 
-/// The running script's side of the event loop.
-struct Running<'c, 'a> {
-    ctx: &'c mut Ctx<'a>,
+/// What the running script owns for its length.
+struct RunData {
     scratch: Scratch,
     limits: Limits,
     status: RunStatus,
-    /// The EVAL or FCALL, copied into `status` once the script is busy.
-    caller: &'c Args<'c>,
 }
 
-/// Runs `function` with `redis.call` bound to `ctx`, and writes its
+/// The running script's side of the event loop: the caller's context
+/// (reborrowed for the run), the run's own data, and the EVAL or FCALL
+/// (copied into the status once the script is busy).
+struct Bound<'a> {
+    ctx: Ctx<'a>,
+    run: &'a mut RunData,
+    caller: &'a Args<'a>,
+}
+
+/// A context reborrowed for a shorter lifetime.
+fn reborrow<'b>(ctx: &'b mut Ctx<'_>) -> Ctx<'b> {
+    let busy: Option<&'b mut dyn super::Reenter> = match &mut ctx.busy {
+        Some(busy) => Some(&mut **busy),
+        None => None,
+    };
+    Ctx {
+        state: &mut *ctx.state,
+        session: &mut *ctx.session,
+        reply: &mut *ctx.reply,
+        prop: &mut *ctx.prop,
+        busy,
+    }
+}
+
+impl<'b, 'a> ReborrowMut<'b> for Bound<'a> {
+    type Result = Bound<'b>;
+    fn reborrow_mut(&'b mut self) -> Bound<'b> {
+        Bound {
+            ctx: reborrow(&mut self.ctx),
+            run: &mut *self.run,
+            caller: self.caller,
+        }
+    }
+}
+
+scoped_thread_local!(
+    /// The running script's [`Bound`], set by [`run_script`] for the
+    /// length of the script.
+    static mut RUN: for<'a> Bound<'a>
+);
+
+/// Runs `f` with the running script's side, or fails as a call outside
+/// a script does (a call nested in another finds the slot empty too).
+fn with_bound<R>(f: impl FnOnce(Bound<'_>) -> R) -> mlua::Result<R> {
+    if !RUN.is_set() {
+        return Err(mlua::Error::external(CallFailure(
+            "ERR redis.call can only be called inside a script invocation".into(),
+            false,
+        )));
+    }
+    Ok(RUN.with(f))
+}
+
+/// Runs `function` with `redis.call` reaching `ctx`, and writes its
 /// result to the client's reply; `Err` is the error reply text.
 /// `caller` is the EVAL or FCALL (FUNCTION STATS shows it while busy).
 #[allow(clippy::too_many_arguments)]
@@ -122,21 +157,25 @@ pub fn run_script(
     super::RUNNING.with(|r| r.set(true));
     super::OOM_ALLOWED.with(|r| r.set(limits.allow_oom));
     api::reset_repl();
-    MODE.with(|m| m.set(Mode::Command));
-    let cell = RefCell::new(Running {
-        ctx,
+    let mut data = RunData {
         scratch: SCRATCH.with(Cell::take),
         limits,
         status,
+    };
+    let bound = Bound {
+        ctx: reborrow(ctx),
+        run: &mut data,
         caller,
+    };
+    let result = RUN.set(bound, || {
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook);
+        let outcome = engine::call(lua, function, label, args);
+        lua.remove_hook();
+        outcome
     });
-    let result = bound_run(lua, &cell, function, args, label);
-    let Running {
-        ctx,
-        status,
-        scratch,
-        ..
-    } = cell.into_inner();
+    let RunData {
+        status, scratch, ..
+    } = data;
     SCRATCH.with(|s| s.set(scratch));
     ctx.session.in_exec = in_exec;
     super::RUNNING.with(|r| r.set(false));
@@ -151,7 +190,7 @@ pub fn run_script(
         ctx.session.close_after_reply = true;
     }
     let outcome = match result {
-        Ok(Ok(value)) => {
+        Ok(value) => {
             let mut errors = Vec::new();
             convert::lua_to_reply(&value, ctx.reply, 0, api::resp3(), &mut errors);
             // Errors in the reply count in errorstats (once: not those a
@@ -164,58 +203,23 @@ pub fn run_script(
             ctx.session.failed_in_reply = !errors.is_empty();
             Ok(())
         }
-        Ok(Err(failure)) => {
+        Err(failure) => {
             ctx.session.error_counted = failure.counted;
             Err(failure.text)
         }
-        Err(e) => Err(format!("ERR {e}")),
     };
     collect_garbage(lua);
     outcome
 }
 
-/// Binds `call` and `pcall` to `cell` for the length of the script, and
-/// runs it.
-fn bound_run<'lua>(
-    lua: &'lua Lua,
-    cell: &RefCell<Running<'_, '_>>,
-    function: Function<'lua>,
-    args: MultiValue<'lua>,
-    label: &str,
-) -> mlua::Result<Result<Value<'lua>, engine::Failure>> {
-    let redis = engine::redis_api(lua)?;
-    lua.scope(|scope| {
-        let call = scope.create_function(|lua, args: MultiValue| {
-            let answer = borrow(cell)?.command(lua, args)?;
-            raise(answer)
-        })?;
-        let pcall = scope.create_function(|lua, args: MultiValue| {
-            match MODE.with(|m| m.replace(Mode::Command)) {
-                Mode::Command => borrow(cell)?.command(lua, args)?.into_value(lua),
-                Mode::AclCheck => borrow(cell)?.acl_check(lua, args)?.into_value(lua),
-                Mode::Interrupt => Ok(Value::Boolean(
-                    cell.try_borrow_mut().is_ok_and(|mut r| r.interrupt()),
-                )),
-            }
-        })?;
-        redis.raw_set("call", call)?;
-        redis.raw_set("pcall", pcall)?;
-        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook);
-        let outcome = engine::call(lua, function, label, args);
-        lua.remove_hook();
-        // The two stay in the table once the scope has invalidated them:
-        // no script runs until the next run binds its own, so nothing can
-        // call them in between.
-        Ok(outcome)
-    })
+/// `redis.call`: runs the command; its error is raised.
+pub(super) fn call<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<Value<'lua>> {
+    raise(with_bound(|mut bound| bound.command(lua, args))??)
 }
 
-/// The running script's side, for one call of `call` or `pcall`.
-fn borrow<'r, 'c, 'a>(
-    cell: &'r RefCell<Running<'c, 'a>>,
-) -> mlua::Result<std::cell::RefMut<'r, Running<'c, 'a>>> {
-    cell.try_borrow_mut()
-        .map_err(|_| mlua::Error::runtime("redis.call re-entered"))
+/// `redis.pcall`: runs the command; its error is returned as a table.
+pub(super) fn pcall<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<Value<'lua>> {
+    with_bound(|mut bound| bound.command(lua, args))??.into_value(lua)
 }
 
 /// Redis's pacing of the collector: a step of [`GC_PERIOD`] every
@@ -233,18 +237,11 @@ fn collect_garbage(lua: &Lua) {
     }
 }
 
-/// `redis.acl_check_cmd`: the bound `pcall` asked in [`Mode::AclCheck`].
+/// `redis.acl_check_cmd`: whether the user may run the command.
 pub fn acl_check<'lua>(lua: &'lua Lua, args: MultiValue<'lua>) -> mlua::Result<Value<'lua>> {
-    let pcall: Function = engine::redis_api(lua)?.raw_get("pcall")?;
-    MODE.with(|m| m.set(Mode::AclCheck));
-    let answer = pcall.call::<_, Value>(args);
-    MODE.with(|m| m.set(Mode::Command));
-    match answer? {
-        Value::Table(t) => {
-            let text: String = t.raw_get::<_, Option<String>>("err")?.unwrap_or_default();
-            Err(mlua::Error::external(CallFailure(text, false)))
-        }
-        other => Ok(other),
+    match with_bound(|mut bound| bound.acl_check(lua, args))?? {
+        Answer::Value(value) => Ok(value),
+        Answer::Error(text, _) => Err(mlua::Error::external(CallFailure(text.into_owned(), false))),
     }
 }
 
@@ -289,11 +286,10 @@ fn raise(answer: Answer<'_>) -> mlua::Result<Value<'_>> {
 /// the kill error when asked to stop, and from then on at every line, so
 /// a `pcall` in the script cannot keep it alive.
 fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<()> {
-    let pcall: Function = engine::redis_api(lua)?.raw_get("pcall")?;
-    MODE.with(|m| m.set(Mode::Interrupt));
-    let stop = pcall.call::<_, bool>(());
-    MODE.with(|m| m.set(Mode::Command));
-    if stop? {
+    // The slot is set for the whole run and no call holds it while Lua
+    // instructions run, so the hook finds it.
+    let stop = RUN.is_set() && RUN.with(|mut bound| bound.interrupt());
+    if stop {
         tracing::warn!("Lua script killed by user with SCRIPT KILL.");
         lua.set_hook(HookTriggers::EVERY_LINE, |_, _| {
             Err(mlua::Error::runtime(KILLED))
@@ -303,11 +299,11 @@ fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<()> {
     Ok(())
 }
 
-impl Running<'_, '_> {
+impl Bound<'_> {
     /// Past the threshold, lets the event loop serve others; answers
     /// whether the script must stop.
     fn interrupt(&mut self) -> bool {
-        let status = &mut self.status;
+        let status = &mut self.run.status;
         if !status.timed_out {
             let elapsed = status.started.elapsed().as_millis() as u64;
             if elapsed < status.threshold_ms {
@@ -325,7 +321,7 @@ impl Running<'_, '_> {
                 status.name
             );
         }
-        let ctx = &mut *self.ctx;
+        let ctx = &mut self.ctx;
         if let Some(busy) = ctx.busy.as_deref_mut() {
             let state = &mut *ctx.state;
             state.keyspace.now_ms = crate::state::unix_ms();
@@ -355,7 +351,7 @@ impl Running<'_, '_> {
     fn take_arguments(&mut self, args: &MultiValue<'_>) -> bool {
         let Scratch {
             request, ranges, ..
-        } = &mut self.scratch;
+        } = &mut self.run.scratch;
         request.clear();
         ranges.clear();
         for value in args.iter() {
@@ -381,11 +377,11 @@ impl Running<'_, '_> {
         if let Some(refusal) = self.lay_out(&args) {
             return Ok(refusal);
         }
-        let args = Args::new(&self.scratch.request, &self.scratch.ranges);
+        let args = Args::new(&self.run.scratch.request, &self.run.scratch.ranges);
         let Ok((container, spec)) = resolve(&args) else {
             return Ok(Answer::Error(Cow::Borrowed(ACL_CHECK_UNKNOWN), false));
         };
-        let allowed = crate::commands::acl_permitted(self.ctx, container, spec, &args);
+        let allowed = crate::commands::acl_permitted(&self.ctx, container, spec, &args);
         Ok(Answer::Value(Value::Boolean(allowed)))
     }
 
@@ -399,13 +395,12 @@ impl Running<'_, '_> {
             return Ok(refusal);
         }
         drop(args);
-        let Running {
-            ctx,
+        let Bound { ctx, run, .. } = self;
+        let RunData {
             scratch,
             limits,
             status,
-            ..
-        } = self;
+        } = &mut **run;
         let args = Args::new(&scratch.request, &scratch.ranges);
         let (container, spec) = match refusal(ctx, limits, &args) {
             Ok(found) => found,
