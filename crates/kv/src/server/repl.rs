@@ -45,8 +45,11 @@ impl Backlog {
 
     /// Changes the size (`repl-backlog-size`), keeping the newest bytes.
     pub fn resize(&mut self, size: usize) {
-        self.size = size.max(1);
-        self.trim();
+        let size = size.max(1);
+        if size != self.size {
+            self.size = size;
+            self.trim();
+        }
     }
 
     /// Keeps at least the newest `bytes` whatever the size (0: none).

@@ -350,6 +350,15 @@ impl Server {
     /// Appends stream bytes: the offset, the backlog, every replica's
     /// output (dropping one that leaves too much unread).
     pub(super) fn push_stream(&mut self, bytes: &[u8]) {
+        // A CONFIG SET repl-backlog-size acts on the next byte, as Redis
+        // resizes its backlog when the setting changes: a MULTI that
+        // shrinks it and then writes must push older bytes out at once,
+        // or a replica reconnecting before the next cron would continue
+        // from history Redis would no longer have.
+        let size = self.state.config.repl_backlog_size_bytes as usize;
+        if let Some(backlog) = &mut self.state.repl.backlog {
+            backlog.resize(size);
+        }
         self.state.repl.advance(bytes);
         // A replica in its full sync gets the stream after its RDB, from
         // the backlog, which keeps it meanwhile (its replication buffer):
