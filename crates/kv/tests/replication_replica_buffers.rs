@@ -6,26 +6,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 
-use common::repl::{call, eventually};
-use common::{resp, Raw, TestServer};
-
-/// Attaches `raw` as a replica with SYNC and reads its whole payload.
-fn sync(raw: &mut Raw) {
-    raw.stream.write_all(&resp(&["SYNC"])).expect("SYNC");
-    let mut header = Vec::new();
-    let mut byte = [0u8; 1];
-    while !header.ends_with(b"\r\n") {
-        raw.stream.read_exact(&mut byte).expect("payload header");
-        header.push(byte[0]);
-    }
-    let len: usize = String::from_utf8_lossy(&header[1..header.len() - 2])
-        .parse()
-        .expect("payload length");
-    let mut payload = vec![0u8; len];
-    raw.stream.read_exact(&mut payload).expect("payload");
-}
+use common::repl::{call, eventually, sync};
+use common::{Raw, TestServer};
 
 /// Reads the replica's stream until `marker` has arrived.
 fn read_until(raw: &mut Raw, marker: &[u8]) {

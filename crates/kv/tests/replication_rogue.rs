@@ -6,24 +6,8 @@ mod common;
 
 use std::io::{Read, Write};
 
+use common::repl::sync;
 use common::{resp, Raw, TestServer};
-
-/// Attaches `raw` as a replica with SYNC and reads its whole payload.
-fn sync(raw: &mut Raw) {
-    raw.stream.write_all(&resp(&["SYNC"])).expect("SYNC");
-    let mut header = Vec::new();
-    let mut byte = [0u8; 1];
-    while !header.ends_with(b"\r\n") {
-        raw.stream.read_exact(&mut byte).expect("payload header");
-        header.push(byte[0]);
-    }
-    let len: usize = String::from_utf8_lossy(&header[1..header.len() - 2])
-        .parse()
-        .expect("payload length");
-    let mut payload = vec![0u8; len];
-    raw.stream.read_exact(&mut payload).expect("payload");
-    assert!(payload.starts_with(b"REDIS"));
-}
 
 fn connected_replicas(server: &TestServer) -> String {
     let info = server.raw().bulk(&resp(&["INFO", "replication"]));
@@ -66,7 +50,7 @@ fn a_replica_sending_a_command_is_disconnected() {
         vec!["NO-SUCH-COMMAND"],
     ] {
         let mut replica = server.raw();
-        sync(&mut replica);
+        assert!(sync(&mut replica).starts_with(b"REDIS"));
         assert_eq!(connected_replicas(&server), "1");
         replica.stream.write_all(&resp(&command)).expect("send");
         assert!(
@@ -83,7 +67,7 @@ fn acknowledgements_keep_the_replica_attached() {
     let dir = tempfile::tempdir().expect("dir");
     let server = master(dir.path());
     let mut replica = server.raw();
-    sync(&mut replica);
+    assert!(sync(&mut replica).starts_with(b"REDIS"));
     replica
         .stream
         .write_all(&resp(&["REPLCONF", "ACK", "0"]))

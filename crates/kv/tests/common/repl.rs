@@ -36,6 +36,24 @@ pub fn read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) {
     }
 }
 
+/// Attaches `raw` as a replica with SYNC (no capabilities, so the
+/// payload comes with its length first) and returns the whole payload.
+pub fn sync(raw: &mut Raw) -> Vec<u8> {
+    raw.stream.write_all(&super::resp(&["SYNC"])).expect("SYNC");
+    let mut header = Vec::new();
+    let mut byte = [0u8; 1];
+    while !header.ends_with(b"\r\n") {
+        raw.stream.read_exact(&mut byte).expect("payload header");
+        header.push(byte[0]);
+    }
+    let len: usize = String::from_utf8_lossy(&header[1..header.len() - 2])
+        .parse()
+        .expect("payload length");
+    let mut payload = vec![0u8; len];
+    raw.stream.read_exact(&mut payload).expect("payload");
+    payload
+}
+
 /// Polls `f` until it holds; fails after 20 seconds.
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
