@@ -10,7 +10,7 @@
 mod common;
 
 use common::ledger::{crash_rounds, crash_rounds_with};
-use common::{empty_used_memory, info_figure, Client};
+use common::{info_figure, small_dram_budget, Client};
 
 #[test]
 fn kill_9_loses_no_acknowledged_write_file_log() {
@@ -29,15 +29,8 @@ fn kill_9_loses_no_acknowledged_write_emulated_pm_log() {
 /// nothing about the tier.
 #[test]
 fn kill_9_loses_no_acknowledged_write_with_a_small_dram_budget() {
-    let budget = (empty_used_memory() + (2 << 20)).to_string();
-    let flags = [
-        "--log-device",
-        "file",
-        "--maxmemory-dram",
-        budget.as_str(),
-        "--pm-tier-size",
-        "256mb",
-    ];
+    let flags = small_dram_budget(2 << 20);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let survivor = crash_rounds_with("file, small DRAM budget", &flags, 4096);
     let mut c = Client::connect(survivor.port).expect("connect");
     let demoted = info_figure(&mut c, "memory", "tier_demotions");

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::rounds::{Ledger, Rounds, Who};
-use common::{info_figure, Client, Reply};
+use common::{entry_ids, info_figure, Client, Reply};
 
 const ROUNDS_DEFAULT: usize = 5;
 const CLIENTS: usize = 3;
@@ -70,23 +70,6 @@ fn send_pipeline(c: &mut Client, tag: &str, seq: usize, ledger: &Mutex<Tracks>) 
     true
 }
 
-/// The IDs of the entries of an XRANGE reply.
-fn ids(reply: Reply) -> BTreeSet<Vec<u8>> {
-    let Reply::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Reply::Array(parts) => match parts.first() {
-                Some(Reply::Bulk(Some(id))) => id.clone(),
-                other => panic!("bad entry ID {other:?}"),
-            },
-            other => panic!("bad entry {other:?}"),
-        })
-        .collect()
-}
-
 impl Ledger for Tracks {
     /// One client's work until the connection breaks.
     fn client(ledger: &Mutex<Tracks>, port: u16, who: Who, stop: &AtomicBool) {
@@ -120,7 +103,7 @@ impl Ledger for Tracks {
     /// ledger to what recovery kept.
     fn verify(&mut self, c: &mut Client, round: usize) {
         for (tag, track) in self.iter_mut() {
-            let present = ids(c.call(&[b"XRANGE", &stream_key(tag), b"-", b"+"]).unwrap());
+            let present = entry_ids(c.call(&[b"XRANGE", &stream_key(tag), b"-", b"+"]).unwrap());
             for id in &track.added {
                 assert!(
                     present.contains(id),

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use common::rounds::{self, Rounds, Who};
-use common::{Client, Reply};
+use common::{entry_ids, Client, Reply};
 
 const ROUNDS_DEFAULT: usize = 6;
 const CLIENTS: usize = 3;
@@ -50,20 +50,6 @@ fn bulk(reply: &Reply) -> Option<Vec<u8>> {
         Reply::Bulk(Some(v)) => Some(v.clone()),
         _ => None,
     }
-}
-
-/// The IDs of the entries of an XRANGE or XPENDING reply.
-fn ids(reply: Reply) -> BTreeSet<Vec<u8>> {
-    let Reply::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Reply::Array(parts) => bulk(&parts[0]).expect("an ID"),
-            other => panic!("bad entry {other:?}"),
-        })
-        .collect()
 }
 
 impl rounds::Ledger for Ledger {
@@ -175,7 +161,7 @@ impl rounds::Ledger for Ledger {
             .cloned()
             .collect();
         for stream in streams {
-            let present = ids(c.call(&[b"XRANGE", &stream, b"-", b"+"]).unwrap());
+            let present = entry_ids(c.call(&[b"XRANGE", &stream, b"-", b"+"]).unwrap());
             let added = l.added.get(&stream).cloned().unwrap_or_default();
             for id in &added {
                 assert!(
@@ -192,9 +178,10 @@ impl rounds::Ledger for Ledger {
             // What recovery kept of the unknown adds is now known.
             l.added.insert(stream.clone(), present);
             l.unknown_adds.insert(stream.clone(), 0);
-            let pending = ids(c
-                .call(&[b"XPENDING", &stream, b"g", b"-", b"+", b"1000000"])
-                .unwrap());
+            let pending = entry_ids(
+                c.call(&[b"XPENDING", &stream, b"g", b"-", b"+", b"1000000"])
+                    .unwrap(),
+            );
             for id in l.acked.get(&stream).into_iter().flatten() {
                 assert!(
                     !pending.contains(id),

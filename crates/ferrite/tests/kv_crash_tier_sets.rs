@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use common::ledger::{Known, ROUNDS_DEFAULT};
 use common::rounds::{Ledger, Rounds, Who};
-use common::{empty_used_memory, info_figure, Client, Reply};
+use common::{info_figure, small_dram_budget, Client, Reply};
 
 const CLIENTS: usize = 4;
 /// Bytes of each member: well above the tier's 64-byte threshold.
@@ -117,17 +117,11 @@ impl Ledger for Members {
 
 #[test]
 fn kill_9_loses_no_acknowledged_set_or_zset_member_on_the_pm_tier() {
-    let budget = (empty_used_memory() + (1 << 20)).to_string();
-    let flags = [
-        "--appendfsync",
-        "always",
-        "--log-device",
-        "file",
-        "--maxmemory-dram",
-        budget.as_str(),
-        "--pm-tier-size",
-        "256mb",
-    ];
+    let budget = small_dram_budget(1 << 20);
+    let flags: Vec<&str> = ["--appendfsync", "always"]
+        .into_iter()
+        .chain(budget.iter().map(String::as_str))
+        .collect();
     let survivor = Rounds {
         name: "set/zset tier crash test",
         flags: &flags,
@@ -139,11 +133,7 @@ fn kill_9_loses_no_acknowledged_set_or_zset_member_on_the_pm_tier() {
     .run(Members::new());
     let mut c = Client::connect(survivor.port).expect("connect");
     let demoted = info_figure(&mut c, "memory", "tier_pm_values");
-    let acked = survivor
-        .ledger
-        .values()
-        .filter(|k| matches!(k, Known::Acked(_)))
-        .count();
+    let acked = Known::acked(survivor.ledger.values());
     assert!(
         acked > survivor.rounds,
         "too few acknowledged members ({acked})"

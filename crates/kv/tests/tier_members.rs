@@ -7,14 +7,10 @@
 
 mod common;
 
-use ferrite_kv::keyspace::tier::Demoted;
 use ferrite_kv::keyspace::Keyspace;
 use ferrite_kv::types::{HashValue, ListValue, Shared, Str, Value};
 
-use common::members::{
-    assert_sampler_offers, assert_snapshot_left_alone, demote_until_done, heap, keyspace_with,
-    member, promote_twice, small_members_on_pm,
-};
+use common::members::{member, Family};
 
 fn hash_of(n: usize) -> Value {
     let map: HashValue = (0..n)
@@ -28,102 +24,63 @@ fn list_of(n: usize) -> Value {
     Value::List(Shared::new(list))
 }
 
-/// (members on PM, members whose bytes differ from [`member`]).
-fn census(ks: &mut Keyspace, key: &[u8]) -> (usize, usize) {
-    let check = |i: usize, s: &Str| (usize::from(s.is_pm()), usize::from(**s != member(i)[..]));
-    let sum = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
+const HASHES_AND_LISTS: Family = Family {
+    kinds: [("h", hash_of), ("l", list_of)],
+    check,
+};
+
+/// Checks that the hash or list at `key` holds exactly members `0..n`
+/// with their bytes (a hash's field `f{i}` holding member `i`, a list in
+/// order), and returns how many are on PM.
+fn check(ks: &mut Keyspace, key: &[u8], n: usize) -> usize {
+    let on_pm = |i: usize, s: &Str| {
+        assert!(**s == member(i)[..], "member {i}: bytes changed");
+        usize::from(s.is_pm())
+    };
     match ks.get(0, key) {
-        Some(Value::Hash(h)) => h
-            .iter()
-            .map(|(f, s)| {
-                let i: usize = std::str::from_utf8(&f[1..]).unwrap().parse().unwrap();
-                check(i, s)
-            })
-            .fold((0, 0), sum),
-        Some(Value::List(l)) => l
-            .iter()
-            .enumerate()
-            .map(|(i, s)| check(i, s))
-            .fold((0, 0), sum),
+        Some(Value::Hash(h)) => {
+            assert_eq!(h.len(), n);
+            (0..n)
+                .map(|i| {
+                    let field = format!("f{i}");
+                    on_pm(i, h.get(field.as_bytes()).expect("field"))
+                })
+                .sum()
+        }
+        Some(Value::List(l)) => {
+            assert_eq!(l.len(), n);
+            l.iter().enumerate().map(|(i, s)| on_pm(i, s)).sum()
+        }
         other => panic!("not a collection: {other:?}"),
     }
 }
 
 #[test]
 fn demotion_moves_large_members_within_its_budget_and_keeps_their_bytes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("h", hash_of(400)), ("l", list_of(400))] {
-        let mut ks = keyspace_with(name, value);
-        // A budget of 5 KiB moves five 1 KiB members, not more.
-        let got = ks.demote(0, name.as_bytes(), &heap, 5 * 1024, 17);
-        assert_eq!(
-            got,
-            Demoted::Moved {
-                values: 5,
-                bytes: 5 * 1024
-            },
-            "{name}"
-        );
-        assert_eq!(census(&mut ks, name.as_bytes()), (5, 0), "{name}");
-        // Repeated calls from varying offsets reach all 200 large members,
-        // never a small one, and then find nothing to move.
-        demote_until_done(&mut ks, name.as_bytes(), &heap, 64 * 1024);
-        assert_eq!(census(&mut ks, name.as_bytes()), (200, 0), "{name}");
-        assert_eq!(small_members_on_pm(&mut ks, name.as_bytes()), 0, "{name}");
-        assert_eq!(
-            ks.demote(0, name.as_bytes(), &heap, 1 << 20, 3),
-            Demoted::Skipped
-        );
-    }
+    HASHES_AND_LISTS.demotion_keeps_its_budget_and_every_member();
 }
 
 #[test]
 fn one_demotion_looks_at_a_bounded_number_of_members() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    let mut ks = keyspace_with("l", list_of(10_000));
-    // An unlimited budget still stops at the scan bound: 1,024 members
-    // looked at, half of them movable.
-    let got = ks.demote(0, b"l", &heap, usize::MAX, 0);
-    assert_eq!(
-        got,
-        Demoted::Moved {
-            values: 512,
-            bytes: 512 * 1024
-        }
-    );
-    assert_eq!(census(&mut ks, b"l"), (512, 0));
+    // A list's members are looked at in order, exactly half of them
+    // large; a hash's in hash order, about half.
+    HASHES_AND_LISTS.one_demotion_looks_at_a_bounded_number(10_000, |name| match name {
+        "l" => 512..=512,
+        _ => 400..=624,
+    });
 }
 
 #[test]
 fn a_collection_a_snapshot_shares_is_left_alone() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("h", hash_of(50)), ("l", list_of(50))] {
-        let mut ks = keyspace_with(name, value);
-        let on_pm = |ks: &mut Keyspace| {
-            let (pm, changed) = census(ks, name.as_bytes());
-            assert_eq!(changed, 0, "{name}: bytes changed");
-            pm
-        };
-        assert_snapshot_left_alone(&mut ks, name.as_bytes(), &heap, 25, on_pm);
-    }
+    HASHES_AND_LISTS.a_snapshot_keeps_members_in_dram();
 }
 
 #[test]
 fn the_sampler_offers_a_collection_with_movable_members() {
-    let mut ks = keyspace_with("h", hash_of(64));
-    assert_sampler_offers(&mut ks, b"h");
+    HASHES_AND_LISTS.the_sampler_offers_movable_members();
 }
 
 #[test]
 fn promotion_brings_members_back_within_its_allowance() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("h", hash_of(40)), ("l", list_of(40))] {
-        let mut ks = keyspace_with(name, value);
-        promote_twice(&mut ks, name.as_bytes(), &heap);
-        assert_eq!(census(&mut ks, name.as_bytes()), (20 - 6, 0), "{name}");
-    }
+    HASHES_AND_LISTS.promotion_keeps_its_allowance();
 }

@@ -12,10 +12,7 @@ use ferrite_kv::keyspace::tier::Demoted;
 use ferrite_kv::keyspace::Keyspace;
 use ferrite_kv::types::{SetValue, Shared, Str, Value, ZSet};
 
-use common::members::{
-    assert_sampler_offers, assert_snapshot_left_alone, demote_until_done, heap, keyspace_with,
-    member, promote_twice, small_members_on_pm,
-};
+use common::members::{heap, member, Family};
 
 fn set_of(n: usize) -> Value {
     let set: SetValue = (0..n).map(|i| Str::new(&member(i))).collect();
@@ -31,6 +28,11 @@ fn zset_of(n: usize) -> Value {
     }
     Value::ZSet(Shared::new(z))
 }
+
+const SETS: Family = Family {
+    kinds: [("s", set_of), ("z", zset_of)],
+    check,
+};
 
 /// The members of the set or sorted set at `key` on PM, after checking
 /// that every member `0..n` is found by its bytes (with its score, for a
@@ -67,47 +69,13 @@ fn check(ks: &mut Keyspace, key: &[u8], n: usize) -> usize {
 
 #[test]
 fn demotion_moves_large_members_within_its_budget_and_keeps_lookups() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(400)), ("z", zset_of(400))] {
-        let mut ks = keyspace_with(name, value);
-        let got = ks.demote(0, name.as_bytes(), &heap, 5 * 1024, 17);
-        assert_eq!(
-            got,
-            Demoted::Moved {
-                values: 5,
-                bytes: 5 * 1024
-            },
-            "{name}"
-        );
-        assert_eq!(check(&mut ks, name.as_bytes(), 400), 5, "{name}");
-        demote_until_done(&mut ks, name.as_bytes(), &heap, 64 * 1024);
-        assert_eq!(check(&mut ks, name.as_bytes(), 400), 200, "{name}");
-        assert_eq!(small_members_on_pm(&mut ks, name.as_bytes()), 0);
-        assert_eq!(heap.stats().values, 200, "{name}: no slot leaked");
-        // One PM copy a member: the table and a sorted set's order share
-        // it, so dropping the collection frees every slot.
-        ks.remove(0, name.as_bytes());
-        assert_eq!(heap.stats().values, 0, "{name}: slots freed");
-    }
+    SETS.demotion_keeps_its_budget_and_every_member();
 }
 
 #[test]
 fn one_demotion_looks_at_a_bounded_number_of_members() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(6000)), ("z", zset_of(6000))] {
-        let mut ks = keyspace_with(name, value);
-        // An unlimited budget still stops at the scan bound: 1,024
-        // members looked at, about half of them movable.
-        let Demoted::Moved { values, bytes } = ks.demote(0, name.as_bytes(), &heap, usize::MAX, 0)
-        else {
-            panic!("{name}: nothing moved");
-        };
-        assert!((400..=624).contains(&values), "{name}: {values}");
-        assert_eq!(bytes as u64, values * 1024);
-        assert_eq!(check(&mut ks, name.as_bytes(), 6000) as u64, values);
-    }
+    // Members sit in hash order: about half of those looked at are large.
+    SETS.one_demotion_looks_at_a_bounded_number(6000, |_| 400..=624);
 }
 
 #[test]
@@ -142,29 +110,15 @@ fn changes_to_pm_members_behave_as_in_dram() {
 
 #[test]
 fn a_collection_a_snapshot_shares_is_left_alone() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(50)), ("z", zset_of(50))] {
-        let mut ks = keyspace_with(name, value);
-        let on_pm = |ks: &mut Keyspace| check(ks, name.as_bytes(), 50);
-        assert_snapshot_left_alone(&mut ks, name.as_bytes(), &heap, 25, on_pm);
-    }
+    SETS.a_snapshot_keeps_members_in_dram();
 }
 
 #[test]
 fn the_sampler_offers_a_set_with_movable_members() {
-    let mut ks = keyspace_with("z", zset_of(64));
-    assert_sampler_offers(&mut ks, b"z");
+    SETS.the_sampler_offers_movable_members();
 }
 
 #[test]
 fn promotion_brings_members_back_within_its_allowance() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(40)), ("z", zset_of(40))] {
-        let mut ks = keyspace_with(name, value);
-        promote_twice(&mut ks, name.as_bytes(), &heap);
-        assert_eq!(check(&mut ks, name.as_bytes(), 40), 20 - 6, "{name}");
-        assert_eq!(heap.stats().values, 20 - 6, "{name}: slots freed");
-    }
+    SETS.promotion_keeps_its_allowance();
 }

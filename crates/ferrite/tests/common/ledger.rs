@@ -27,6 +27,16 @@ pub enum Known {
     Absent,
 }
 
+impl Known {
+    /// How many of `known` are acknowledged (or settled as present).
+    pub fn acked<'a>(known: impl IntoIterator<Item = &'a Known>) -> usize {
+        known
+            .into_iter()
+            .filter(|k| matches!(k, Known::Acked(_)))
+            .count()
+    }
+}
+
 /// Every key the clients wrote, and the length their values are padded to.
 #[derive(Debug, Default)]
 pub struct Keys {
@@ -174,12 +184,7 @@ pub fn crash_rounds_with(name: &str, flags: &[&str], value_len: usize) -> Surviv
         value_len,
         known: BTreeMap::new(),
     });
-    let acked = survivor
-        .ledger
-        .known
-        .values()
-        .filter(|k| matches!(k, Known::Acked(_)))
-        .count();
+    let acked = Known::acked(survivor.ledger.known.values());
     assert!(
         acked > survivor.rounds,
         "too few acknowledged writes ({acked}) to mean anything"

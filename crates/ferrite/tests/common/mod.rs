@@ -203,3 +203,33 @@ pub fn empty_used_memory() -> u64 {
     let _ = child.wait();
     used
 }
+
+/// The flags of a server whose DRAM budget is `above` bytes over what an
+/// empty server uses, with a PM tier for what does not fit and its log on
+/// a file (the log is then the only source of the data).
+pub fn small_dram_budget(above: u64) -> Vec<String> {
+    let budget = (empty_used_memory() + above).to_string();
+    ["--log-device", "file", "--maxmemory-dram", &budget]
+        .into_iter()
+        .chain(["--pm-tier-size", "256mb"])
+        .map(String::from)
+        .collect()
+}
+
+/// The IDs of the entries of an XRANGE or XPENDING reply (each entry an
+/// array whose first element is its ID).
+pub fn entry_ids(reply: Reply) -> std::collections::BTreeSet<Vec<u8>> {
+    let Reply::Array(items) = reply else {
+        panic!("not an array: {reply:?}")
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Reply::Array(parts) => match parts.first() {
+                Some(Reply::Bulk(Some(id))) => id.clone(),
+                other => panic!("bad entry ID {other:?}"),
+            },
+            other => panic!("bad entry {other:?}"),
+        })
+        .collect()
+}

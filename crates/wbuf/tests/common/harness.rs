@@ -76,17 +76,15 @@ impl Harness {
     /// it, and returns each thread's writes and the buffer's counters.
     pub fn run(&self, world: &Arc<World>, seed: u64) -> (Vec<Vec<Done>>, WbufStats) {
         let buffer = self.open(world, true);
+        let (world, writer) = (&**world, self.writer);
         let logs = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..self.threads)
-                .map(|t| {
-                    let (world, buffer, writer) = (&**world, &buffer, self.writer);
-                    s.spawn(move || writer(world, buffer, t, seed))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("writer"))
-                .collect()
+            let mut threads = Vec::with_capacity(self.threads);
+            for t in 0..self.threads {
+                let buffer = &buffer;
+                threads.push(s.spawn(move || writer(world, buffer, t, seed)));
+            }
+            let joined = threads.into_iter().map(|h| h.join().expect("writer"));
+            joined.collect()
         });
         let stats = buffer.stats();
         buffer.close().expect("close");
