@@ -52,6 +52,79 @@ fn bulk(reply: &Reply) -> Option<Vec<u8>> {
     }
 }
 
+/// Runs the two-key script as step `i` of client `tag`, noted in the
+/// ledger before it is sent and acknowledged once it returns; false once
+/// the connection breaks.
+fn run_script(c: &mut Client, ledger: &Mutex<Ledger>, tag: &str, i: usize) -> bool {
+    let (a, b) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
+    let value = format!("v-{tag}-{i}").into_bytes();
+    let at = {
+        let mut l = ledger.lock().unwrap();
+        l.scripts.push(ScriptRun {
+            a: a.clone().into_bytes(),
+            b: b.clone().into_bytes(),
+            value: value.clone(),
+            acked: false,
+        });
+        l.scripts.len() - 1
+    };
+    match c.call(&[b"EVAL", SCRIPT, b"2", a.as_bytes(), b.as_bytes(), &value]) {
+        Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].acked = true,
+        _ => return false,
+    }
+    true
+}
+
+/// Adds entry `i` to `stream` (in doubt until its ID comes back), reads
+/// it through the group and acknowledges it, noting the acknowledged XACK;
+/// false once the connection breaks.
+fn add_read_ack(c: &mut Client, ledger: &Mutex<Ledger>, stream: &[u8], i: usize) -> bool {
+    *ledger
+        .lock()
+        .unwrap()
+        .unknown_adds
+        .entry(stream.to_vec())
+        .or_default() += 1;
+    let id = match c.call(&[b"XADD", stream, b"*", b"n", i.to_string().as_bytes()]) {
+        Ok(reply) => match bulk(&reply) {
+            Some(id) => id,
+            None => return false,
+        },
+        Err(_) => return false,
+    };
+    {
+        let mut l = ledger.lock().unwrap();
+        *l.unknown_adds.entry(stream.to_vec()).or_default() -= 1;
+        l.added
+            .entry(stream.to_vec())
+            .or_default()
+            .insert(id.clone());
+    }
+    let read = c.call(&[
+        b"XREADGROUP",
+        b"GROUP",
+        b"g",
+        b"c",
+        b"COUNT",
+        b"1",
+        b"STREAMS",
+        stream,
+        b">",
+    ]);
+    if read.is_err() {
+        return false;
+    }
+    match c.call(&[b"XACK", stream, b"g", &id]) {
+        Ok(Reply::Int(1)) => {
+            let mut l = ledger.lock().unwrap();
+            l.acked.entry(stream.to_vec()).or_default().insert(id);
+            true
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
 impl rounds::Ledger for Ledger {
     /// One client's work until the connection breaks.
     fn client(ledger: &Mutex<Ledger>, port: u16, who: Who, stop: &AtomicBool) {
@@ -67,67 +140,11 @@ impl rounds::Ledger for Ledger {
             return;
         }
         for i in 0.. {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            let (a, b) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
-            let value = format!("v-{tag}-{i}").into_bytes();
-            let at = {
-                let mut l = ledger.lock().unwrap();
-                l.scripts.push(ScriptRun {
-                    a: a.clone().into_bytes(),
-                    b: b.clone().into_bytes(),
-                    value: value.clone(),
-                    acked: false,
-                });
-                l.scripts.len() - 1
-            };
-            match c.call(&[b"EVAL", SCRIPT, b"2", a.as_bytes(), b.as_bytes(), &value]) {
-                Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].acked = true,
-                _ => return,
-            }
-            *ledger
-                .lock()
-                .unwrap()
-                .unknown_adds
-                .entry(stream.clone())
-                .or_default() += 1;
-            let id = match c.call(&[b"XADD", &stream, b"*", b"n", i.to_string().as_bytes()]) {
-                Ok(reply) => match bulk(&reply) {
-                    Some(id) => id,
-                    None => return,
-                },
-                Err(_) => return,
-            };
+            if stop.load(Ordering::Relaxed)
+                || !run_script(&mut c, ledger, &tag, i)
+                || !add_read_ack(&mut c, ledger, &stream, i)
             {
-                let mut l = ledger.lock().unwrap();
-                *l.unknown_adds.entry(stream.clone()).or_default() -= 1;
-                l.added
-                    .entry(stream.clone())
-                    .or_default()
-                    .insert(id.clone());
-            }
-            let read = c.call(&[
-                b"XREADGROUP",
-                b"GROUP",
-                b"g",
-                b"c",
-                b"COUNT",
-                b"1",
-                b"STREAMS",
-                &stream,
-                b">",
-            ]);
-            if read.is_err() {
                 return;
-            }
-            match c.call(&[b"XACK", &stream, b"g", &id]) {
-                Ok(Reply::Int(1)) => {
-                    let mut l = ledger.lock().unwrap();
-                    l.acked.entry(stream.clone()).or_default().insert(id);
-                }
-                Ok(_) => {}
-                Err(_) => return,
             }
         }
     }
