@@ -66,34 +66,36 @@ pub struct Rounds<'a> {
     pub kill_ms: Range<u64>,
 }
 
+/// A server that is killed when dropped, so that a failed check leaves no
+/// server running.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The server as the last restart recovered it, still running (it is
 /// killed on drop), with the ledger it was checked against.
 pub struct Survivor<L> {
-    pub child: Child,
+    pub server: Running,
     pub port: u16,
     pub ledger: L,
     /// How many rounds ran.
     pub rounds: usize,
-    /// The data directory, kept until the server is gone.
-    dir: Option<TempDir>,
+    /// The data directory, dropped after the server (fields drop in order).
+    dir: TempDir,
 }
 
 impl<L> Survivor<L> {
     /// Kills the server and hands back its data directory, for checks of
     /// the files it left.
-    pub fn stop(mut self) -> TempDir {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.dir
-            .take()
-            .expect("the directory is kept until the stop")
-    }
-}
-
-impl<L> Drop for Survivor<L> {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn stop(self) -> TempDir {
+        let Survivor { server, dir, .. } = self;
+        drop(server);
+        dir
     }
 }
 
@@ -121,7 +123,8 @@ impl Rounds<'_> {
         eprintln!("{}: {rounds} rounds, seed {seed:#x}", self.name);
         let spread = self.kill_ms.end.saturating_sub(self.kill_ms.start).max(1);
         for round in 0..rounds {
-            let (mut child, port) = start_server(dir.path(), self.flags);
+            let (child, port) = start_server(dir.path(), self.flags);
+            let mut server = Running(child);
             verify(&shared, port, round);
             let stop = Arc::new(AtomicBool::new(false));
             let threads: Vec<_> = (0..self.clients)
@@ -135,20 +138,21 @@ impl Rounds<'_> {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let delay = self.kill_ms.start + (seed >> 33) % spread;
-            kill_after(delay, &mut child, &stop, threads);
+            kill_after(delay, &mut server.0, &stop, threads);
         }
         let (child, port) = start_server(dir.path(), self.flags);
+        let server = Running(child);
         verify(&shared, port, rounds);
         let ledger = match Arc::try_unwrap(shared) {
             Ok(ledger) => ledger.into_inner().expect("a ledger no client poisoned"),
             Err(_) => unreachable!("every client thread was joined"),
         };
         Survivor {
-            child,
+            server,
             port,
             ledger,
             rounds,
-            dir: Some(dir),
+            dir,
         }
     }
 }
