@@ -99,14 +99,6 @@ impl<L> Survivor<L> {
     }
 }
 
-/// The rounds `FERRITE_CRASH_ITERS` asks for, or `default`.
-pub fn rounds_from_env(default: usize) -> usize {
-    std::env::var("FERRITE_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn verify<L: Ledger>(ledger: &Mutex<L>, port: u16, round: usize) {
     let mut c = Client::connect(port).expect("connect after restart");
     ledger.lock().unwrap().verify(&mut c, round);
@@ -116,7 +108,8 @@ impl Rounds<'_> {
     /// Runs the rounds from an empty data directory with `ledger` as what
     /// is known at the start, and returns the last restart, checked.
     pub fn run<L: Ledger>(&self, ledger: L) -> Survivor<L> {
-        let rounds = rounds_from_env(self.rounds);
+        let asked = std::env::var("FERRITE_CRASH_ITERS").ok();
+        let rounds = asked.and_then(|v| v.parse().ok()).unwrap_or(self.rounds);
         let dir = tempfile::tempdir().expect("a data directory");
         let shared = Arc::new(Mutex::new(ledger));
         let mut seed = self.seed ^ u64::from(std::process::id());
