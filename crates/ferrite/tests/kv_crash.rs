@@ -9,10 +9,8 @@
 
 mod common;
 
-use std::process::Child;
-
 use common::ledger::{crash_rounds, crash_rounds_with};
-use common::{start_server, Client, Reply};
+use common::{info_figure, small_dram_budget, Client};
 
 #[test]
 fn kill_9_loses_no_acknowledged_write_file_log() {
@@ -24,24 +22,6 @@ fn kill_9_loses_no_acknowledged_write_emulated_pm_log() {
     crash_rounds("pmem-emulated", &["--log-device", "pmem-emulated"]);
 }
 
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// An INFO memory field of the server on `port`.
-fn info_memory(port: u16, name: &str) -> u64 {
-    let mut c = Client::connect(port).expect("connect");
-    let Ok(Reply::Bulk(Some(text))) = c.call(&[b"INFO", b"memory"]) else {
-        panic!("INFO failed")
-    };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO memory has no {name}"))
-}
-
 /// The same ledger with 4 KiB values and a DRAM budget 2 MiB above what
 /// an empty server uses: values move to the PM tier while the clients
 /// write and the server is killed, and every restart rebuilds the tier by
@@ -49,22 +29,12 @@ fn info_memory(port: u16, name: &str) -> u64 {
 /// nothing about the tier.
 #[test]
 fn kill_9_loses_no_acknowledged_write_with_a_small_dram_budget() {
-    let probe = tempfile::tempdir().unwrap();
-    let (child, port) = start_server(probe.path(), &[]);
-    let empty = info_memory(port, "used_memory");
-    stop(child);
-    let budget = (empty + (2 << 20)).to_string();
-    let flags = [
-        "--log-device",
-        "file",
-        "--maxmemory-dram",
-        budget.as_str(),
-        "--pm-tier-size",
-        "256mb",
-    ];
-    let (child, port) = crash_rounds_with("file, small DRAM budget", &flags, 4096);
-    let demoted = info_memory(port, "tier_demotions");
-    stop(child);
+    let flags = small_dram_budget(2 << 20);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let survivor = crash_rounds_with("file, small DRAM budget", &flags, 4096);
+    let mut c = Client::connect(survivor.port).expect("connect");
+    let demoted = info_figure(&mut c, "memory", "tier_demotions");
+    drop(survivor);
     assert!(
         demoted > 0,
         "no value was demoted: the budget was never passed"

@@ -12,10 +12,11 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{kill_after, start_server, Client, Reply};
+use common::rounds::{Ledger, Rounds, Who};
+use common::{entry_ids, info_figure, Client, Reply};
 
 const ROUNDS_DEFAULT: usize = 5;
 const CLIENTS: usize = 3;
@@ -35,7 +36,8 @@ struct Track {
     counter_sent: i64,
 }
 
-type Ledger = Arc<Mutex<BTreeMap<String, Track>>>;
+/// Each client's [`Track`], by its tag.
+type Tracks = BTreeMap<String, Track>;
 
 fn stream_key(tag: &str) -> Vec<u8> {
     format!("s:{tag}").into_bytes()
@@ -46,7 +48,7 @@ fn counter_key(tag: &str) -> Vec<u8> {
 }
 
 /// Sends one pipeline and notes what was sent before any reply is read.
-fn send_pipeline(c: &mut Client, tag: &str, seq: usize, ledger: &Ledger) -> bool {
+fn send_pipeline(c: &mut Client, tag: &str, seq: usize, ledger: &Mutex<Tracks>) -> bool {
     let (stream, counter) = (stream_key(tag), counter_key(tag));
     {
         let mut l = ledger.lock().unwrap();
@@ -68,110 +70,82 @@ fn send_pipeline(c: &mut Client, tag: &str, seq: usize, ledger: &Ledger) -> bool
     true
 }
 
-/// One client's work until the connection breaks.
-fn worker(port: u16, tag: String, ledger: Ledger, stop: Arc<AtomicBool>) {
-    let Ok(mut c) = Client::connect(port) else {
-        return;
-    };
-    for seq in 0.. {
-        if stop.load(Ordering::Relaxed) || !send_pipeline(&mut c, &tag, seq, &ledger) {
+impl Ledger for Tracks {
+    /// One client's work until the connection breaks.
+    fn client(ledger: &Mutex<Tracks>, port: u16, who: Who, stop: &AtomicBool) {
+        let Ok(mut c) = Client::connect(port) else {
             return;
-        }
-        for j in 0..DEPTH {
-            let Ok(reply) = c.read() else {
+        };
+        let tag = who.tag();
+        for seq in 0.. {
+            if stop.load(Ordering::Relaxed) || !send_pipeline(&mut c, &tag, seq, ledger) {
                 return;
-            };
-            let mut l = ledger.lock().unwrap();
-            let track = l.entry(tag.clone()).or_default();
-            match (j % 2, reply) {
-                (0, Reply::Bulk(Some(id))) => {
-                    track.unknown_adds -= 1;
-                    track.added.insert(id);
+            }
+            for j in 0..DEPTH {
+                let Ok(reply) = c.read() else {
+                    return;
+                };
+                let mut l = ledger.lock().unwrap();
+                let track = l.entry(tag.clone()).or_default();
+                match (j % 2, reply) {
+                    (0, Reply::Bulk(Some(id))) => {
+                        track.unknown_adds -= 1;
+                        track.added.insert(id);
+                    }
+                    (1, Reply::Int(n)) => track.counter_acked = track.counter_acked.max(n),
+                    (_, other) => panic!("client {tag}: unexpected reply {other:?}"),
                 }
-                (1, Reply::Int(n)) => track.counter_acked = track.counter_acked.max(n),
-                (_, other) => panic!("client {tag}: unexpected reply {other:?}"),
             }
         }
     }
-}
 
-/// The IDs of the entries of an XRANGE reply.
-fn ids(reply: Reply) -> BTreeSet<Vec<u8>> {
-    let Reply::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Reply::Array(parts) => match parts.first() {
-                Some(Reply::Bulk(Some(id))) => id.clone(),
-                other => panic!("bad entry ID {other:?}"),
-            },
-            other => panic!("bad entry {other:?}"),
-        })
-        .collect()
-}
-
-/// Checks the restarted server against the ledger, then settles the
-/// ledger to what recovery kept.
-fn verify(port: u16, ledger: &Ledger, round: usize) {
-    let mut c = Client::connect(port).expect("connect after restart");
-    let mut l = ledger.lock().unwrap();
-    for (tag, track) in l.iter_mut() {
-        let present = ids(c.call(&[b"XRANGE", &stream_key(tag), b"-", b"+"]).unwrap());
-        for id in &track.added {
+    /// Checks the restarted server against the ledger, then settles the
+    /// ledger to what recovery kept.
+    fn verify(&mut self, c: &mut Client, round: usize) {
+        for (tag, track) in self.iter_mut() {
+            let present = entry_ids(c.call(&[b"XRANGE", &stream_key(tag), b"-", b"+"]).unwrap());
+            for id in &track.added {
+                assert!(
+                    present.contains(id),
+                    "round {round}, client {tag}: acknowledged XADD {} lost",
+                    String::from_utf8_lossy(id)
+                );
+            }
+            let extra = present.difference(&track.added).count();
             assert!(
-                present.contains(id),
-                "round {round}, client {tag}: acknowledged XADD {} lost",
-                String::from_utf8_lossy(id)
+                extra <= track.unknown_adds,
+                "round {round}, client {tag}: {extra} entries appeared, {} were sent unacknowledged",
+                track.unknown_adds
             );
+            track.added = present;
+            track.unknown_adds = 0;
+            let value = match c.call(&[b"GET", &counter_key(tag)]).unwrap() {
+                Reply::Bulk(None) => 0,
+                Reply::Bulk(Some(v)) => String::from_utf8_lossy(&v).parse().expect("a number"),
+                other => panic!("GET answered {other:?}"),
+            };
+            assert!(
+                value >= track.counter_acked,
+                "round {round}, client {tag}: counter {value} below the acknowledged {}",
+                track.counter_acked
+            );
+            assert!(
+                value <= track.counter_sent,
+                "round {round}, client {tag}: counter {value} above the {} INCRs sent",
+                track.counter_sent
+            );
+            track.counter_acked = value;
+            track.counter_sent = value;
         }
-        let extra = present.difference(&track.added).count();
-        assert!(
-            extra <= track.unknown_adds,
-            "round {round}, client {tag}: {extra} entries appeared, {} were sent unacknowledged",
-            track.unknown_adds
-        );
-        track.added = present;
-        track.unknown_adds = 0;
-        let value = match c.call(&[b"GET", &counter_key(tag)]).unwrap() {
-            Reply::Bulk(None) => 0,
-            Reply::Bulk(Some(v)) => String::from_utf8_lossy(&v).parse().expect("a number"),
-            other => panic!("GET answered {other:?}"),
-        };
-        assert!(
-            value >= track.counter_acked,
-            "round {round}, client {tag}: counter {value} below the acknowledged {}",
-            track.counter_acked
-        );
-        assert!(
-            value <= track.counter_sent,
-            "round {round}, client {tag}: counter {value} above the {} INCRs sent",
-            track.counter_sent
-        );
-        track.counter_acked = value;
-        track.counter_sent = value;
     }
-}
-
-/// An INFO persistence figure.
-fn info_persistence(c: &mut Client, name: &str) -> u64 {
-    let Ok(Reply::Bulk(Some(text))) = c.call(&[b"INFO", b"persistence"]) else {
-        panic!("INFO failed")
-    };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO persistence has no {name}"))
 }
 
 /// A pipeline of 100 INCRs reaches the log in far fewer batches than
 /// records, or the crash rounds tested one record per append only.
 fn assert_pipelines_are_batched(port: u16, label: &str) {
     let mut c = Client::connect(port).expect("connect");
-    let appends = info_persistence(&mut c, "ferrite_log_appends");
-    let commits = info_persistence(&mut c, "ferrite_log_commits");
+    let appends = info_figure(&mut c, "persistence", "ferrite_log_appends");
+    let commits = info_figure(&mut c, "persistence", "ferrite_log_commits");
     for _ in 0..100 {
         c.send(&[b"INCR", b"batch-probe"]).expect("send");
     }
@@ -182,13 +156,13 @@ fn assert_pipelines_are_batched(port: u16, label: &str) {
     // the one that counts the 100 records.
     let deadline = Instant::now() + Duration::from_secs(20);
     let appended = loop {
-        let appended = info_persistence(&mut c, "ferrite_log_appends") - appends;
+        let appended = info_figure(&mut c, "persistence", "ferrite_log_appends") - appends;
         if appended >= 100 || Instant::now() > deadline {
             break appended;
         }
         std::thread::yield_now();
     };
-    let committed = info_persistence(&mut c, "ferrite_log_commits") - commits;
+    let committed = info_figure(&mut c, "persistence", "ferrite_log_commits") - commits;
     assert_eq!(appended, 100, "{label}: one record per INCR");
     assert!(
         committed * 2 <= appended,
@@ -197,40 +171,22 @@ fn assert_pipelines_are_batched(port: u16, label: &str) {
 }
 
 fn crash_rounds(label: &str, flags: &[&str]) {
-    let rounds = std::env::var("FERRITE_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ROUNDS_DEFAULT);
-    let dir = tempfile::tempdir().unwrap();
-    let ledger: Ledger = Arc::default();
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
-    eprintln!("{label}: pipelined crash test, {rounds} rounds, seed {seed:#x}");
-    for round in 0..rounds {
-        let (mut child, port) = start_server(dir.path(), flags);
-        verify(port, &ledger, round);
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads: Vec<_> = (0..CLIENTS)
-            .map(|t| {
-                let (ledger, stop) = (Arc::clone(&ledger), Arc::clone(&stop));
-                let tag = format!("r{round}c{t}");
-                std::thread::spawn(move || worker(port, tag, ledger, stop))
-            })
-            .collect();
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        kill_after(30 + (seed >> 33) % 250, &mut child, &stop, threads);
+    let name = format!("{label}: pipelined crash test");
+    let survivor = Rounds {
+        name: &name,
+        flags,
+        rounds: ROUNDS_DEFAULT,
+        clients: CLIENTS,
+        seed: 0x9e37_79b9_7f4a_7c15,
+        kill_ms: 30..280,
     }
-    let (mut child, port) = start_server(dir.path(), flags);
-    verify(port, &ledger, rounds);
-    let acked: usize = ledger.lock().unwrap().values().map(|t| t.added.len()).sum();
+    .run(Tracks::new());
+    let acked: usize = survivor.ledger.values().map(|t| t.added.len()).sum();
     assert!(
-        acked > rounds * DEPTH,
+        acked > survivor.rounds * DEPTH,
         "{label}: too little acknowledged work ({acked} entries) to mean anything"
     );
-    assert_pipelines_are_batched(port, label);
-    let _ = child.kill();
-    let _ = child.wait();
+    assert_pipelines_are_batched(survivor.port, label);
 }
 
 #[test]

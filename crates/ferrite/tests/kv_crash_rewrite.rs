@@ -12,13 +12,13 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{free_port, kill_after, start_server, Client, Reply};
+use common::rounds::{Ledger, Rounds, Who};
+use common::{free_port, Client, Reply};
 
 /// Rounds per device when `FERRITE_CRASH_ITERS` is not set: about 25 s per
 /// device on two shared cores with a debug build.
@@ -28,25 +28,6 @@ const CLIENTS: usize = 3;
 /// do that kills land inside it, and several captures (of about 4096 keys
 /// each) for its transactions to straddle.
 const FILLER_KEYS: usize = 20_000;
-
-fn start(dir: &Path, device: &str) -> (Child, u16) {
-    // Rewrites as often as the server allows, so kills land inside them.
-    let flags = [
-        "--appendfsync",
-        "always",
-        "--log-device",
-        device,
-        "--auto-aof-rewrite-percentage",
-        "1",
-        "--auto-aof-rewrite-min-size",
-        "1",
-        "--aof-rewrite-threads",
-        "2",
-        "--hz",
-        "50",
-    ];
-    start_server(dir, &flags)
-}
 
 /// The command a client had sent when its connection broke.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,18 +57,28 @@ fn token(n: u64) -> Vec<u8> {
     format!("{n},").into_bytes()
 }
 
+/// What the clients' acknowledged commands imply, one [`Model`] a client,
+/// and how many rewrites the rewrite client saw complete.
+#[derive(Debug, Default)]
+struct Models {
+    models: Vec<Model>,
+    rewrites: u64,
+    /// Whether the filler keys were written (before the first check).
+    filled: bool,
+}
+
 fn keys(client: usize) -> [Vec<u8>; 4] {
     ["cnt", "app", "list", "set"].map(|k| format!("{k}:{client}").into_bytes())
 }
 
 /// One client's commands until its connection breaks.
-fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBool>) {
+fn worker(port: u16, client: usize, ledger: &Mutex<Models>, stop: &AtomicBool) {
     let Ok(mut c) = Client::connect(port) else {
         return;
     };
     let [cnt, app, list, set] = keys(client);
     while !stop.load(Ordering::Relaxed) {
-        let n = model.lock().unwrap().next;
+        let n = ledger.lock().unwrap().models[client].next;
         let op = match n % 5 {
             0 => InFlight::Incr,
             1 => InFlight::Append(n),
@@ -95,7 +86,7 @@ fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBo
             3 => InFlight::IncrPush(n),
             _ => InFlight::Set(n),
         };
-        model.lock().unwrap().in_flight = Some(op);
+        ledger.lock().unwrap().models[client].in_flight = Some(op);
         let value = token(n);
         let reply = match op {
             InFlight::Incr => c.call(&[b"INCR", &cnt]),
@@ -111,7 +102,8 @@ fn worker(port: u16, client: usize, model: Arc<Mutex<Model>>, stop: Arc<AtomicBo
         let Ok(reply) = reply else {
             return;
         };
-        let mut m = model.lock().unwrap();
+        let mut l = ledger.lock().unwrap();
+        let m = &mut l.models[client];
         match (op, reply) {
             (InFlight::Incr, Reply::Int(v)) => {
                 assert_eq!(v, m.counter + 1, "client {client}: INCR reply");
@@ -234,12 +226,34 @@ fn verify_client(c: &mut Client, client: usize, m: &mut Model, round: usize) {
     );
 }
 
-fn verify(port: u16, models: &[Arc<Mutex<Model>>], round: usize) {
-    let mut c = Client::connect(port).expect("connect after restart");
-    for (client, model) in models.iter().enumerate() {
-        verify_client(&mut c, client, &mut model.lock().unwrap(), round);
+impl Ledger for Models {
+    /// Clients below [`CLIENTS`] run [`worker`]; the last one asks for
+    /// rewrites all the time.
+    fn client(ledger: &Mutex<Models>, port: u16, who: Who, stop: &AtomicBool) {
+        if who.client < CLIENTS {
+            worker(port, who.client, ledger, stop);
+        } else {
+            rewrite_loop(port, ledger, stop);
+        }
     }
-    match get(&mut c, &[b"DBSIZE"]) {
+
+    /// Fills the keyspace at the first start; then checks every client's
+    /// keys against its model, and that no other key appeared.
+    fn verify(&mut self, c: &mut Client, round: usize) {
+        if !self.filled {
+            fill(c);
+            self.filled = true;
+        }
+        for (client, model) in self.models.iter_mut().enumerate() {
+            verify_client(c, client, model, round);
+        }
+        dbsize_is_ours(c, round);
+    }
+}
+
+/// The server holds the filler keys and the clients' keys, no others.
+fn dbsize_is_ours(c: &mut Client, round: usize) {
+    match get(c, &[b"DBSIZE"]) {
         Reply::Int(n) => {
             let ours = (n as usize).saturating_sub(FILLER_KEYS);
             assert!(
@@ -252,8 +266,7 @@ fn verify(port: u16, models: &[Arc<Mutex<Model>>], round: usize) {
 }
 
 /// Fills the keyspace so that a rewrite takes a while.
-fn fill(port: u16) {
-    let mut c = Client::connect(port).expect("connect");
+fn fill(c: &mut Client) {
     for i in 0..FILLER_KEYS {
         c.send(&[b"SET", format!("filler:{i}").as_bytes(), &[b'x'; 64]])
             .expect("send");
@@ -264,7 +277,7 @@ fn fill(port: u16) {
 }
 
 /// Asks for a rewrite every few milliseconds and counts the completed ones.
-fn rewrite_loop(port: u16, stop: Arc<AtomicBool>, completed: Arc<AtomicU64>) {
+fn rewrite_loop(port: u16, ledger: &Mutex<Models>, stop: &AtomicBool) {
     let Ok(mut c) = Client::connect(port) else {
         return;
     };
@@ -282,59 +295,56 @@ fn rewrite_loop(port: u16, stop: Arc<AtomicBool>, completed: Arc<AtomicU64>) {
             .find_map(|l| l.strip_prefix("aof_rewrites:"))
             .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        completed.fetch_add(rewrites.saturating_sub(seen), Ordering::Relaxed);
+        ledger.lock().unwrap().rewrites += rewrites.saturating_sub(seen);
         seen = seen.max(rewrites);
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 fn crash_rounds(device: &str) {
-    let rounds = std::env::var("FERRITE_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ROUNDS_DEFAULT);
-    let dir = tempfile::tempdir().unwrap();
-    let models: Vec<Arc<Mutex<Model>>> = (0..CLIENTS).map(|_| Arc::default()).collect();
-    let completed = Arc::new(AtomicU64::new(0));
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d ^ u64::from(std::process::id());
-    eprintln!("rewrite crash test on {device}: {rounds} rounds, seed {seed:#x}");
-    for round in 0..rounds {
-        let (mut child, port) = start(dir.path(), device);
-        if round == 0 {
-            fill(port);
-        }
-        verify(port, &models, round);
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut threads: Vec<_> = models
-            .iter()
-            .enumerate()
-            .map(|(client, model)| {
-                let (model, stop) = (Arc::clone(model), Arc::clone(&stop));
-                std::thread::spawn(move || worker(port, client, model, stop))
-            })
-            .collect();
-        let (stop2, done) = (Arc::clone(&stop), Arc::clone(&completed));
-        threads.push(std::thread::spawn(move || rewrite_loop(port, stop2, done)));
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        kill_after(100 + (seed >> 33) % 900, &mut child, &stop, threads);
+    // Rewrites as often as the server allows, so kills land inside them.
+    let flags = [
+        "--appendfsync",
+        "always",
+        "--log-device",
+        device,
+        "--auto-aof-rewrite-percentage",
+        "1",
+        "--auto-aof-rewrite-min-size",
+        "1",
+        "--aof-rewrite-threads",
+        "2",
+        "--hz",
+        "50",
+    ];
+    let name = format!("rewrite crash test on {device}");
+    let survivor = Rounds {
+        name: &name,
+        flags: &flags,
+        rounds: ROUNDS_DEFAULT,
+        // One more than the writers: the client asking for rewrites.
+        clients: CLIENTS + 1,
+        seed: 0x2545_f491_4f6c_dd1d,
+        kill_ms: 100..1000,
     }
-    let (mut child, port) = start(dir.path(), device);
-    verify(port, &models, rounds);
-    let _ = child.kill();
-    let _ = child.wait();
-    let acked: i64 = models.iter().map(|m| m.lock().unwrap().counter).sum();
-    let rewrites = completed.load(Ordering::Relaxed);
+    .run(Models {
+        models: vec![Model::default(); CLIENTS],
+        ..Models::default()
+    });
+    let (acked, rewrites): (i64, u64) = (
+        survivor.ledger.models.iter().map(|m| m.counter).sum(),
+        survivor.ledger.rewrites,
+    );
     eprintln!("{device}: {rewrites} rewrites completed, {acked} INCRs survived");
     assert!(
-        acked > rounds as i64,
+        acked > survivor.rounds as i64,
         "too few acknowledged INCRs ({acked})"
     );
     assert!(
         rewrites >= 1,
         "no rewrite completed: the test tested nothing"
     );
+    let dir = survivor.stop();
     let manifest = std::fs::read_to_string(dir.path().join("appendonly.aof.manifest"))
         .expect("a rewrite leaves a manifest");
     assert!(manifest.starts_with("ferrite-aof-manifest"), "{manifest}");

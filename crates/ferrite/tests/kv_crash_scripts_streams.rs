@@ -11,9 +11,10 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use common::{kill_after, start_server, Client, Reply};
+use common::rounds::{self, Rounds, Who};
+use common::{entry_ids, Client, Reply};
 
 const ROUNDS_DEFAULT: usize = 6;
 const CLIENTS: usize = 3;
@@ -44,8 +45,6 @@ struct Ledger {
     acked: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>,
 }
 
-type Shared = Arc<Mutex<Ledger>>;
-
 fn bulk(reply: &Reply) -> Option<Vec<u8>> {
     match reply {
         Reply::Bulk(Some(v)) => Some(v.clone()),
@@ -53,190 +52,179 @@ fn bulk(reply: &Reply) -> Option<Vec<u8>> {
     }
 }
 
-/// One client's work until the connection breaks.
-fn worker(port: u16, tag: String, ledger: Shared, stop: Arc<AtomicBool>) {
-    let Ok(mut c) = Client::connect(port) else {
-        return;
+/// Runs the two-key script as step `i` of client `tag`, noted in the
+/// ledger before it is sent and acknowledged once it returns; false once
+/// the connection breaks.
+fn run_script(c: &mut Client, ledger: &Mutex<Ledger>, tag: &str, i: usize) -> bool {
+    let (a, b) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
+    let value = format!("v-{tag}-{i}").into_bytes();
+    let at = {
+        let mut l = ledger.lock().unwrap();
+        l.scripts.push(ScriptRun {
+            a: a.clone().into_bytes(),
+            b: b.clone().into_bytes(),
+            value: value.clone(),
+            acked: false,
+        });
+        l.scripts.len() - 1
     };
-    let stream = format!("stream:{tag}").into_bytes();
-    if !matches!(
-        c.call(&[b"XGROUP", b"CREATE", &stream, b"g", b"0", b"MKSTREAM"]),
-        Ok(Reply::Simple(_))
-    ) {
-        return;
+    match c.call(&[b"EVAL", SCRIPT, b"2", a.as_bytes(), b.as_bytes(), &value]) {
+        Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].acked = true,
+        _ => return false,
     }
-    for i in 0.. {
-        if stop.load(Ordering::Relaxed) {
+    true
+}
+
+/// Adds entry `i` to `stream` (in doubt until its ID comes back), reads
+/// it through the group and acknowledges it, noting the acknowledged XACK;
+/// false once the connection breaks.
+fn add_read_ack(c: &mut Client, ledger: &Mutex<Ledger>, stream: &[u8], i: usize) -> bool {
+    *ledger
+        .lock()
+        .unwrap()
+        .unknown_adds
+        .entry(stream.to_vec())
+        .or_default() += 1;
+    let id = match c.call(&[b"XADD", stream, b"*", b"n", i.to_string().as_bytes()]) {
+        Ok(reply) => match bulk(&reply) {
+            Some(id) => id,
+            None => return false,
+        },
+        Err(_) => return false,
+    };
+    {
+        let mut l = ledger.lock().unwrap();
+        *l.unknown_adds.entry(stream.to_vec()).or_default() -= 1;
+        l.added
+            .entry(stream.to_vec())
+            .or_default()
+            .insert(id.clone());
+    }
+    let read = c.call(&[
+        b"XREADGROUP",
+        b"GROUP",
+        b"g",
+        b"c",
+        b"COUNT",
+        b"1",
+        b"STREAMS",
+        stream,
+        b">",
+    ]);
+    if read.is_err() {
+        return false;
+    }
+    match c.call(&[b"XACK", stream, b"g", &id]) {
+        Ok(Reply::Int(1)) => {
+            let mut l = ledger.lock().unwrap();
+            l.acked.entry(stream.to_vec()).or_default().insert(id);
+            true
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+impl rounds::Ledger for Ledger {
+    /// One client's work until the connection breaks.
+    fn client(ledger: &Mutex<Ledger>, port: u16, who: Who, stop: &AtomicBool) {
+        let Ok(mut c) = Client::connect(port) else {
+            return;
+        };
+        let tag = who.tag();
+        let stream = format!("stream:{tag}").into_bytes();
+        if !matches!(
+            c.call(&[b"XGROUP", b"CREATE", &stream, b"g", b"0", b"MKSTREAM"]),
+            Ok(Reply::Simple(_))
+        ) {
             return;
         }
-        let (a, b) = (format!("{tag}:{i}:a"), format!("{tag}:{i}:b"));
-        let value = format!("v-{tag}-{i}").into_bytes();
-        let at = {
-            let mut l = ledger.lock().unwrap();
-            l.scripts.push(ScriptRun {
-                a: a.clone().into_bytes(),
-                b: b.clone().into_bytes(),
-                value: value.clone(),
-                acked: false,
-            });
-            l.scripts.len() - 1
-        };
-        match c.call(&[b"EVAL", SCRIPT, b"2", a.as_bytes(), b.as_bytes(), &value]) {
-            Ok(Reply::Int(1)) => ledger.lock().unwrap().scripts[at].acked = true,
-            _ => return,
-        }
-        *ledger
-            .lock()
-            .unwrap()
-            .unknown_adds
-            .entry(stream.clone())
-            .or_default() += 1;
-        let id = match c.call(&[b"XADD", &stream, b"*", b"n", i.to_string().as_bytes()]) {
-            Ok(reply) => match bulk(&reply) {
-                Some(id) => id,
-                None => return,
-            },
-            Err(_) => return,
-        };
-        {
-            let mut l = ledger.lock().unwrap();
-            *l.unknown_adds.entry(stream.clone()).or_default() -= 1;
-            l.added
-                .entry(stream.clone())
-                .or_default()
-                .insert(id.clone());
-        }
-        let read = c.call(&[
-            b"XREADGROUP",
-            b"GROUP",
-            b"g",
-            b"c",
-            b"COUNT",
-            b"1",
-            b"STREAMS",
-            &stream,
-            b">",
-        ]);
-        if read.is_err() {
-            return;
-        }
-        match c.call(&[b"XACK", &stream, b"g", &id]) {
-            Ok(Reply::Int(1)) => {
-                let mut l = ledger.lock().unwrap();
-                l.acked.entry(stream.clone()).or_default().insert(id);
+        for i in 0.. {
+            if stop.load(Ordering::Relaxed)
+                || !run_script(&mut c, ledger, &tag, i)
+                || !add_read_ack(&mut c, ledger, &stream, i)
+            {
+                return;
             }
-            Ok(_) => {}
-            Err(_) => return,
         }
     }
-}
 
-/// The IDs of the entries of an XRANGE or XPENDING reply.
-fn ids(reply: Reply) -> BTreeSet<Vec<u8>> {
-    let Reply::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Reply::Array(parts) => bulk(&parts[0]).expect("an ID"),
-            other => panic!("bad entry {other:?}"),
-        })
-        .collect()
-}
-
-fn verify(port: u16, ledger: &Shared, round: usize) {
-    let mut c = Client::connect(port).expect("connect after restart");
-    let mut l = ledger.lock().unwrap();
-    for run in l.scripts.iter_mut() {
-        let ScriptRun { a, b, value, acked } = run;
-        let got_a = bulk(&c.call(&[b"GET", a]).unwrap());
-        let got_b = bulk(&c.call(&[b"GET", b]).unwrap());
-        assert_eq!(got_a, got_b, "round {round}: a script was half applied");
-        if *acked {
-            assert_eq!(
-                got_a.as_ref(),
-                Some(&*value),
-                "round {round}: acknowledged script lost"
-            );
-        } else {
-            assert!(got_a.is_none() || got_a.as_ref() == Some(&*value));
-            // Settled: present now means it stays.
-            *acked = got_a.is_some();
+    /// Every acknowledged script's keys are there and no script is half
+    /// applied; every acknowledged XADD ID is in its stream, no entry appears
+    /// beyond the XADDs in doubt, and no acknowledged XACK is pending again.
+    fn verify(&mut self, c: &mut Client, round: usize) {
+        let l = self;
+        for run in l.scripts.iter_mut() {
+            let ScriptRun { a, b, value, acked } = run;
+            let got_a = bulk(&c.call(&[b"GET", a]).unwrap());
+            let got_b = bulk(&c.call(&[b"GET", b]).unwrap());
+            assert_eq!(got_a, got_b, "round {round}: a script was half applied");
+            if *acked {
+                assert_eq!(
+                    got_a.as_ref(),
+                    Some(&*value),
+                    "round {round}: acknowledged script lost"
+                );
+            } else {
+                assert!(got_a.is_none() || got_a.as_ref() == Some(&*value));
+                // Settled: present now means it stays.
+                *acked = got_a.is_some();
+            }
         }
-    }
-    let streams: Vec<Vec<u8>> = l
-        .added
-        .keys()
-        .chain(l.unknown_adds.keys())
-        .cloned()
-        .collect();
-    for stream in streams {
-        let present = ids(c.call(&[b"XRANGE", &stream, b"-", b"+"]).unwrap());
-        let added = l.added.get(&stream).cloned().unwrap_or_default();
-        for id in &added {
+        let streams: Vec<Vec<u8>> = l
+            .added
+            .keys()
+            .chain(l.unknown_adds.keys())
+            .cloned()
+            .collect();
+        for stream in streams {
+            let present = entry_ids(c.call(&[b"XRANGE", &stream, b"-", b"+"]).unwrap());
+            let added = l.added.get(&stream).cloned().unwrap_or_default();
+            for id in &added {
+                assert!(
+                    present.contains(id),
+                    "round {round}: acknowledged XADD lost"
+                );
+            }
+            let extra = present.difference(&added).count();
+            let unknown = l.unknown_adds.get(&stream).copied().unwrap_or(0);
             assert!(
-                present.contains(id),
-                "round {round}: acknowledged XADD lost"
+                extra <= unknown,
+                "round {round}: an entry appeared that was never added"
             );
-        }
-        let extra = present.difference(&added).count();
-        let unknown = l.unknown_adds.get(&stream).copied().unwrap_or(0);
-        assert!(
-            extra <= unknown,
-            "round {round}: an entry appeared that was never added"
-        );
-        // What recovery kept of the unknown adds is now known.
-        l.added.insert(stream.clone(), present);
-        l.unknown_adds.insert(stream.clone(), 0);
-        let pending = ids(c
-            .call(&[b"XPENDING", &stream, b"g", b"-", b"+", b"1000000"])
-            .unwrap());
-        for id in l.acked.get(&stream).into_iter().flatten() {
-            assert!(
-                !pending.contains(id),
-                "round {round}: an acknowledged XACK is pending again"
+            // What recovery kept of the unknown adds is now known.
+            l.added.insert(stream.clone(), present);
+            l.unknown_adds.insert(stream.clone(), 0);
+            let pending = entry_ids(
+                c.call(&[b"XPENDING", &stream, b"g", b"-", b"+", b"1000000"])
+                    .unwrap(),
             );
+            for id in l.acked.get(&stream).into_iter().flatten() {
+                assert!(
+                    !pending.contains(id),
+                    "round {round}: an acknowledged XACK is pending again"
+                );
+            }
         }
     }
 }
 
 #[test]
 fn kill_9_keeps_acknowledged_scripts_stream_entries_and_acks() {
-    let rounds = std::env::var("FERRITE_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ROUNDS_DEFAULT);
-    let dir = tempfile::tempdir().unwrap();
-    let ledger: Shared = Arc::default();
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d ^ u64::from(std::process::id());
-    eprintln!("script and stream crash test: {rounds} rounds, seed {seed:#x}");
-    let flags = ["--appendfsync", "always", "--log-device", "file"];
-    for round in 0..rounds {
-        let (mut child, port) = start_server(dir.path(), &flags);
-        verify(port, &ledger, round);
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads: Vec<_> = (0..CLIENTS)
-            .map(|t| {
-                let (ledger, stop) = (Arc::clone(&ledger), Arc::clone(&stop));
-                let tag = format!("r{round}c{t}");
-                std::thread::spawn(move || worker(port, tag, ledger, stop))
-            })
-            .collect();
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        kill_after(30 + (seed >> 33) % 250, &mut child, &stop, threads);
+    let survivor = Rounds {
+        name: "script and stream crash test",
+        flags: &["--appendfsync", "always", "--log-device", "file"],
+        rounds: ROUNDS_DEFAULT,
+        clients: CLIENTS,
+        seed: 0x2545_f491_4f6c_dd1d,
+        kill_ms: 30..280,
     }
-    let (mut child, port) = start_server(dir.path(), &flags);
-    verify(port, &ledger, rounds);
-    let l = ledger.lock().unwrap();
+    .run(Ledger::default());
+    let (l, rounds) = (&survivor.ledger, survivor.rounds);
     let acked_scripts = l.scripts.iter().filter(|s| s.acked).count();
     let acked_acks: usize = l.acked.values().map(BTreeSet::len).sum();
     assert!(
         acked_scripts > rounds && acked_acks > rounds,
         "too little acknowledged work ({acked_scripts} scripts, {acked_acks} acks) to mean anything"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }

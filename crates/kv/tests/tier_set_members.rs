@@ -6,25 +6,13 @@
 //! a small member, leaves a collection a snapshot shares alone, and
 //! promotion brings members back within its allowance.
 
-use std::sync::Arc;
+mod common;
 
 use ferrite_kv::keyspace::tier::Demoted;
 use ferrite_kv::keyspace::Keyspace;
 use ferrite_kv::types::{SetValue, Shared, Str, Value, ZSet};
-use ferrite_pmem::SlabHeap;
 
-fn heap(dir: &tempfile::TempDir) -> Arc<SlabHeap> {
-    SlabHeap::create(dir.path().join("heap"), 64 << 20, None).expect("heap")
-}
-
-/// Member `i`: 1 KiB (movable) for odd `i`, 8 bytes (too small) for even;
-/// its first bytes name it, so members differ.
-fn member(i: usize) -> Vec<u8> {
-    let len = if i % 2 == 1 { 1024 } else { 8 };
-    let mut m = format!("{i:08}").into_bytes();
-    m.extend((8..len).map(|k| b'a' + ((i * 7 + k) % 26) as u8));
-    m
-}
+use common::members::{heap, member, Family};
 
 fn set_of(n: usize) -> Value {
     let set: SetValue = (0..n).map(|i| Str::new(&member(i))).collect();
@@ -40,6 +28,11 @@ fn zset_of(n: usize) -> Value {
     }
     Value::ZSet(Shared::new(z))
 }
+
+const SETS: Family = Family {
+    kinds: [("s", set_of), ("z", zset_of)],
+    check,
+};
 
 /// The members of the set or sorted set at `key` on PM, after checking
 /// that every member `0..n` is found by its bytes (with its score, for a
@@ -74,66 +67,15 @@ fn check(ks: &mut Keyspace, key: &[u8], n: usize) -> usize {
     }
 }
 
-fn small_members_on_pm(ks: &mut Keyspace, key: &[u8]) -> usize {
-    let small_pm = |s: &Str| usize::from(s.is_pm() && s.len() < 64);
-    match ks.get(0, key) {
-        Some(Value::Set(s)) => s.iter().map(small_pm).sum(),
-        Some(Value::ZSet(z)) => z.members().map(small_pm).sum(),
-        _ => 0,
-    }
-}
-
 #[test]
 fn demotion_moves_large_members_within_its_budget_and_keeps_lookups() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(400)), ("z", zset_of(400))] {
-        let mut ks = Keyspace::new(16);
-        ks.set(0, name.as_bytes(), value, false);
-        let got = ks.demote(0, name.as_bytes(), &heap, 5 * 1024, 17);
-        assert_eq!(
-            got,
-            Demoted::Moved {
-                values: 5,
-                bytes: 5 * 1024
-            },
-            "{name}"
-        );
-        assert_eq!(check(&mut ks, name.as_bytes(), 400), 5, "{name}");
-        let mut calls = 0;
-        while let Demoted::Moved { .. } =
-            ks.demote(0, name.as_bytes(), &heap, 64 * 1024, calls * 131)
-        {
-            calls += 1;
-            assert!(calls < 100, "{name}: demotion does not converge");
-        }
-        assert_eq!(check(&mut ks, name.as_bytes(), 400), 200, "{name}");
-        assert_eq!(small_members_on_pm(&mut ks, name.as_bytes()), 0);
-        assert_eq!(heap.stats().values, 200, "{name}: no slot leaked");
-        // One PM copy a member: the table and a sorted set's order share
-        // it, so dropping the collection frees every slot.
-        ks.remove(0, name.as_bytes());
-        assert_eq!(heap.stats().values, 0, "{name}: slots freed");
-    }
+    SETS.demotion_keeps_its_budget_and_every_member();
 }
 
 #[test]
 fn one_demotion_looks_at_a_bounded_number_of_members() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(6000)), ("z", zset_of(6000))] {
-        let mut ks = Keyspace::new(16);
-        ks.set(0, name.as_bytes(), value, false);
-        // An unlimited budget still stops at the scan bound: 1,024
-        // members looked at, about half of them movable.
-        let Demoted::Moved { values, bytes } = ks.demote(0, name.as_bytes(), &heap, usize::MAX, 0)
-        else {
-            panic!("{name}: nothing moved");
-        };
-        assert!((400..=624).contains(&values), "{name}: {values}");
-        assert_eq!(bytes as u64, values * 1024);
-        assert_eq!(check(&mut ks, name.as_bytes(), 6000) as u64, values);
-    }
+    // Members sit in hash order: about half of those looked at are large.
+    SETS.one_demotion_looks_at_a_bounded_number(6000, |_| 400..=624);
 }
 
 #[test]
@@ -168,67 +110,15 @@ fn changes_to_pm_members_behave_as_in_dram() {
 
 #[test]
 fn a_collection_a_snapshot_shares_is_left_alone() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(50)), ("z", zset_of(50))] {
-        let mut ks = Keyspace::new(16);
-        ks.set(0, name.as_bytes(), value, false);
-        let snapshot = ks.get(0, name.as_bytes()).cloned().expect("value");
-        assert_eq!(
-            ks.demote(0, name.as_bytes(), &heap, 1 << 20, 0),
-            Demoted::Skipped
-        );
-        assert_eq!(check(&mut ks, name.as_bytes(), 50), 0);
-        drop(snapshot);
-        assert!(matches!(
-            ks.demote(0, name.as_bytes(), &heap, 1 << 20, 0),
-            Demoted::Moved { values: 25, .. }
-        ));
-    }
+    SETS.a_snapshot_keeps_members_in_dram();
 }
 
 #[test]
 fn the_sampler_offers_a_set_with_movable_members() {
-    let mut ks = Keyspace::new(16);
-    ks.set(0, b"z", zset_of(64), false);
-    for i in 0..2000 {
-        ks.set(
-            0,
-            format!("small:{i}").as_bytes(),
-            Value::Str(Str::new(b"x")),
-            false,
-        );
-    }
-    let mut n = 0u64;
-    let random = move |bound: usize| {
-        n = n
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((n >> 33) as usize) % bound.max(1)
-    };
-    let (db, key) = ks
-        .demotion_candidate(1, 1_000_000, random)
-        .expect("the sorted set is offered");
-    assert_eq!((db, &key[..]), (0, &b"z"[..]));
+    SETS.the_sampler_offers_movable_members();
 }
 
 #[test]
 fn promotion_brings_members_back_within_its_allowance() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let heap = heap(&dir);
-    for (name, value) in [("s", set_of(40)), ("z", zset_of(40))] {
-        let mut ks = Keyspace::new(16);
-        ks.set(0, name.as_bytes(), value, false);
-        assert!(matches!(
-            ks.demote(0, name.as_bytes(), &heap, 1 << 20, 0),
-            Demoted::Moved { values: 20, .. }
-        ));
-        ks.promotion.allowance = 3 * 1024 + 100;
-        let _ = ks.get(0, name.as_bytes());
-        ks.promotion.allowance = 3 * 1024 + 100;
-        let _ = ks.get(0, name.as_bytes());
-        assert_eq!(ks.promotion.promotions, 3 + 3, "{name}");
-        assert_eq!(check(&mut ks, name.as_bytes(), 40), 20 - 6, "{name}");
-        assert_eq!(heap.stats().values, 20 - 6, "{name}: slots freed");
-    }
+    SETS.promotion_keeps_its_allowance();
 }

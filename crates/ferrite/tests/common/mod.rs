@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod ledger;
+pub mod rounds;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -177,4 +178,58 @@ pub fn kill_after(run_ms: u64, child: &mut Child, stop: &AtomicBool, threads: Ve
     for t in threads {
         t.join().expect("client thread");
     }
+}
+
+/// A figure of INFO section `section` from the server `c` is connected to.
+pub fn info_figure(c: &mut Client, section: &str, name: &str) -> u64 {
+    let Ok(Reply::Bulk(Some(text))) = c.call(&[b"INFO", section.as_bytes()]) else {
+        panic!("INFO {section} failed")
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
+}
+
+/// `used_memory` of a server just started on an empty directory: the base
+/// that DRAM budgets of the tier tests are set above.
+pub fn empty_used_memory() -> u64 {
+    let probe = tempfile::tempdir().expect("a data directory");
+    let (mut child, port) = start_server(probe.path(), &[]);
+    let mut c = Client::connect(port).expect("connect");
+    let used = info_figure(&mut c, "memory", "used_memory");
+    let _ = child.kill();
+    let _ = child.wait();
+    used
+}
+
+/// The flags of a server whose DRAM budget is `above` bytes over what an
+/// empty server uses, with a PM tier for what does not fit and its log on
+/// a file (the log is then the only source of the data).
+pub fn small_dram_budget(above: u64) -> Vec<String> {
+    let budget = (empty_used_memory() + above).to_string();
+    ["--log-device", "file", "--maxmemory-dram", &budget]
+        .into_iter()
+        .chain(["--pm-tier-size", "256mb"])
+        .map(String::from)
+        .collect()
+}
+
+/// The IDs of the entries of an XRANGE or XPENDING reply (each entry an
+/// array whose first element is its ID).
+pub fn entry_ids(reply: Reply) -> std::collections::BTreeSet<Vec<u8>> {
+    let Reply::Array(items) = reply else {
+        panic!("not an array: {reply:?}")
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Reply::Array(parts) => match parts.first() {
+                Some(Reply::Bulk(Some(id))) => id.clone(),
+                other => panic!("bad entry ID {other:?}"),
+            },
+            other => panic!("bad entry {other:?}"),
+        })
+        .collect()
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod members;
 pub mod repl;
 
 use std::io::{Read, Write};

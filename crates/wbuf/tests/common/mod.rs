@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod harness;
+
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ferrite_io::{Device, DeviceInfo, Result as IoResult, SimFile};
