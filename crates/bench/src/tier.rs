@@ -158,6 +158,12 @@ fn ratios(
                 report.ratio(format!("tier20_vs_dram_{base}{suffix}"), t / d);
             }
             if let (Some(t), Some(d)) = (
+                get(&tier, &format!("{base}_cpu_us_per_cmd")),
+                get("ferrite_dram", &format!("{base}_cpu_us_per_cmd")),
+            ) {
+                report.ratio(format!("tier20_cpu_per_cmd_vs_dram_{base}{suffix}"), t / d);
+            }
+            if let (Some(t), Some(d)) = (
                 get(&tier, &format!("{base}_p99_us")),
                 get("ferrite_dram", &format!("{base}_p99_us")),
             ) {
@@ -240,7 +246,9 @@ fn plot(
 }
 
 /// The alternative build's throughput over this build's, per tiered
-/// server and load (`<label>_alt_vs_<label>_<load>`), with `--alt-bin`.
+/// server and load (`<label>_alt_vs_<label>_<load>`), with `--alt-bin`;
+/// and, from an interleaved run, its CPU time per command over this
+/// build's (`..._cpu_per_cmd`: above 1, the alternative costs more).
 fn alt_ratios(report: &mut Report, results: &BTreeMap<String, Figures>) {
     for (label, figures) in results {
         let Some(base) = label.strip_suffix("_alt") else {
@@ -250,8 +258,14 @@ fn alt_ratios(report: &mut Report, results: &BTreeMap<String, Figures>) {
             continue;
         };
         for (key, alt) in figures {
-            if let (Some(load), Some(own)) = (key.strip_suffix("_ops"), ours.get(key)) {
+            let Some(own) = ours.get(key) else {
+                continue;
+            };
+            if let Some(load) = key.strip_suffix("_ops") {
                 report.ratio(format!("{label}_vs_{base}_{load}"), alt / own);
+            }
+            if let Some(load) = key.strip_suffix("_cpu_us_per_cmd") {
+                report.ratio(format!("{label}_vs_{base}_{load}_cpu_per_cmd"), alt / own);
             }
         }
     }

@@ -58,6 +58,18 @@ impl LoadKind {
     }
 }
 
+/// One measurement of one server.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Throughput and p99.
+    pub measured: Measured,
+    /// The server's CPU time per command, microseconds (every thread's
+    /// time on a CPU, from `/proc`), when it could be read: unlike
+    /// throughput, it does not count time the server waited for a CPU
+    /// other processes held, so it compares servers on a shared host.
+    pub cpu_us: Option<f64>,
+}
+
 /// One server of the run.
 #[derive(Clone, Debug)]
 pub struct Spec {
@@ -173,6 +185,19 @@ impl Server {
         tier_load::fill(self.running.port, setup.keys, setup.value_bytes)
     }
 
+    /// Nanoseconds the server's threads have spent on a CPU
+    /// (`/proc/<pid>/task/*/schedstat`, first field); `None` where that
+    /// is not readable.
+    pub fn cpu_ns(&self) -> Option<u64> {
+        let tasks = format!("/proc/{}/task", self.running.child.id());
+        let mut total = 0u64;
+        for task in std::fs::read_dir(tasks).ok()? {
+            let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+            total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+        Some(total)
+    }
+
     /// An INFO memory field.
     pub fn memory_field(&self, name: &str) -> Result<f64> {
         tier_load::info_field(self.running.port, "memory", name)
@@ -205,7 +230,7 @@ fn load(setup: &Setup, kind: LoadKind, port: u16, secs: u64) -> Load {
 pub fn measure_loads(
     servers: &[Server],
     setup: &Setup,
-) -> Result<Vec<BTreeMap<String, Vec<Measured>>>> {
+) -> Result<Vec<BTreeMap<String, Vec<Sample>>>> {
     let mut out = vec![BTreeMap::new(); servers.len()];
     for &kind in &setup.loads {
         let chooser = Arc::new(KeyChooser::new(setup.keys, kind.dist));
@@ -214,18 +239,34 @@ pub fn measure_loads(
         }
         for round in 0..setup.runs {
             for (i, server) in servers.iter().enumerate() {
+                let before = server.cpu_ns();
                 let m =
                     tier_load::run(load(setup, kind, server.spec.port, setup.seconds), &chooser)?;
+                let commands = m.ops * setup.seconds as f64;
+                let cpu_us = match (before, server.cpu_ns()) {
+                    (Some(b), Some(a)) if commands > 0.0 => {
+                        Some(a.saturating_sub(b) as f64 / 1e3 / commands)
+                    }
+                    _ => None,
+                };
                 if servers.len() > 1 {
                     println!(
-                        "{:<20} {:<14} round {round}: {:.0} ops/s, p99 {:.0} us",
+                        "{:<20} {:<14} round {round}: {:.0} ops/s, p99 {:.0} us, cpu {:.2} us/cmd",
                         server.spec.label,
                         kind.name(),
                         m.ops,
-                        m.p99_us
+                        m.p99_us,
+                        cpu_us.unwrap_or(f64::NAN)
                     );
                 }
-                out[i].entry(kind.name()).or_insert_with(Vec::new).push(m);
+                let sample = Sample {
+                    measured: m,
+                    cpu_us,
+                };
+                out[i]
+                    .entry(kind.name())
+                    .or_insert_with(Vec::new)
+                    .push(sample);
             }
         }
     }
@@ -234,13 +275,23 @@ pub fn measure_loads(
 
 /// Medians of the measurements and, for Ferrite, the memory figures the
 /// server reports after the loads.
-pub fn figures(server: &Server, measured: &BTreeMap<String, Vec<Measured>>) -> Result<Figures> {
+/// With `cpu`, also the median CPU time per command
+/// (`<load>_cpu_us_per_cmd`).
+pub fn figures(
+    server: &Server,
+    measured: &BTreeMap<String, Vec<Sample>>,
+    cpu: bool,
+) -> Result<Figures> {
     let mut out = Figures::new();
     for (name, samples) in measured {
-        let ops: Vec<f64> = samples.iter().map(|m| m.ops).collect();
-        let p99: Vec<f64> = samples.iter().map(|m| m.p99_us).collect();
+        let ops: Vec<f64> = samples.iter().map(|s| s.measured.ops).collect();
+        let p99: Vec<f64> = samples.iter().map(|s| s.measured.p99_us).collect();
         out.insert(format!("{name}_ops"), median(&ops));
         out.insert(format!("{name}_p99_us"), median(&p99));
+        let cpu_us: Vec<f64> = samples.iter().filter_map(|s| s.cpu_us).collect();
+        if cpu && !cpu_us.is_empty() {
+            out.insert(format!("{name}_cpu_us_per_cmd"), median(&cpu_us));
+        }
     }
     if !server.spec.redis {
         out.insert("used_memory".into(), server.memory_field("used_memory")?);
@@ -291,7 +342,9 @@ pub fn run_all(
     let mut measure_group = |servers: Vec<Server>| -> Result<()> {
         let measured = measure_loads(&servers, setup)?;
         for (server, by_load) in servers.into_iter().zip(measured) {
-            let figures = figures(&server, &by_load)?;
+            // The CPU figures are the interleaved runs' (a full run's
+            // figures stay those it always reported).
+            let figures = figures(&server, &by_load, interleave)?;
             print_figures(&server.spec.label, &figures);
             results.insert(server.spec.label.clone(), figures);
             server.stop(setup);
