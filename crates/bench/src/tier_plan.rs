@@ -387,3 +387,33 @@ pub fn check_bin(path: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_parse_and_bad_ones_are_refused() {
+        let got = LoadKind::parse("zipf_get90").expect("parses");
+        assert_eq!(
+            got,
+            LoadKind {
+                dist: Dist::Zipf,
+                get_pct: 90
+            }
+        );
+        assert_eq!(got.name(), "zipf_get90");
+        for name in ALL_LOADS {
+            assert_eq!(LoadKind::parse(name).expect(name).name(), name);
+        }
+        for bad in [
+            "zipf",
+            "zipf_get101",
+            "normal_get50",
+            "uniform_get",
+            "uniform_getx",
+        ] {
+            assert!(LoadKind::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
