@@ -27,6 +27,7 @@ pub mod report;
 pub mod rewrite;
 pub mod tier;
 pub mod tier_load;
+pub mod tier_plan;
 pub mod tonic;
 mod tonic_structures;
 pub mod tpcc;

@@ -402,19 +402,26 @@ impl KeyMap {
 
     /// The value at `key`, recording an access in its clock (`update`)
     /// when its chunk is this map's alone; a chunk a clone shares is read
-    /// without it, never copied for a read.
-    pub(crate) fn get_touch_hashed(
+    /// without it, never copied for a read. With the chunk its own, `with`
+    /// also gets the value and its clock before this access (the PM
+    /// tier's promotion, which may move the value's bytes but never
+    /// changes them): one search serves the read, the clock and the
+    /// promotion.
+    pub(crate) fn get_touch_with(
         &mut self,
         hash: u64,
         key: &[u8],
         update: impl FnOnce(u32) -> u32,
+        with: impl FnOnce(u32, &mut Value),
     ) -> Option<&Value> {
         let slot = self.chunks.get_mut(chunk_of(hash))?.as_mut()?;
         if Arc::get_mut(slot).is_none() {
             return slot.find(hash, key).map(|e| &e.value);
         }
         let entry = Arc::get_mut(slot)?.find_mut(hash, key)?;
-        entry.key.set_clock(update(entry.key.clock()));
+        let old = entry.key.clock();
+        entry.key.set_clock(update(old));
+        with(old, &mut entry.value);
         Some(&entry.value)
     }
 

@@ -472,13 +472,13 @@ impl Keyspace {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
         let seg = segment_of(key);
         let gone = self.expire_if_needed(db, seg, key) && self.expiry_paused;
-        if self.promotion.allowance > 0 && !gone && !self.loading {
-            self.maybe_promote(db, seg, key);
-        }
         let (now, policy) = (self.now_ms, self.access);
         let random = if policy.lfu { self.next_random() } else { 0.0 };
-        // One lookup that also records the access, unless loading or a
-        // rewrite snapshot shares the segment (then the clock stays).
+        // One lookup that also records the access and, for a value on PM
+        // read again while recent, promotes it (`keyspace/tier.rs`),
+        // unless loading or a rewrite snapshot shares the segment (then
+        // the clock stays and nothing moves).
+        let promotion = &mut self.promotion;
         let slot = &mut self.dbs[db].segments[seg];
         let hash = slot.map.hash(key);
         let found = if gone {
@@ -487,9 +487,12 @@ impl Keyspace {
             slot.map.get_hashed(hash, key)
         } else {
             Arc::get_mut(slot).and_then(|segment| {
-                segment
-                    .map
-                    .get_touch_hashed(hash, key, |old| access::accessed(old, now, &policy, random))
+                segment.map.get_touch_with(
+                    hash,
+                    key,
+                    |old| access::accessed(old, now, &policy, random),
+                    |old, value| tier::promote_on_read(promotion, value, old, now, &policy),
+                )
             })
         };
         if found.is_some() {

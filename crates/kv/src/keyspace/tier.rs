@@ -266,42 +266,54 @@ impl Keyspace {
         }
         Demoted::Skipped
     }
+}
 
-    /// Brings the value at `key` back to DRAM if it is in PM, its key was
-    /// read recently (before this read: within about a second under LRU,
-    /// a counter above a new key's under LFU), and the running command's
-    /// allowance covers it. Called by reads before they look the key up.
-    pub(super) fn maybe_promote(&mut self, db: usize, seg: usize, key: &[u8]) {
-        let (now, policy, allowance) = (self.now_ms, self.access, self.promotion.allowance);
-        let Some(segment) = Arc::get_mut(&mut self.dbs[db].segments[seg]) else {
-            return;
-        };
-        let Some(clock) = segment.map.clock(key) else {
-            return;
-        };
-        let recent = if policy.lfu {
-            access::lfu_counter(clock, now, &policy) > access::LFU_INIT
-        } else {
-            access::idle_ms(clock, now) <= 1000
-        };
-        if !recent {
-            return;
-        }
-        let Some(value) = segment.map.value_mut_unshared(key) else {
-            return;
-        };
-        let (promoted, bytes) = match value {
-            Value::Str(s) if s.is_pm() && s.len() <= allowance => {
-                let len = s.len();
-                *s = Str::new(s);
-                (1, len)
-            }
-            Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => {
-                members::promote(value, allowance)
-            }
-            _ => (0, 0),
-        };
-        self.promotion.allowance -= bytes;
-        self.promotion.promotions += promoted;
+/// Whether a key whose clock was `clock` before this access was read
+/// recently: within about a second under an LRU policy (or none), with a
+/// counter above a new key's under an LFU policy. A value on PM is
+/// promoted only when read again while recent, so a single read of a
+/// cold value (a scan, the tail of a Zipf load) leaves it on PM.
+fn recent(clock: u32, now: i64, policy: &access::AccessPolicy) -> bool {
+    if policy.lfu {
+        access::lfu_counter(clock, now, policy) > access::LFU_INIT
+    } else {
+        access::idle_ms(clock, now) <= 1000
     }
+}
+
+/// Brings `value` back to DRAM if it is in PM (a string, or a
+/// collection's members), its key's clock before this read (`clock`) is
+/// [`recent`], and the running command's allowance covers it. Called by
+/// the read path with the entry it found, so a read costs one search of
+/// the map whether or not it promotes.
+pub(super) fn promote_on_read(
+    promotion: &mut Promotion,
+    value: &mut Value,
+    clock: u32,
+    now: i64,
+    policy: &access::AccessPolicy,
+) {
+    let allowance = promotion.allowance;
+    if allowance == 0 {
+        return;
+    }
+    // The cheap test first: most reads find a DRAM string.
+    let candidate = match value {
+        Value::Str(s) => s.is_pm() && s.len() <= allowance,
+        Value::Hash(_) | Value::List(_) | Value::Set(_) | Value::ZSet(_) => true,
+        _ => false,
+    };
+    if !candidate || !recent(clock, now, policy) {
+        return;
+    }
+    let (promoted, bytes) = match value {
+        Value::Str(s) => {
+            let len = s.len();
+            *s = Str::new(s);
+            (1, len)
+        }
+        _ => members::promote(value, allowance),
+    };
+    promotion.allowance -= bytes;
+    promotion.promotions += promoted;
 }
