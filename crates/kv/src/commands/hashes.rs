@@ -53,11 +53,15 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str) -> Result<i64, C
     let hash = hash_create(&mut ctx.state.keyspace, ctx.session.db, args.get(1))?;
     let mut added = 0;
     for i in (2..args.len()).step_by(2) {
-        if hash
-            .insert(args.get(i).into(), args.get(i + 1).into())
-            .is_none()
-        {
-            added += 1;
+        let (field, value) = (args.get(i), args.get(i + 1));
+        // An existing field keeps its name: only the value is replaced, so
+        // the common update allocates no copy of the field's name.
+        match hash.get_mut(field) {
+            Some(slot) => *slot = value.into(),
+            None => {
+                hash.insert(field.into(), value.into());
+                added += 1;
+            }
         }
     }
     ctx.propagate_args(args);

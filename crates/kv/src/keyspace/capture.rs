@@ -212,6 +212,10 @@ pub(super) struct Capture {
     last_lsn: u64,
     /// `c(s)` by global segment while a rewrite captures; empty otherwise.
     at: Vec<u64>,
+    /// Segments of `at` captured so far, so that a command that may touch
+    /// every segment (a script) learns in constant time whether some are
+    /// captured and some not.
+    captured: usize,
     /// The workers' feeds, in range order.
     feeds: Vec<FeedSender>,
     /// Segments captured so far by rule C1 ahead of their turn.
@@ -386,6 +390,7 @@ impl Keyspace {
         let Capture {
             last_lsn,
             at,
+            captured: count,
             feeds,
             ..
         } = &mut self.capture;
@@ -408,6 +413,7 @@ impl Keyspace {
             {
                 let global = feed.cursor;
                 let captured = if at[global as usize] == NOT_CAPTURED {
+                    *count += 1;
                     feed.capture(at, &self.dbs, global, *last_lsn)
                 } else {
                     feed.early.remove(&global).map(|c| {
@@ -445,14 +451,33 @@ impl Keyspace {
         if captured == 0 || captured == segments.len() {
             return;
         }
+        self.capture_rest(segments.iter().copied());
+    }
+
+    /// Rule C1 for a command that may read or write any segment (a script
+    /// may name keys it did not declare): if some segment is captured and
+    /// some not, captures the rest. Constant time once every segment is
+    /// captured, as it is after the first script of a rewrite, or while
+    /// none is.
+    pub fn capture_all_before(&mut self) {
+        let capture = &self.capture;
+        if !capture.active || capture.captured == 0 || capture.captured >= capture.at.len() {
+            return;
+        }
+        self.capture_rest(0..capture.at.len() as u32);
+    }
+
+    /// Captures those of `segments` not captured yet (rule C1's second half).
+    fn capture_rest(&mut self, segments: impl Iterator<Item = u32>) {
         let Capture {
             last_lsn,
             at,
+            captured,
             feeds,
             early,
             ..
-        } = capture;
-        for &global in segments {
+        } = &mut self.capture;
+        for global in segments {
             if at.get(global as usize) != Some(&NOT_CAPTURED) {
                 continue;
             }
@@ -465,6 +490,7 @@ impl Keyspace {
             else {
                 continue;
             };
+            *captured += 1;
             if let Some((segment, _)) = feed.capture(at, &self.dbs, global, *last_lsn) {
                 feed.early.insert(global, segment);
             }

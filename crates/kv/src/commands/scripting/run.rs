@@ -143,12 +143,10 @@ pub fn run_script(
     status: RunStatus,
     caller: &Args<'_>,
 ) -> Result<(), String> {
-    if !limits.read_only && ctx.state.keyspace.capturing() {
+    if !limits.read_only {
         // Rule C1 (`keyspace/capture.rs`): a script may write any key, so
         // every segment is captured before it runs, never inside it.
-        let all = (ctx.state.keyspace.databases() * crate::keyspace::SEGMENTS_PER_DB) as u32;
-        let segments: Vec<u32> = (0..all).collect();
-        ctx.state.keyspace.capture_before(&segments);
+        ctx.state.keyspace.capture_all_before();
     }
     let db = ctx.session.db;
     let in_exec = ctx.session.in_exec;
