@@ -104,7 +104,7 @@ pub enum Experiment {
     /// Paper 003: synchronous writes through the PM write buffer vs the
     /// disk's O_SYNC / O_DSYNC / fdatasync / O_DIRECT paths; sustained
     /// throughput past the buffer; write absorption under Zipf overwrites.
-    Wbuf(Common),
+    Wbuf(wbuf::WbufArgs),
     /// TPC-C on SQLite: ferrite-pmem vs ferrite-mmap vs vanilla (paper 000).
     Tpcc(tpcc::TpccArgs),
     /// Ferrite's Redis-compatible server vs redis-server 7 (paper 002's
@@ -139,11 +139,11 @@ pub enum Experiment {
 /// Runs one experiment.
 pub fn run(experiment: Experiment) -> Result<()> {
     match &experiment {
-        Experiment::Pmem(common)
-        | Experiment::Wal(common)
-        | Experiment::Wbuf(common)
-        | Experiment::Tonic(common) => apply_model(common),
+        Experiment::Pmem(common) | Experiment::Wal(common) | Experiment::Tonic(common) => {
+            apply_model(common)
+        }
         Experiment::Kv(args) => apply_model(&args.common),
+        Experiment::Wbuf(args) => apply_model(&args.common),
         Experiment::Tpcc(args) => apply_model(&args.common),
         Experiment::Rewrite(args) => apply_model(&args.common),
         Experiment::Tier(_) | Experiment::Cluster(_) => {}
@@ -153,7 +153,7 @@ pub fn run(experiment: Experiment) -> Result<()> {
         Experiment::Pmem(common) => pmem::run(&common.resolved()),
         Experiment::Tonic(common) => tonic::run(&common.resolved()),
         Experiment::Wal(common) => wal::run(&common.resolved()),
-        Experiment::Wbuf(common) => wbuf::run(&common.resolved()),
+        Experiment::Wbuf(args) => wbuf::run(&args),
         Experiment::Tpcc(args) => tpcc::run(&args),
         Experiment::Kv(args) if args.tls => kv_tls::run(&args.common.resolved()),
         Experiment::Kv(args) => kv::run(&args),

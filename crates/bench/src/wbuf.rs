@@ -27,18 +27,43 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ferrite_host::IoBuffer;
 use ferrite_io::Device;
-use ferrite_wbuf::{PmemWriteBuffer, WbufConfig, WriteBuffer};
+use ferrite_wbuf::PmemWriteBuffer;
 use serde::Serialize;
 
 use crate::report::{self, median, median_ratio, percentile, Panel, Report, Series};
 use crate::Common;
 
+mod sustained;
+
+use sustained::{open_buffer_with, Sustained, Variant};
+
+/// The parts of the experiment, to run a subset while developing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// Every method, size, pattern and thread count for a fixed time.
+    Grid,
+    /// The stream of 4x the buffer against direct sequential writes.
+    Sustained,
+    /// Zipf 0.99 overwrites: disk bytes per byte written.
+    Zipf,
+    /// The acknowledgement path alone, below the watermark.
+    Burst,
+}
+
+/// Options of the wbuf experiment.
+#[derive(Clone, Debug, clap::Args)]
+pub struct WbufArgs {
+    /// The options every experiment takes.
+    #[command(flatten)]
+    pub common: Common,
+    /// Only these parts (comma-separated; default: all). Ratios whose
+    /// parts did not run are left out of the report.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Part>,
+}
+
 const THREADS: [usize; 5] = [1, 2, 4, 8, 16];
 const SIZES: [usize; 2] = [4 << 10, 16 << 10];
-/// Destage I/O depths the sustained stream also runs at, beside the
-/// default: one write in flight (the design before depth), and more.
-const DEPTHS: [usize; 2] = [1, 8];
-
 /// How a write is made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Method {
@@ -80,7 +105,7 @@ impl Method {
 
 /// Sizes of one run, from `--quick`.
 #[derive(Clone, Copy, Debug, Serialize)]
-struct Scale {
+pub(crate) struct Scale {
     buffer_bytes: usize,
     /// The disk file the grid writes into (random offsets span it).
     file_bytes: usize,
@@ -245,42 +270,6 @@ fn open_buffer(pm: &Path, backing: &Path, scale: &Scale) -> Result<PmemWriteBuff
     open_buffer_with(pm, backing, scale, Variant::default())
 }
 
-/// Settings a sustained stream runs with, beside the defaults.
-#[derive(Clone, Copy, Debug)]
-struct Variant {
-    depth: usize,
-    /// Sequential streams destaged early (the default) or only from the
-    /// high watermark.
-    streams: bool,
-}
-
-impl Default for Variant {
-    fn default() -> Variant {
-        Variant {
-            depth: WbufConfig::default().destage_depth,
-            streams: true,
-        }
-    }
-}
-
-/// A fresh buffer of the run's size with the variant's settings.
-fn open_buffer_with(
-    pm: &Path,
-    backing: &Path,
-    scale: &Scale,
-    variant: Variant,
-) -> Result<PmemWriteBuffer> {
-    let _ = std::fs::remove_file(pm);
-    let defaults = WbufConfig::default();
-    let config = WbufConfig {
-        capacity_bytes: scale.buffer_bytes,
-        destage_depth: variant.depth,
-        stream_writeback_bytes: defaults.stream_writeback_bytes.filter(|_| variant.streams),
-        ..defaults
-    };
-    Ok(WriteBuffer::open(pm, backing, config)?)
-}
-
 /// The grid, once: every method, size, pattern and thread count.
 fn grid(paths: &Paths, scale: &Scale) -> Result<Vec<Point>> {
     let mut points = Vec::new();
@@ -362,50 +351,6 @@ fn burst(paths: &Paths, scale: &Scale, size: usize, threads: usize) -> Result<(f
     ))
 }
 
-/// The disk's direct sequential write bandwidth: 1 MiB `O_DIRECT` writes
-/// of `bytes`, then `fdatasync`; MiB/s.
-fn direct_seq_mib_s(path: &Path, bytes: usize) -> Result<f64> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let mut chunk = IoBuffer::new(1 << 20)?;
-    chunk.fill(0x3C);
-    let start = Instant::now();
-    for at in (0..bytes).step_by(1 << 20) {
-        file.write_all_at(&chunk, at as u64)?;
-    }
-    file.sync_data()?;
-    Ok(bytes as f64 / start.elapsed().as_secs_f64() / f64::from(1 << 20))
-}
-
-/// 16 KiB sequential writes over 4x the buffer, until synced on the disk,
-/// with the variant's settings; MiB/s and the buffer's counters. The file
-/// starts empty.
-fn sustained_run(
-    paths: &Paths,
-    scale: &Scale,
-    variant: Variant,
-) -> Result<(f64, ferrite_wbuf::WbufStats)> {
-    let _ = std::fs::remove_file(&paths.sustained);
-    let buffer = open_buffer_with(&paths.pm, &paths.sustained, scale, variant)?;
-    let size = 16 << 10;
-    let bytes = 4 * scale.buffer_bytes;
-    let data = vec![0x7Eu8; size];
-    let start = Instant::now();
-    for at in (0..bytes).step_by(size) {
-        buffer.write_at(at as u64, &data)?;
-    }
-    buffer.flush()?;
-    let rate = bytes as f64 / start.elapsed().as_secs_f64() / f64::from(1 << 20);
-    let stats = buffer.stats();
-    buffer.close()?;
-    Ok((rate, stats))
-}
-
 /// Block numbers 0..n drawn with probability proportional to 1/(k+1)^s.
 struct Zipf {
     cdf: Vec<f64>,
@@ -451,7 +396,7 @@ fn zipf_ssd_per_user(paths: &Paths, scale: &Scale) -> Result<(f64, ferrite_wbuf:
     Ok((stats.ssd_bytes_per_user_byte(), stats))
 }
 
-struct Paths {
+pub(crate) struct Paths {
     pm: PathBuf,
     backing: PathBuf,
     disk: PathBuf,
@@ -476,60 +421,44 @@ impl Paths {
 /// writes/s).
 type Burst = (usize, f64, f64, f64);
 
-/// One run's figures.
+/// One run's figures; a part that did not run leaves its own empty.
 struct RunFigures {
     points: Vec<Point>,
-    sustained_mib_s: f64,
-    /// (destage depth, MiB/s) of the sustained stream, the default first.
-    sustained_by_depth: Vec<(usize, f64)>,
-    /// MiB/s of the sustained stream with early stream writeback off.
-    sustained_no_streams_mib_s: f64,
-    direct_mib_s: f64,
-    zipf_ratio: f64,
+    sustained: Option<Sustained>,
+    zipf: Option<(f64, ferrite_wbuf::WbufStats)>,
     /// (size, p50 µs, p99 µs, writes/s) of the acknowledgement path.
     bursts: Vec<Burst>,
     /// Writes/s of the acknowledgement path alone, 16 KiB, 16 threads.
-    burst_16k_t16: f64,
-    stats: Vec<(String, ferrite_wbuf::WbufStats)>,
+    burst_16k_t16: Option<f64>,
 }
 
-fn run_once(paths: &Paths, scale: &Scale) -> Result<RunFigures> {
-    let points = grid(paths, scale)?;
-    let bytes = 4 * scale.buffer_bytes;
-    let direct_mib_s = direct_seq_mib_s(&paths.direct, bytes)?;
-    let default = Variant::default();
-    let (sustained_mib_s, sustained) = sustained_run(paths, scale, default)?;
-    // The same stream with one destage write in flight, and with more.
-    let mut sustained_by_depth = vec![(default.depth, sustained_mib_s)];
-    for depth in DEPTHS.into_iter().filter(|&d| d != default.depth) {
-        let variant = Variant { depth, ..default };
-        sustained_by_depth.push((depth, sustained_run(paths, scale, variant)?.0));
-    }
-    // And without early writeback of streams: destaging from the high
-    // watermark only.
-    let no_streams = Variant {
-        streams: false,
-        ..default
+fn run_once(paths: &Paths, scale: &Scale, wanted: &dyn Fn(Part) -> bool) -> Result<RunFigures> {
+    let points = if wanted(Part::Grid) {
+        grid(paths, scale)?
+    } else {
+        Vec::new()
     };
-    let sustained_no_streams_mib_s = sustained_run(paths, scale, no_streams)?.0;
-    let (zipf_ratio, zipf) = zipf_ssd_per_user(paths, scale)?;
+    let sustained = wanted(Part::Sustained)
+        .then(|| sustained::measure(paths, scale))
+        .transpose()?;
+    let zipf = wanted(Part::Zipf)
+        .then(|| zipf_ssd_per_user(paths, scale))
+        .transpose()?;
     let mut bursts = Vec::new();
-    for size in SIZES {
-        let (p50, p99, rate) = burst(paths, scale, size, 1)?;
-        bursts.push((size, p50, p99, rate));
+    let mut burst_16k_t16 = None;
+    if wanted(Part::Burst) {
+        for size in SIZES {
+            let (p50, p99, rate) = burst(paths, scale, size, 1)?;
+            bursts.push((size, p50, p99, rate));
+        }
+        burst_16k_t16 = Some(burst(paths, scale, 16 << 10, 16)?.2);
     }
-    let burst_16k_t16 = burst(paths, scale, 16 << 10, 16)?.2;
-    tracing::info!(direct_mib_s, sustained_mib_s, zipf_ratio, "wbuf run done");
     Ok(RunFigures {
         points,
-        sustained_mib_s,
-        sustained_by_depth,
-        sustained_no_streams_mib_s,
-        direct_mib_s,
-        zipf_ratio,
+        sustained,
+        zipf,
         bursts,
         burst_16k_t16,
-        stats: vec![("sustained".into(), sustained), ("zipf".into(), zipf)],
     })
 }
 
@@ -546,7 +475,9 @@ fn find<'a>(
 }
 
 /// Runs the experiment and writes `wbuf.json` and `wbuf.svg` into `--out`.
-pub fn run(common: &Common) -> Result<()> {
+pub fn run(args: &WbufArgs) -> Result<()> {
+    let common = &args.common.clone().resolved();
+    let wanted = |part: Part| args.only.is_empty() || args.only.contains(&part);
     let scale = Scale::of(common.quick);
     let disk = report::disk_scratch_dir()?;
     let pm_dir = report::pm_scratch_dir()?;
@@ -558,8 +489,11 @@ pub fn run(common: &Common) -> Result<()> {
         direct: disk.join("wbuf-direct.dat"),
         zipf: disk.join("wbuf-zipf.dat"),
     };
-    prepare_file(&paths.backing, scale.file_bytes)?;
-    prepare_file(&paths.disk, scale.file_bytes)?;
+    // The grid's random writes and the bursts overwrite these files.
+    if wanted(Part::Grid) || wanted(Part::Burst) {
+        prepare_file(&paths.backing, scale.file_bytes)?;
+        prepare_file(&paths.disk, scale.file_bytes)?;
+    }
     let mut runs = Vec::new();
     for run in 0..common.runs() {
         tracing::info!(run, "wbuf run");
@@ -567,7 +501,7 @@ pub fn run(common: &Common) -> Result<()> {
         for p in [&paths.sustained, &paths.zipf, &paths.direct] {
             let _ = std::fs::remove_file(p);
         }
-        runs.push(run_once(&paths, &scale)?);
+        runs.push(run_once(&paths, &scale, &wanted)?);
     }
     for p in paths.all_disk() {
         let _ = std::fs::remove_file(p);
@@ -634,7 +568,7 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
                     });
                     let k = size >> 10;
                     let key = format!("wbuf_vs_{}_{k}k_{pattern}_t{t}", base.name());
-                    report.ratio(key, median_ratio(pairs));
+                    put_ratio(report, key, median_ratio(pairs));
                 }
             }
         }
@@ -646,12 +580,17 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
             let b = find(&r.points, Method::OSync, 16 << 10, "seq", t)?;
             Some((a.writes_per_s, b.writes_per_s))
         });
-        report.ratio(format!("wbuf_vs_osync_16k_t{t}"), median_ratio(pairs));
+        put_ratio(
+            report,
+            format!("wbuf_vs_osync_16k_t{t}"),
+            median_ratio(pairs),
+        );
     }
     if let Some(p) = find(&points, Method::Wbuf, 16 << 10, "seq", 1) {
         report.ratio("wbuf_p99_us_16k_t1", p.p99_us);
     }
-    for (i, size) in SIZES.iter().enumerate() {
+    let bursts_ran = runs.iter().any(|r| !r.bursts.is_empty());
+    for (i, size) in SIZES.iter().enumerate().filter(|_| bursts_ran) {
         let of = |f: &dyn Fn(&Burst) -> f64| {
             median(
                 &runs
@@ -670,68 +609,41 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
     // destage stage (the disk) bounds it.
     let pairs = runs.iter().filter_map(|r| {
         let b = find(&r.points, Method::OSync, 16 << 10, "seq", 16)?;
-        Some((r.burst_16k_t16, b.writes_per_s))
+        Some((r.burst_16k_t16?, b.writes_per_s))
     });
-    report.ratio("wbuf_burst_vs_osync_16k_t16", median_ratio(pairs));
-    report.figure(
-        "burst_16k_t16_writes_per_s",
-        median(&runs.iter().map(|r| r.burst_16k_t16).collect::<Vec<_>>()),
-    );
-    report.ratio(
-        "wbuf_sustained_vs_direct_seq",
-        median_ratio(runs.iter().map(|r| (r.sustained_mib_s, r.direct_mib_s))),
-    );
-    report.ratio(
-        "wbuf_ssd_bytes_per_user_byte_zipf",
-        median(&runs.iter().map(|r| r.zipf_ratio).collect::<Vec<_>>()),
-    );
-    report.figure(
-        "sustained_mib_s",
-        median(&runs.iter().map(|r| r.sustained_mib_s).collect::<Vec<_>>()),
-    );
-    let depths: Vec<usize> = runs
-        .first()
-        .map(|r| r.sustained_by_depth.iter().map(|d| d.0).collect())
-        .unwrap_or_default();
-    for depth in depths {
-        let of_depth = |r: &RunFigures| {
-            r.sustained_by_depth
-                .iter()
-                .find(|d| d.0 == depth)
-                .map(|d| (d.1, r.direct_mib_s))
-        };
-        report.ratio(
-            format!("wbuf_sustained_vs_direct_seq_depth{depth}"),
-            median_ratio(runs.iter().filter_map(of_depth)),
-        );
+    put_ratio(report, "wbuf_burst_vs_osync_16k_t16", median_ratio(pairs));
+    let bursts16: Vec<f64> = runs.iter().filter_map(|r| r.burst_16k_t16).collect();
+    if !bursts16.is_empty() {
+        report.figure("burst_16k_t16_writes_per_s", median(&bursts16));
     }
-    report.ratio(
-        "wbuf_sustained_vs_direct_seq_nostream",
-        median_ratio(
-            runs.iter()
-                .map(|r| (r.sustained_no_streams_mib_s, r.direct_mib_s)),
-        ),
-    );
+    let zipf: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.zipf.as_ref())
+        .map(|z| z.0)
+        .collect();
+    if !zipf.is_empty() {
+        report.ratio("wbuf_ssd_bytes_per_user_byte_zipf", median(&zipf));
+    }
+    let streams: Vec<&Sustained> = runs.iter().filter_map(|r| r.sustained.as_ref()).collect();
+    sustained::record(report, &streams);
     // What any write-back cache of this size could do at the 16-thread
     // grid point, against O_SYNC: the buffer filled at no cost, then every
     // further byte at the disk's direct sequential bandwidth (no write
     // absorbed), for the point's duration. Above 20 only if the disk allows.
     let bound = runs.iter().filter_map(|r| {
         let osync = find(&r.points, Method::OSync, 16 << 10, "seq", 16)?;
-        let bytes =
-            scale.buffer_bytes as f64 + r.direct_mib_s * f64::from(1 << 20) * scale.disk_seconds;
+        let direct = r.sustained.as_ref()?.direct_mib_s;
+        let bytes = scale.buffer_bytes as f64 + direct * f64::from(1 << 20) * scale.disk_seconds;
         let writes_per_s = bytes / f64::from(16 << 10) / scale.disk_seconds;
         Some((writes_per_s, osync.writes_per_s))
     });
-    report.ratio("wbuf_disk_bound_vs_osync_16k_t16", median_ratio(bound));
-    report.figure(
-        "direct_seq_mib_s",
-        median(&runs.iter().map(|r| r.direct_mib_s).collect::<Vec<_>>()),
+    put_ratio(
+        report,
+        "wbuf_disk_bound_vs_osync_16k_t16",
+        median_ratio(bound),
     );
-    if let Some(last) = runs.last() {
-        for (name, stats) in &last.stats {
-            report.figure(format!("counters_{name}"), format!("{stats:?}"));
-        }
+    if let Some((_, stats)) = runs.last().and_then(|r| r.zipf.as_ref()) {
+        report.figure("counters_zipf", format!("{stats:?}"));
     }
     report.note(format!(
         "wbuf: ferrite-wbuf, 16 KiB blocks, {} MiB of emulated PM in {} (survives a process crash, not a power failure), backing file in {}; baselines on a file in the same directory",
@@ -740,9 +652,15 @@ fn record(report: &mut Report, runs: &[RunFigures], scale: &Scale, disk: &Path, 
         disk.display()
     ));
     report.note("grid: every point runs for the same fixed time, the wbuf ones past the buffer's size (destaging and back-pressure included; flushed untimed after each point); burst_*: one thread (burst_16k_t16: 16 threads) writing 40% of the buffer, below the destage watermark (the acknowledgement path alone)");
-    report.note("sustained: 16 KiB sequential writes of 4x the buffer into an empty file, timed until flushed, at the default destage depth (wbuf_sustained_vs_direct_seq) and at others (_depthN); direct_seq: 1 MiB O_DIRECT writes of the same bytes + fdatasync");
-    report.note("wbuf_sustained_vs_direct_seq_nostream: the same stream with early writeback of sequential streams off (destaging from the 50% watermark); wbuf_disk_bound_vs_osync_16k_t16: the most a write-back cache of this size could reach at the 16-thread grid point, (buffer + direct_seq bandwidth x point duration) / 16 KiB / duration, against O_SYNC at 16 threads");
+    report.note("wbuf_disk_bound_vs_osync_16k_t16: the most a write-back cache of this size could reach at the 16-thread grid point, (buffer + direct_seq bandwidth x point duration) / 16 KiB / duration, against O_SYNC at 16 threads");
     report.note("wbuf_p99_us_16k_t1 and wbuf_ssd_bytes_per_user_byte_zipf are values, not ratios: lower is better");
+}
+
+/// Records a ratio unless the parts it compares did not run (NaN).
+pub(crate) fn put_ratio(report: &mut Report, key: impl Into<String>, value: f64) {
+    if value.is_finite() {
+        report.ratio(key, value);
+    }
 }
 
 fn plot(path: &Path, points: &[Point]) -> Result<()> {

@@ -78,9 +78,12 @@ impl WriteBuffer<PmemRegion> {
         let mut options = MapOptions::new(config.capacity_bytes);
         options.max_len = config.capacity_bytes.max(options.len);
         let region = PmemRegion::map_with(pm_path, options)?;
+        let in_place = crate::direct::in_place(config.destage_source, region.mode());
         let direct = config
             .direct_destage
-            .then(|| crate::direct::DirectWriter::open(backing_path, config.destage_io_bytes))
+            .then(|| {
+                crate::direct::DirectWriter::open(backing_path, config.destage_io_bytes, in_place)
+            })
             .flatten();
         WriteBuffer::build(region, pm_path.to_path_buf(), backing, config, direct)
     }
@@ -176,6 +179,12 @@ impl<M: PmemMedium + 'static> WriteBuffer<M> {
     /// The counters and slot occupancy now.
     pub fn stats(&self) -> WbufStats {
         self.inner.stats()
+    }
+
+    /// Whether destaging writes runs to the file straight from PM (else
+    /// through a DRAM copy or the page cache): [`crate::DestageSource`].
+    pub fn destages_in_place(&self) -> bool {
+        self.inner.direct.as_ref().is_some_and(|d| d.in_place())
     }
 
     /// The buffer's shape.

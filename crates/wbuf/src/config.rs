@@ -47,9 +47,33 @@ pub struct WbufConfig {
     /// Cleaner mode: destage everything as soon as it is dirty.
     pub cleaner: bool,
     /// Destage runs of whole 4 KiB-aligned blocks with `O_DIRECT` writes
-    /// from an aligned buffer (one copy, no page cache) when the buffer is
-    /// opened on a file path whose file system supports it.
+    /// (no page cache) when the buffer is opened on a file path whose file
+    /// system supports it; `destage_source` says where their bytes come
+    /// from.
     pub direct_destage: bool,
+    /// Where an `O_DIRECT` destage write reads its bytes.
+    pub destage_source: DestageSource,
+}
+
+/// Where an `O_DIRECT` destage write reads a run's bytes: straight from
+/// the PM slots, or from a copy in a huge-page DRAM buffer. A device
+/// request carries its memory as a list of physically contiguous segments
+/// (`max_segments` per request, 127-254 on common NVMe and virtio queues).
+/// Real PM mapped through DAX is contiguous over whole extents, so a run's
+/// slots are a few segments, and the device reads PM in place. PM emulated
+/// on a page-cache file (tmpfs) is made of separate 4 KiB pages: a 1 MiB
+/// run is up to 256 segments, which the queue splits and the device (or a
+/// hypervisor's virtual disk) handles one by one, while a copy costs one
+/// memory pass (about 0.1 ms per MiB, on the destage helpers, not the
+/// writers) and leaves one segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DestageSource {
+    /// In place on real PM (a DAX mapping), copied on any other.
+    Auto,
+    /// Always in place (where the kernel accepts the mapping as a source).
+    InPlace,
+    /// Always through the DRAM buffer.
+    Copy,
 }
 
 impl Default for WbufConfig {
@@ -67,6 +91,7 @@ impl Default for WbufConfig {
             background: true,
             cleaner: false,
             direct_destage: true,
+            destage_source: DestageSource::Auto,
         }
     }
 }

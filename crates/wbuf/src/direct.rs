@@ -1,10 +1,13 @@
 //! Destaging with `O_DIRECT`: a round's merged runs go to the file by DMA,
 //! bypassing the page cache (a buffered `pwrite` would copy them, and the
-//! later `fdatasync` would then write them back). Where the PM is a mapping
-//! the kernel can read in place (`PmemMedium::write_ranges_to`), a run is
-//! one vectored write straight from its slots, with no copy at all, as
-//! dm-writecache hands the device the cache's own pages; otherwise it is
-//! copied once into an aligned DRAM buffer. The file's `fdatasync` through
+//! later `fdatasync` would then write them back). On real PM (a DAX
+//! mapping, physically contiguous over its extents) a run is one vectored
+//! write straight from its slots, with no copy at all, as dm-writecache
+//! hands the device the cache's own pages. On PM emulated by a page-cache
+//! file, whose 4 KiB pages would each be a segment of the device request,
+//! and wherever the kernel refuses the mapping as a source, a run is copied
+//! once into an aligned huge-page DRAM buffer (`DestageSource` has the
+//! numbers). The file's `fdatasync` through
 //! the ordinary descriptor still follows: it flushes the device's cache and
 //! the file's size, whichever descriptor wrote the data.
 
@@ -16,9 +19,20 @@ use std::sync::Mutex;
 
 use ferrite_host::IoBuffer;
 use ferrite_io::{Error, Result};
-use ferrite_pmem::PmemMedium;
+use ferrite_pmem::{MapMode, PmemMedium};
 
 use crate::buffer::lock;
+use crate::config::DestageSource;
+
+/// Whether runs go to the device straight from the PM mapping, for the
+/// setting and the mapping's kind (`DestageSource`).
+pub(crate) fn in_place(source: DestageSource, mode: MapMode) -> bool {
+    match source {
+        DestageSource::Auto => mode == MapMode::RealPm,
+        DestageSource::InPlace => true,
+        DestageSource::Copy => false,
+    }
+}
 
 /// The alignment `O_DIRECT` asks of offsets, lengths and memory here.
 pub(crate) const DIRECT_ALIGN: usize = 4096;
@@ -31,8 +45,9 @@ pub(crate) struct DirectWriter {
     /// Aligned buffers for runs copied out of PM, one per run in flight,
     /// made on first need (never, when runs are written in place).
     buffers: Mutex<Vec<IoBuffer>>,
-    /// Set once a write from the mapping in place was refused (a mapping
-    /// the kernel will not hand to the device): later runs are copied.
+    /// Set when runs are to be copied: by the setting, or once a write
+    /// from the mapping in place was refused (a mapping the kernel will not
+    /// hand to the device).
     copy_only: AtomicBool,
 }
 
@@ -45,10 +60,10 @@ impl std::fmt::Debug for DirectWriter {
 }
 
 impl DirectWriter {
-    /// Opens `path` for direct writes of up to `max_bytes`; `None` where
-    /// the file system refuses `O_DIRECT` (tmpfs), so rounds write through
-    /// the page cache instead.
-    pub(crate) fn open(path: &Path, max_bytes: usize) -> Option<DirectWriter> {
+    /// Opens `path` for direct writes of up to `max_bytes`, from PM in
+    /// place or copied (`in_place`); `None` where the file system refuses
+    /// `O_DIRECT` (tmpfs), so rounds write through the page cache instead.
+    pub(crate) fn open(path: &Path, max_bytes: usize, in_place: bool) -> Option<DirectWriter> {
         let file = OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_DIRECT)
@@ -65,8 +80,13 @@ impl DirectWriter {
             path: path.to_path_buf(),
             max_bytes: max_bytes.next_multiple_of(DIRECT_ALIGN),
             buffers: Mutex::new(Vec::new()),
-            copy_only: AtomicBool::new(false),
+            copy_only: AtomicBool::new(!in_place),
         })
+    }
+
+    /// Whether runs of whole blocks are written from PM in place.
+    pub(crate) fn in_place(&self) -> bool {
+        !self.copy_only.load(Ordering::Acquire)
     }
 
     /// Extends the file to `end` bytes with allocated (unwritten) blocks if

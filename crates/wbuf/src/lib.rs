@@ -42,6 +42,6 @@ mod state;
 mod stats;
 
 pub use buffer::{PmemWriteBuffer, WriteBuffer};
-pub use config::WbufConfig;
+pub use config::{DestageSource, WbufConfig};
 pub use inspect::{inspect, BufferState};
 pub use stats::WbufStats;
