@@ -72,6 +72,12 @@ pub struct LogInfo {
     /// Payload bytes of the records appended to the current log device:
     /// the user bytes INFO pmem divides media bytes by.
     pub payload_bytes: u64,
+    /// Bytes of the commands the current log holds (its records' payloads,
+    /// replayed ones included): what Redis's AOF would hold for them, and
+    /// so the log's size for `auto-aof-rewrite-*`. The file is larger by
+    /// each record's frame and, on PM, its padding to whole cache lines
+    /// (192 bytes for a three-field XADD of 101).
+    pub command_bytes: u64,
     /// Replay at start-up: commands and milliseconds.
     pub loaded_commands: u64,
     /// See `loaded_commands`.

@@ -161,7 +161,7 @@ pub fn open_log_on(
         refuse_torn_tail(&*device, &dir)?;
     }
     let wal_config = wal_config(config.appendfsync, device.info().durable_on_write);
-    let (wal, commands) = open_and_replay(state, &device, wal_config, &dir)?;
+    let (wal, commands, payload) = open_and_replay(state, &device, wal_config, &dir)?;
     let recovery = wal.recovery().clone();
     if let Some(tail) = &recovery.torn_tail {
         tracing::warn!(
@@ -183,7 +183,7 @@ pub fn open_log_on(
         commands,
         state.log.load_ms
     );
-    let mut log = WalLog::new(wal, config.appendfsync, notify)?;
+    let mut log = WalLog::new(wal, config.appendfsync, notify)?.with_replayed_payload(payload);
     super::apply_config(&mut log, &config);
     Ok(OpenedLog {
         log: Box::new(log),
@@ -197,7 +197,7 @@ pub fn open_log_on(
 pub fn replay_old_log(state: &mut State, device: Arc<dyn Device>) -> Result<u64> {
     let dir = state.config.dir.display().to_string();
     let config = wal_config(state.config.appendfsync, device.info().durable_on_write);
-    let (wal, commands) = open_and_replay(state, &device, config, &dir)?;
+    let (wal, commands, _) = open_and_replay(state, &device, config, &dir)?;
     drop(wal);
     Ok(commands)
 }

@@ -56,7 +56,8 @@ impl Batch {
 }
 
 /// Opens the wal on `device` (recovering it) and runs every record it
-/// keeps against `state`; returns the wal and the commands run.
+/// keeps against `state`; returns the wal, the commands run and the
+/// records' payload bytes.
 ///
 /// LSNs continue across every log a manifest names, and the base parts'
 /// capture positions count on it: a blank log (one a crash left empty
@@ -68,7 +69,7 @@ pub(super) fn open_and_replay(
     device: &Arc<dyn Device>,
     config: WalConfig,
     dir: &str,
-) -> Result<(Wal, u64)> {
+) -> Result<(Wal, u64, u64)> {
     let config = WalConfig {
         base_lsn: state.keyspace.next_lsn_floor(),
         ..config
@@ -93,9 +94,9 @@ pub(super) fn open_and_replay(
             Err(panic) => std::panic::resume_unwind(panic),
         };
         match (opened, replayed) {
-            (Ok(wal), Ok(commands)) => {
+            (Ok((wal, payload)), Ok(commands)) => {
                 state.keyspace.logged(wal.next_lsn() - 1);
-                Ok((wal, commands))
+                Ok((wal, commands, payload))
             }
             // The replay's own error, not the scan's "stopped" that follows it.
             (_, Err(e)) => Err(e),
@@ -107,14 +108,17 @@ pub(super) fn open_and_replay(
     result
 }
 
-/// The scan's side: recovery, handing batches to `send` as they fill.
+/// The scan's side: recovery, handing batches to `send` as they fill;
+/// returns the wal and its records' payload bytes.
 fn scan(
     device: Arc<dyn Device>,
     config: WalConfig,
     send: SyncSender<Batch>,
-) -> ferrite_wal::Result<Wal> {
+) -> ferrite_wal::Result<(Wal, u64)> {
     let mut batch = Batch::default();
+    let mut payload = 0u64;
     let wal = Wal::open_visiting(device, config, &mut |visit| {
+        payload += visit.payload.len() as u64;
         batch.push(visit);
         !batch.is_full() || send.send(std::mem::take(&mut batch)).is_ok()
     })?;
@@ -122,7 +126,7 @@ fn scan(
         // A replay that stopped has its own error to report.
         let _ = send.send(batch);
     }
-    Ok(wal)
+    Ok((wal, payload))
 }
 
 /// The replay's side: runs every record of every batch; returns the

@@ -106,6 +106,8 @@ pub struct WalLog {
     /// The wal's payload bytes counter when the current file was opened,
     /// so INFO pmem divides the file's media bytes by its own records.
     payload_bytes_base: u64,
+    /// Payload bytes of the records the current file held when opened.
+    file_base_payload: u64,
 }
 
 impl WalLog {
@@ -140,7 +142,15 @@ impl WalLog {
             unsynced_bytes: 0,
             last_sync_request: Instant::now(),
             file_base_bytes,
+            file_base_payload: 0,
         })
+    }
+
+    /// Counts `bytes` of payload in the records the file held when it was
+    /// opened (the replay read them), for [`LogInfo::command_bytes`].
+    pub fn with_replayed_payload(mut self, bytes: u64) -> WalLog {
+        self.file_base_payload = bytes;
+        self
     }
 
     /// The wal underneath.
@@ -332,6 +342,7 @@ impl CommandLog for WalLog {
         into.flushes_per_write = stats.flushes_per_record().unwrap_or(0.0);
         into.flush = stats.flush;
         into.payload_bytes = stats.payload_bytes - self.payload_bytes_base;
+        into.command_bytes = self.file_base_payload + into.payload_bytes;
         into.device_counters = device.counters();
     }
 
@@ -357,6 +368,7 @@ impl CommandLog for WalLog {
         self.file_base_bytes = ferrite_wal::record::LOG_HEADER_LEN as u64;
         self.device_bytes_base = before.device_bytes;
         self.payload_bytes_base = before.payload_bytes;
+        self.file_base_payload = 0;
         Ok(SwitchPoint {
             last_in_old,
             old_path,

@@ -317,7 +317,10 @@ impl Rewriter {
     fn auto_due(&self, state: &State) -> bool {
         let percentage = u64::from(state.config.auto_aof_rewrite_percentage);
         let min = state.config.auto_aof_rewrite_min_size_bytes;
-        let size = state.rewrite.base_bytes + state.log.current_size;
+        // The log counts its commands' bytes, as Redis's AOF file holds
+        // them, not its frames and PM padding: the file's size made a
+        // stream of XADDs rewrite about twice as often as Redis would.
+        let size = state.rewrite.base_bytes + state.log.command_bytes;
         let base = self.size_ref.max(1);
         percentage > 0
             && Instant::now() >= self.next_auto
@@ -482,7 +485,7 @@ impl Rewriter {
                 // this was) let a rewrite under load that wrote a large log
                 // meanwhile, or left many superseded keys out of a small
                 // base, start the next one at once.
-                self.size_ref = (rewrite.base_bytes + state.log.current_size).max(1);
+                self.size_ref = (rewrite.base_bytes + state.log.command_bytes).max(1);
                 tracing::info!(
                     "log rewrite {} done in {} ms: {} parts, {} bytes; {} segments captured \
                      ahead of their turn for commands across segments",

@@ -258,7 +258,7 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
         state.rewrite.load_to_serve_ms
     );
     reserve_write_buffers(state.rewrite.threads);
-    let size_ref = state.rewrite.base_bytes + state.log.current_size;
+    let size_ref = state.rewrite.base_bytes + state.log.command_bytes;
     let rewriter = Rewriter::new(dir, manifest, kind, size_ref, wake);
     Ok((opened, Some(rewriter)))
 }

@@ -61,6 +61,17 @@ pub(crate) fn arc_counts<T>(shared: &Arc<T>) -> *const u8 {
         .wrapping_sub(2 * std::mem::size_of::<usize>())
 }
 
+impl<'a, T> IntoIterator for &'a Shared<T>
+where
+    &'a T: IntoIterator,
+{
+    type Item = <&'a T as IntoIterator>::Item;
+    type IntoIter = <&'a T as IntoIterator>::IntoIter;
+    fn into_iter(self) -> Self::IntoIter {
+        (&*self.0).into_iter()
+    }
+}
+
 impl<T> Shared<T> {
     /// Wraps `value`.
     pub fn new(value: T) -> Shared<T> {

@@ -3,14 +3,15 @@
 //! tree the same way), the stream's counters, and its consumer groups.
 
 pub mod block;
+pub mod blocks;
 pub mod persist;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 pub use block::{Block, BlockError, Entry};
+use blocks::BlockMap;
 
-use super::Bytes;
+use super::{Bytes, Shared};
 
 /// A stream entry ID: milliseconds and a sequence number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -203,9 +204,10 @@ impl Group {
 /// A stream value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stream {
-    /// Blocks by their first entry's ID (shared with a rewrite snapshot
-    /// until one side changes them: only the block changed is copied).
-    blocks: BTreeMap<StreamId, Arc<Block>>,
+    /// Blocks by their first entry's ID, in a persistent tree shared with
+    /// a rewrite's capture: the first write after a capture copies a
+    /// bounded amount, whatever the stream's length (`stream/blocks.rs`).
+    blocks: BlockMap,
     /// Live entries.
     pub length: u64,
     /// The last ID ever added (or set by XSETID).
@@ -216,8 +218,10 @@ pub struct Stream {
     pub max_deleted_id: StreamId,
     /// Entries ever added.
     pub entries_added: u64,
-    /// Consumer groups by name.
-    pub groups: BTreeMap<Bytes, Group>,
+    /// Consumer groups by name, behind their own reference count: the
+    /// first write after a capture copies the blocks' top (one increment)
+    /// and this count, and copies the groups only when it changes them.
+    pub groups: Shared<BTreeMap<Bytes, Group>>,
 }
 
 /// Limits on a block: `stream-node-max-entries` and `-bytes`.
@@ -261,12 +265,12 @@ impl Stream {
 
     /// Every block with its first ID, in order (for the rewrite).
     pub fn blocks(&self) -> impl Iterator<Item = (StreamId, &Block)> + '_ {
-        self.blocks.iter().map(|(k, b)| (*k, &**b))
+        self.blocks.iter()
     }
 
     /// Adds a block read back from a part, keeping the counters as stored.
     pub fn insert_block(&mut self, first: StreamId, block: Block) {
-        self.blocks.insert(first, Arc::new(block));
+        self.blocks.insert(first, block);
     }
 
     /// Appends an entry with ID `id` (checked greater than `last_id` by
@@ -277,21 +281,19 @@ impl Stream {
             0 => BLOCK_BYTES_MAX,
             n => n.min(BLOCK_BYTES_MAX),
         };
-        let tail_full = self.blocks.last_key_value().is_none_or(|(_, b)| {
+        let tail_full = self.blocks.last().is_none_or(|(_, b)| {
             b.bytes() as u64 + element_bytes >= max_bytes
                 || (limits.max_entries != 0 && b.slots() >= limits.max_entries)
         });
         if tail_full {
-            if let Some(mut last) = self.blocks.last_entry() {
-                Arc::make_mut(last.get_mut()).seal();
+            if let Some((_, last)) = self.blocks.last_mut() {
+                last.seal();
             }
             let room = max_bytes.min(BLOCK_ROOM_BYTES) as usize;
-            self.blocks
-                .insert(id, Arc::new(Block::with_capacity(fields, room)));
+            self.blocks.insert(id, Block::with_capacity(fields, room));
         }
-        if let Some(mut last) = self.blocks.last_entry() {
-            let first = *last.key();
-            Arc::make_mut(last.get_mut()).push(first, id, fields);
+        if let Some((first, last)) = self.blocks.last_mut() {
+            last.push(first, id, fields);
         }
         if self.length == 0 {
             self.first_id = id;
@@ -312,18 +314,14 @@ impl Stream {
         if start > end {
             return Box::new(std::iter::empty());
         }
-        let from = self
-            .blocks
-            .range(..=start)
-            .next_back()
-            .map_or(start, |(k, _)| *k);
-        let blocks = self.blocks.range(from..=end);
+        let from = self.blocks.floor(start).unwrap_or(start);
+        let blocks = self.blocks.range(from, end);
         let in_range = move |e: &Entry<'_>| e.id >= start && e.id <= end;
         if rev {
             Box::new(
                 blocks
                     .rev()
-                    .flat_map(|(k, b)| b.entries(*k).into_iter().rev())
+                    .flat_map(|(k, b)| b.entries(k).into_iter().rev())
                     .skip_while(move |e| e.id > end)
                     .take_while(move |e| e.id >= start)
                     .filter(in_range),
@@ -331,7 +329,7 @@ impl Stream {
         } else {
             Box::new(
                 blocks
-                    .flat_map(|(k, b)| b.entries(*k))
+                    .flat_map(|(k, b)| b.entries(k))
                     .skip_while(move |e| e.id < start)
                     .take_while(move |e| e.id <= end)
                     .filter(in_range),
@@ -364,23 +362,24 @@ impl Stream {
     /// Deletes live entry `id`; whether there was one. Updates the first
     /// ID and the largest deleted ID, as XDEL does.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        let Some(found) = self.blocks.range_mut(..=id).next_back() else {
+        let Some(first) = self.blocks.floor(id) else {
             return false;
         };
-        let first = *found.0;
-        let at = found
-            .1
-            .decode(first)
-            .ok()
+        let at = self
+            .blocks
+            .get(first)
+            .and_then(|b| b.decode(first).ok())
             .and_then(|all| all.into_iter().find(|e| e.id == id && !e.deleted))
             .map(|e| e.at);
         let Some(at) = at else {
             return false;
         };
-        let block = Arc::make_mut(found.1);
+        let Some(block) = self.blocks.get_mut(first) else {
+            return false;
+        };
         block.mark_deleted(at);
         if block.live() == 0 {
-            self.blocks.remove(&first);
+            self.blocks.remove(first);
         }
         self.length -= 1;
         if id > self.max_deleted_id {
@@ -397,24 +396,23 @@ impl Stream {
     /// Returns how many entries it removed.
     pub fn trim(&mut self, by: TrimBy, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0u64;
-        while let Some(mut head) = self.blocks.first_entry() {
+        while let Some((first, head)) = self.blocks.first() {
             if matches!(by, TrimBy::MaxLen(max) if self.length <= max) {
                 break;
             }
-            let first = *head.key();
-            let live = u64::from(head.get().live());
+            let live = u64::from(head.live());
             if limit != 0 && deleted + live > limit {
                 break;
             }
             let whole = match by {
                 TrimBy::MaxLen(max) => self.length - live >= max,
                 TrimBy::MinId(min) => {
-                    let all = head.get().decode(first).unwrap_or_default();
+                    let all = head.decode(first).unwrap_or_default();
                     all.last().is_some_and(|e| e.id < min)
                 }
             };
             if whole {
-                head.remove();
+                self.blocks.remove(first);
                 self.length -= live;
                 deleted += live;
                 continue;
@@ -422,7 +420,9 @@ impl Stream {
             if approx {
                 break;
             }
-            let block = Arc::make_mut(head.get_mut());
+            let Some(block) = self.blocks.get_mut(first) else {
+                break;
+            };
             let doomed: Vec<usize> = {
                 let mut length = self.length;
                 let mut out = Vec::new();
@@ -521,7 +521,7 @@ impl Stream {
 
     /// Bytes of entry data (fields and values), a rough size for DEBUG.
     pub fn data_bytes(&self) -> usize {
-        self.blocks.values().map(|b| b.bytes()).sum()
+        self.blocks.iter().map(|(_, b)| b.bytes()).sum()
     }
 }
 
