@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, TestServer};
+use common::{connect, without_fields, TestServer};
 
 fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
     let mut cmd = redis::cmd(args[0]);
@@ -133,35 +133,13 @@ fn ids_of(pending: &redis::Value) -> Vec<String> {
         .collect()
 }
 
-/// A value with every consumer's `seen-time` blanked: replay sets it to
-/// when the log is read, as Redis's replicas do.
-fn without_seen_time(v: redis::Value) -> redis::Value {
-    match v {
-        redis::Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            let mut blank_next = false;
-            for item in items {
-                if blank_next {
-                    out.push(redis::Value::Nil);
-                    blank_next = false;
-                    continue;
-                }
-                blank_next = matches!(&item, redis::Value::BulkString(b) if b == b"seen-time");
-                out.push(without_seen_time(item));
-            }
-            redis::Value::Array(out)
-        }
-        other => other,
-    }
-}
-
 /// Everything observable about the streams.
 fn state(con: &mut redis::Connection) -> Vec<redis::Value> {
     let mut out = Vec::new();
     for key in ["s", "m", "e"] {
         out.push(run(con, &["XRANGE", key, "-", "+"]));
         let full = run(con, &["XINFO", "STREAM", key, "FULL", "COUNT", "0"]);
-        out.push(without_seen_time(full));
+        out.push(without_fields(full, &["seen-time"]));
     }
     out
 }

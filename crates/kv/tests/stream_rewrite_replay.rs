@@ -14,7 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, TestServer};
+use common::{connect, without_fields, TestServer};
 
 fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
     let mut cmd = redis::cmd(args[0]);
@@ -94,29 +94,6 @@ fn round(con: &mut redis::Connection, n: usize) {
     }
 }
 
-/// A value with every consumer's `seen-time` and `active-time` blanked:
-/// replay sets them to when the log is read, as Redis's replicas do.
-fn without_times(v: redis::Value) -> redis::Value {
-    match v {
-        redis::Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            let mut blank_next = false;
-            for item in items {
-                if blank_next {
-                    out.push(redis::Value::Nil);
-                    blank_next = false;
-                    continue;
-                }
-                blank_next = matches!(&item, redis::Value::BulkString(b)
-                    if b == b"seen-time" || b == b"active-time");
-                out.push(without_times(item));
-            }
-            redis::Value::Array(out)
-        }
-        other => other,
-    }
-}
-
 /// The first place two replies differ, as a path of indices and the two
 /// values there (a whole stream's reply is too long to print).
 fn first_difference(a: &redis::Value, b: &redis::Value) -> Option<String> {
@@ -157,7 +134,10 @@ fn without_idle(v: redis::Value) -> redis::Value {
 fn state(con: &mut redis::Connection) -> Vec<redis::Value> {
     vec![
         run(con, &["XRANGE", "big", "-", "+"]),
-        without_times(run(con, &["XINFO", "STREAM", "big", "FULL", "COUNT", "0"])),
+        without_fields(
+            run(con, &["XINFO", "STREAM", "big", "FULL", "COUNT", "0"]),
+            &["seen-time", "active-time"],
+        ),
         without_idle(run(con, &["XPENDING", "big", "g", "-", "+", "100000"])),
     ]
 }

@@ -211,3 +211,27 @@ pub fn cluster_node(dir: &Path, node_timeout_ms: i64) -> (TestServer, u16) {
     });
     (server, bus)
 }
+
+/// A reply with the value after each of `names` blanked, at any depth:
+/// for XINFO STREAM FULL, whose consumers' `seen-time` and `active-time`
+/// are set to when a replay reads the log, as Redis's replicas do.
+pub fn without_fields(v: redis::Value, names: &[&str]) -> redis::Value {
+    match v {
+        redis::Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            let mut blank_next = false;
+            for item in items {
+                if blank_next {
+                    out.push(redis::Value::Nil);
+                    blank_next = false;
+                    continue;
+                }
+                blank_next = matches!(&item, redis::Value::BulkString(b)
+                    if names.iter().any(|n| n.as_bytes() == b.as_slice()));
+                out.push(without_fields(item, names));
+            }
+            redis::Value::Array(out)
+        }
+        other => other,
+    }
+}
