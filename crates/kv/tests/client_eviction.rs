@@ -135,7 +135,7 @@ fn maxmemory_clients_takes_bytes_or_a_percentage_in_resp2_and_resp3() {
             format!("{refused}argument must be a memory or percent value\r\n").as_bytes(),
         );
     }
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"CONFIG SET maxmemory-clients 0%\r\nCONFIG GET maxmemory-clients\r\n",
         b"+OK\r\n%1\r\n$17\r\nmaxmemory-clients\r\n$1\r\n0\r\n",
@@ -164,7 +164,7 @@ fn no_evict_sets_the_e_flag_and_checks_its_argument() {
     let mut other = server.raw();
     let line = other.bulk(&resp(&["CLIENT", "LIST", "ID", &id.to_string()]));
     assert!(String::from_utf8_lossy(&line).contains(" flags=e "));
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"CLIENT NO-EVICT OFF\r\n", b"+OK\r\n");
     let line = other.bulk(&resp(&["CLIENT", "LIST", "ID", &id.to_string()]));
     assert!(String::from_utf8_lossy(&line).contains(" flags=N "));

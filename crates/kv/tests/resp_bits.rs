@@ -204,7 +204,7 @@ fn bitfield() {
     c.check(b"BITFIELD_RO l GET u8 0\r\n", WRONGTYPE);
 
     // RESP3: the FAIL null is `_`.
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"BITFIELD f OVERFLOW FAIL INCRBY u8 0 1\r\n",
         b"*1\r\n_\r\n",

@@ -53,7 +53,7 @@ fn hashes() {
         b"SET s x\r\nHGET s a\r\n",
         &[b"+OK\r\n", WRONGTYPE].concat(),
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"HGETALL h\r\n", b"%1\r\n$4\r\nonly\r\n$1\r\n1\r\n");
 }
 
@@ -225,7 +225,7 @@ fn sorted_sets() {
         b"*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\n0\r\n",
     );
     c.check(b"ZMSCORE lex a nope\r\n", b"*2\r\n$1\r\n0\r\n$-1\r\n");
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"ZSCORE lex a\r\nZRANGE lex 0 0 WITHSCORES\r\n",
         b",0\r\n*1\r\n*2\r\n$1\r\na\r\n,0\r\n",

@@ -210,7 +210,7 @@ fn restore_ttls_and_dump_in_resp3() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(&resp(&["DUMP", "nokey"]), b"_\r\n");
     let bar = hex("00036261720a00e6be4960ee66fd17");
     c.check(

@@ -38,7 +38,7 @@ fn positions_hashes_and_distances() {
         b"-ERR unsupported unit provided. please use M, KM, FT, MI\r\n",
     );
     c.check(b"GEOPOS nokey a\r\n", b"*1\r\n*-1\r\n");
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"GEOPOS Sicily Palermo nosuch\r\n",
         b"*2\r\n*2\r\n,13.36138933897018433\r\n,38.11555639549629859\r\n_\r\n",
@@ -89,7 +89,7 @@ fn searches_in_both_protocols() {
         b"GEOSEARCH nokey FROMLONLAT 15 37 BYRADIUS 100 km\r\n",
         b"*0\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"GEORADIUS_RO Sicily 15 37 200 km WITHDIST WITHHASH WITHCOORD ASC\r\n",
         &[

@@ -115,7 +115,7 @@ fn merge_debug_and_encodings() {
         b"PFDEBUG ENCODING small\r\nPFCOUNT small\r\n",
         b"+dense\r\n:40\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"PFCOUNT small\r\nPFDEBUG ENCODING small\r\n",
         b":40\r\n+dense\r\n",

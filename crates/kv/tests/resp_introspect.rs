@@ -42,7 +42,7 @@ fn command_getkeys_and_flags() {
         b"*1\r\n$1\r\nk\r\n",
     );
     // RESP3: the flags are a set.
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         &resp(&["COMMAND", "GETKEYSANDFLAGS", "mset", "a", "1", "b", "2"]),
         b"*2\r\n*2\r\n$1\r\na\r\n~2\r\n+OW\r\n+update\r\n*2\r\n$1\r\nb\r\n~2\r\n+OW\r\n+update\r\n",
@@ -191,7 +191,7 @@ fn debug_protocol_in_both_protocols_and_refused_when_disabled() {
         b"DEBUG PROTOCOL push\r\n",
         b"-ERR RESP2 is not supported by this command\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"DEBUG PROTOCOL attrib\r\nDEBUG PROTOCOL bignum\r\nDEBUG PROTOCOL false\r\nDEBUG PROTOCOL null\r\nDEBUG PROTOCOL map\r\n",
         b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n$39\r\nSome real reply following the attribute\r\n(1234567999999999999999999999999999999\r\n#f\r\n_\r\n%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n",

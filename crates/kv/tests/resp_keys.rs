@@ -183,7 +183,7 @@ fn key_commands_in_resp3() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(&resp(&["RANDOMKEY"]), b"_\r\n");
     c.check(&resp(&["SET", "a", "1"]), b"+OK\r\n");
     c.check(&resp(&["COPY", "a", "b"]), b":1\r\n");

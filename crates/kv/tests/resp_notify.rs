@@ -167,7 +167,7 @@ fn resp3_subscriber_gets_its_own_events_as_pushes() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"CONFIG SET notify-keyspace-events E$\r\nSUBSCRIBE __keyevent@0__:set\r\n",
         b"+OK\r\n>3\r\n$9\r\nsubscribe\r\n$18\r\n__keyevent@0__:set\r\n:1\r\n",

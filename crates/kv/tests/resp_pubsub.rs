@@ -141,7 +141,7 @@ fn resp3_pushes_and_no_restriction() {
     let server = TestServer::start(dir.path());
     let mut sub = server.raw();
     let mut publisher = server.raw();
-    let _ = sub.roundtrip_any(b"HELLO 3\r\n");
+    sub.hello3();
     sub.check(
         b"SUBSCRIBE ch\r\nUNSUBSCRIBE x\r\n",
         b">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n>3\r\n$11\r\nunsubscribe\r\n$1\r\nx\r\n:1\r\n",

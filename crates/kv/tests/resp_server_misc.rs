@@ -64,7 +64,7 @@ fn lolwut_answers_the_version_or_draws_schotter_and_the_skyline() {
         assert_eq!(line.matches("\x1b[0m").count(), 12);
     }
     // RESP3: a verbatim string of type txt.
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(&resp(&["LOLWUT"]), b"=22\r\ntxt:Redis ver. 7.0.15\n\r\n");
     server.stop();
 }
@@ -113,7 +113,7 @@ fn module_is_refused_unless_enabled_and_then_loads_nothing() {
         b"*11\r\n+MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LIST\r\n"
     ));
     assert!(help.ends_with(b"+HELP\r\n+    Prints this help.\r\n"));
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(&resp(&["MODULE", "LIST"]), b"*0\r\n");
     server.stop();
 }

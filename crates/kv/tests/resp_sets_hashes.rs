@@ -123,7 +123,7 @@ fn sets_counting_moving_popping() {
     c.check(b"SSCAN s3 x\r\n", b"-ERR invalid cursor\r\n");
     c.check(b"SSCAN s3 0 COUNT 0\r\n", b"-ERR syntax error\r\n");
     c.check(b"SSCAN s3 0 MATCH\r\n", b"-ERR syntax error\r\n");
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"SPOP nosuch 2\r\n", b"~0\r\n");
     c.check(b"SINTERCARD 2 s1 s2\r\n", b":3\r\n");
     c.check(b"SMISMEMBER s1 b z\r\n", b"*2\r\n:1\r\n:0\r\n");
@@ -216,7 +216,7 @@ fn hashes_random_fields_and_float_increments() {
         b"HSETNX str a 1\r\n",
         b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"HRANDFIELD nosuch\r\n", b"_\r\n");
     c.check(b"HRANDFIELD nosuch 3\r\n", b"*0\r\n");
     c.check(b"HSET one k v\r\n", b":1\r\n");

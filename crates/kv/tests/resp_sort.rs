@@ -272,7 +272,7 @@ fn sort_in_resp3() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(&resp(&["RPUSH", "l", "2", "1"]), b":2\r\n");
     c.check(
         &resp(&["SORT", "l", "GET", "#", "GET", "nokey_*"]),

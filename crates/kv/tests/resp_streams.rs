@@ -208,7 +208,7 @@ fn consumer_groups_and_resp3() {
         b"XINFO STREAM s FULL COUNT\r\n",
         b"-ERR unknown subcommand or wrong number of arguments for 'STREAM'. Try XINFO HELP.\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"XREAD STREAMS s 0\r\n", b"%1\r\n$1\r\ns\r\n*2\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nf\r\n$1\r\nw\r\n");
     c.check(b"XRANGE s - + COUNT 0\r\n", b"_\r\n");
     c.check(b"XREAD STREAMS s $\r\n", b"_\r\n");

@@ -80,7 +80,7 @@ fn resp3_invalidation_follows_the_reply() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"CLIENT TRACKING ON\r\nGET k\r\n", b"+OK\r\n_\r\n");
     // The client's own write: the invalidation comes after the reply.
     c.check(b"SET k v\r\n", &[&b"+OK\r\n"[..], &pushed(&["k"])].concat());
@@ -117,7 +117,7 @@ fn bcast_prefixes() {
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
     let mut writer = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"CLIENT TRACKING ON BCAST PREFIX a: PREFIX b:\r\n",
         b"+OK\r\n",
@@ -147,7 +147,7 @@ fn optin_optout_and_errors() {
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
     let mut writer = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"CLIENT CACHING YES\r\n",
         b"-ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled\r\n",
@@ -189,7 +189,7 @@ fn broken_redirect_is_reported() {
     let (target, id) = redirect_target(&server);
     let mut c = server.raw();
     let mut writer = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         format!("CLIENT TRACKING ON REDIRECT {id}\r\nGET k\r\n").as_bytes(),
         b"+OK\r\n_\r\n",
@@ -215,7 +215,7 @@ fn table_limit_and_info() {
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
     let mut admin = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(
         b"CLIENT TRACKING ON\r\nMGET a b\r\n",
         b"+OK\r\n*2\r\n_\r\n_\r\n",
@@ -252,7 +252,7 @@ fn redirect_target_changing_the_key_gets_the_push_first() {
     let server = TestServer::start(dir.path());
     let mut target = server.raw();
     let mut reader = server.raw();
-    let _ = target.roundtrip_any(b"HELLO 3\r\n");
+    target.hello3();
     let id = target.roundtrip_any(b"CLIENT ID\r\n");
     let id = String::from_utf8_lossy(&id[1..id.len() - 2]).into_owned();
     reader.check(
@@ -272,7 +272,7 @@ fn bcast_noloop_still_reports_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(dir.path());
     let mut c = server.raw();
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     // The client's own SET is left out; the key's expiry is not.
     c.check(
         b"CLIENT TRACKING ON BCAST NOLOOP\r\nSET k v PX 1\r\n",

@@ -362,7 +362,7 @@ fn resp3_pairs_and_random_members() {
         b"ZADD za 1 a 2 b 3 c\r\nZADD zb 10 b 20 c 30 d\r\n",
         b":3\r\n:3\r\n",
     );
-    let _ = c.roundtrip_any(b"HELLO 3\r\n");
+    c.hello3();
     c.check(b"ZUNION 2 za zb WITHSCORES\r\n", b"*4\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,12\r\n*2\r\n$1\r\nc\r\n,23\r\n*2\r\n$1\r\nd\r\n,30\r\n");
     c.check(b"ZINTER 2 za zb\r\n", b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n");
     c.check(

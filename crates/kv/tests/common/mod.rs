@@ -180,6 +180,18 @@ impl Raw {
         body
     }
 
+    /// Switches the connection to RESP3 and consumes HELLO's reply whole:
+    /// a PING sent behind it marks its end, so no read waits for silence.
+    pub fn hello3(&mut self) {
+        self.stream.write_all(b"HELLO 3\r\nPING\r\n").expect("send");
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while !seen.ends_with(b"+PONG\r\n") {
+            self.stream.read_exact(&mut byte).expect("HELLO reply");
+            seen.push(byte[0]);
+        }
+    }
+
     /// Whether the server closed the connection.
     pub fn is_closed(&mut self) -> bool {
         let mut buf = [0u8; 1];
