@@ -14,16 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, without_fields, TestServer};
-
-fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    let reply: redis::RedisResult<redis::Value> = cmd.query(con);
-    reply.unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
+use common::{connect, run, without_fields, TestServer};
 
 fn info_field(con: &mut redis::Connection, name: &str) -> String {
     let info: String = redis::cmd("INFO").query(con).expect("INFO");

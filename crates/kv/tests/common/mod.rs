@@ -247,3 +247,14 @@ pub fn without_fields(v: redis::Value, names: &[&str]) -> redis::Value {
         other => other,
     }
 }
+
+/// Runs one command through a `redis` connection; a server error fails
+/// the test with the command named.
+pub fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let reply: redis::RedisResult<redis::Value> = cmd.query(con);
+    reply.unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
