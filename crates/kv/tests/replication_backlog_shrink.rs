@@ -6,26 +6,13 @@
 
 mod common;
 
-use common::repl::{call, eventually, info_field};
-use common::TestServer;
+use common::repl::{call, eventually, info_field, Pair};
 
 #[test]
 fn a_backlog_shrunk_in_a_transaction_forgets_at_once() {
-    let dirs = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let master = TestServer::start_with(dirs.0.path(), |c| {
-        c.set("repl-diskless-sync-delay", &["0".to_string()])
-            .expect("delay");
-    });
-    let replica = TestServer::start(dirs.1.path());
-    let (mut m, mut r) = (master.raw(), replica.raw());
-    let port = master.addr.port().to_string();
-    call(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
-    eventually("the replica syncs", || {
-        info_field(&mut r, "master_link_status") == "up"
-    });
+    let pair = Pair::start(|_| {});
+    let (mut m, mut r) = (pair.master.raw(), pair.replica.raw());
+    pair.link(&mut r);
     assert_eq!(call(&mut m, &["SET", "before", "1"]), "+OK\r\n");
     eventually("the replica follows", || {
         call(&mut r, &["GET", "before"]) == "$1\r\n1\r\n"

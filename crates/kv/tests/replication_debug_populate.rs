@@ -5,28 +5,17 @@
 
 mod common;
 
-use common::repl::{call, eventually, info_field};
+use common::repl::{call, eventually, info_field, Pair};
 use common::TestServer;
 
 #[test]
 fn populated_keys_are_logged_but_not_replicated() {
-    let dirs = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let master = TestServer::start_with(dirs.0.path(), |c| {
-        c.set("repl-diskless-sync-delay", &["0".to_string()])
-            .expect("delay");
+    let pair = Pair::start(|c| {
         c.set("enable-debug-command", &["yes".to_string()])
             .expect("enable-debug-command");
     });
-    let replica = TestServer::start(dirs.1.path());
-    let (mut m, mut r) = (master.raw(), replica.raw());
-    let port = master.addr.port().to_string();
-    call(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
-    eventually("the replica syncs", || {
-        info_field(&mut r, "master_link_status") == "up"
-    });
+    let (mut m, mut r) = (pair.master.raw(), pair.replica.raw());
+    pair.link(&mut r);
 
     let before = info_field(&mut m, "master_repl_offset");
     assert_eq!(
@@ -47,6 +36,11 @@ fn populated_keys_are_logged_but_not_replicated() {
 
     // The master's log holds them: a restart brings them back.
     drop((m, r));
+    let Pair {
+        replica,
+        master,
+        dirs,
+    } = pair;
     replica.stop();
     master.stop();
     let restarted = TestServer::start(dirs.0.path());

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::repl::{call, eventually, info_field};
-use common::{Raw, TestServer};
+use common::repl::{call, eventually, Pair};
+use common::Raw;
 
 fn library(name: &str, function: &str, answer: &str) -> String {
     format!(
@@ -21,16 +21,8 @@ fn load(c: &mut Raw, code: &str) {
 
 #[test]
 fn a_full_sync_replaces_the_replicas_libraries_with_the_masters() {
-    let dirs = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let master = TestServer::start_with(dirs.0.path(), |c| {
-        c.set("repl-diskless-sync-delay", &["0".to_string()])
-            .expect("delay");
-    });
-    let replica = TestServer::start(dirs.1.path());
-    let (mut m, mut r) = (master.raw(), replica.raw());
+    let pair = Pair::start(|_| {});
+    let (mut m, mut r) = (pair.master.raw(), pair.replica.raw());
     load(&mut m, &library("mlib", "from_master", "master"));
     load(&mut r, &library("rlib", "from_replica", "replica"));
     assert_eq!(
@@ -38,11 +30,7 @@ fn a_full_sync_replaces_the_replicas_libraries_with_the_masters() {
         "$7\r\nreplica\r\n"
     );
 
-    let port = master.addr.port().to_string();
-    call(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
-    eventually("the replica syncs", || {
-        info_field(&mut r, "master_link_status") == "up"
-    });
+    pair.link(&mut r);
     eventually("the master's library is loaded", || {
         call(&mut r, &["FCALL", "from_master", "0"]) == "$6\r\nmaster\r\n"
     });

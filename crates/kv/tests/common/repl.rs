@@ -1,11 +1,13 @@
-//! Replication tests' client side: whole RESP2 replies as text, INFO
-//! fields of the replication and stats sections, and polling with a
-//! deadline.
+//! Replication tests' scaffolding: a master and a replica on their own
+//! directories, whole RESP2 replies as text, INFO fields of the
+//! replication and stats sections, and polling with a deadline.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use super::Raw;
+use ferrite_kv::config::Config;
+
+use super::{Raw, TestServer};
 
 /// Sends one command and returns its whole reply as text.
 pub fn call(c: &mut Raw, args: &[&str]) -> String {
@@ -72,4 +74,49 @@ pub fn info_field(c: &mut Raw, field: &str) -> String {
         .unwrap_or("")
         .trim()
         .to_string()
+}
+
+/// A master and a replica, each on its own data directory and not yet
+/// linked. The master starts a full sync at once (no diskless-sync delay)
+/// so that a test waits for the link, not for a timer.
+///
+/// The replica is the first field so that, dropped whole, the pair stops
+/// the replica before its master, in the order the tests' locals did.
+pub struct Pair {
+    pub replica: TestServer,
+    pub master: TestServer,
+    /// The master's and the replica's directories, in that order; kept
+    /// with the servers, as a restart of either reads its directory again.
+    pub dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+impl Pair {
+    /// Starts both servers; `tweak` adds to the master's configuration.
+    pub fn start(tweak: impl FnOnce(&mut Config)) -> Pair {
+        let dirs = (
+            tempfile::tempdir().expect("dir"),
+            tempfile::tempdir().expect("dir"),
+        );
+        let master = TestServer::start_with(dirs.0.path(), |c| {
+            c.set("repl-diskless-sync-delay", &["0".to_string()])
+                .expect("delay");
+            tweak(c);
+        });
+        let replica = TestServer::start(dirs.1.path());
+        Pair {
+            replica,
+            master,
+            dirs,
+        }
+    }
+
+    /// Makes the replica follow the master through `r`, a connection to
+    /// the replica, and waits until its link is up.
+    pub fn link(&self, r: &mut Raw) {
+        let port = self.master.addr.port().to_string();
+        call(r, &["REPLICAOF", "127.0.0.1", &port]);
+        eventually("the replica syncs", || {
+            info_field(r, "master_link_status") == "up"
+        });
+    }
 }
