@@ -4,19 +4,8 @@
 
 mod common;
 
-use common::{resp, TestServer};
+use common::{resp, resp_bytes, TestServer};
 use ferrite_kv::rdb;
-
-/// Encodes a command whose arguments may be any bytes.
-fn resp_bytes(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
 
 fn hex(text: &str) -> Vec<u8> {
     (0..text.len())

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Raw, TestServer};
+use common::{resp_bytes, Raw, TestServer};
 
 /// The pmessage bytes for pattern `*`.
 fn pmessage(channel: &str, message: &str) -> Vec<u8> {
@@ -46,17 +46,6 @@ fn notified(server: &TestServer) -> (Raw, Raw) {
         b"*3\r\n$10\r\npsubscribe\r\n$1\r\n*\r\n:1\r\n",
     );
     (c, sub)
-}
-
-/// A command as RESP, its arguments raw bytes (DUMP payloads are binary).
-fn command(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend(format!("${}\r\n", a.len()).into_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// The payload of a bulk string reply.
@@ -164,10 +153,10 @@ fn restore_copy_and_move_raise_their_events_in_their_databases() {
     let (mut c, mut sub) = notified(&server);
     c.check(b"SET s v\r\n", b"+OK\r\n");
     let payload = bulk_payload(&c.roundtrip_any(b"DUMP s\r\n"));
-    c.check(&command(&[b"RESTORE", b"r", b"0", &payload]), b"+OK\r\n");
+    c.check(&resp_bytes(&[b"RESTORE", b"r", b"0", &payload]), b"+OK\r\n");
     // REPLACE with a TTL already past deletes the key it replaced.
     c.check(
-        &command(&[b"RESTORE", b"r", b"1", &payload, b"REPLACE", b"ABSTTL"]),
+        &resp_bytes(&[b"RESTORE", b"r", b"1", &payload, b"REPLACE", b"ABSTTL"]),
         b"+OK\r\n",
     );
     c.check(
@@ -361,7 +350,7 @@ fn restore_idletime_and_freq_set_the_access_clock_under_their_policy() {
     c.check(b"SET s v\r\n", b"+OK\r\n");
     let payload = bulk_payload(&c.roundtrip_any(b"DUMP s\r\n"));
     let restore = |key: &[u8], option: &[u8], value: &[u8]| {
-        command(&[b"RESTORE", key, b"0", &payload, option, value])
+        resp_bytes(&[b"RESTORE", key, b"0", &payload, option, value])
     };
     // Under an LRU (or no) policy IDLETIME counts; FREQ is ignored.
     c.check(&restore(b"a", b"IDLETIME", b"1000"), b"+OK\r\n");

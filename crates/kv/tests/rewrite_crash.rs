@@ -12,11 +12,14 @@
 //!
 //! `FERRITE_CRASH_ITERS` sets the crash images tried per fault point.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use common::resp_bytes;
 use ferrite_kv::commands::{execute, lookup, touched_segments, Ctx, Propagation, Session};
 use ferrite_kv::config::Config;
 use ferrite_kv::keyspace::Snapshot;
@@ -40,16 +43,6 @@ fn iters() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2)
-}
-
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// Runs one command in database 0; returns what it logged.
@@ -145,7 +138,7 @@ fn exec(state: &mut State, i: u64) -> Vec<u8> {
     };
     state.keyspace.logged(i + 1);
     let (lsn, commands) = ((i + 1).to_string(), count_commands(&logged).to_string());
-    let mut out = resp(&[b"LSN", lsn.as_bytes(), commands.as_bytes()]);
+    let mut out = resp_bytes(&[b"LSN", lsn.as_bytes(), commands.as_bytes()]);
     out.extend(logged);
     out
 }
@@ -174,7 +167,7 @@ fn run_transaction(state: &mut State, commands: &[Vec<Vec<u8>>]) -> Vec<u8> {
     all.push(vec![b"EXEC".to_vec()]);
     for words in &all {
         let args: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
-        let input = resp(&args);
+        let input = resp_bytes(&args);
         let mut parser = Parser::new();
         parser.parse(&input, &Limits::DEFAULT).expect("valid");
         let mut ctx = Ctx {
@@ -533,7 +526,7 @@ fn every_fault_point(sync_each: bool) {
 
 /// Runs one command in database `db`; returns what it logged.
 fn run_in(state: &mut State, db: usize, args: &[&[u8]]) -> Vec<u8> {
-    let input = resp(args);
+    let input = resp_bytes(args);
     let mut parser = Parser::new();
     let n = parser.parse(&input, &Limits::DEFAULT).expect("valid");
     assert!(n.is_some());
@@ -558,7 +551,7 @@ fn run_in(state: &mut State, db: usize, args: &[&[u8]]) -> Vec<u8> {
 /// manifest its first rewrite starts from.
 fn legacy_dir() -> (SimFs, AofDir, Manifest) {
     let fs = SimFs::new();
-    fs.put(NAME, &resp(&[b"PING"]));
+    fs.put(NAME, &resp_bytes(&[b"PING"]));
     let dir = AofDir::new(Arc::new(fs.clone()), Path::new("/sim"), NAME);
     let Layout::Legacy(entry) = dir.layout().expect("layout") else {
         panic!("a legacy log was put there");

@@ -8,18 +8,7 @@
 
 mod common;
 
-use common::{resp, TestServer};
-
-/// Encodes a command whose arguments are arbitrary bytes.
-fn resp_bytes(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use common::{resp, resp_bytes, TestServer};
 
 #[test]
 fn binary_keys_and_arguments_arrive_byte_for_byte() {

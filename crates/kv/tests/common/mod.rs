@@ -201,9 +201,18 @@ impl Raw {
 
 /// Encodes a command as RESP.
 pub fn resp(args: &[&str]) -> Vec<u8> {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    resp_bytes(&bytes)
+}
+
+/// Encodes a command whose arguments may be any bytes (binary keys,
+/// DUMP payloads, bytes that are not UTF-8).
+pub fn resp_bytes(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
     }
     out
 }
