@@ -114,7 +114,7 @@ impl Pair {
     /// the replica, and waits until its link is up.
     pub fn link(&self, r: &mut Raw) {
         let port = self.master.addr.port().to_string();
-        call(r, &["REPLICAOF", "127.0.0.1", &port]);
+        assert_eq!(call(r, &["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
         eventually("the replica syncs", || {
             info_field(r, "master_link_status") == "up"
         });
