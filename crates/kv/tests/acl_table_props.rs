@@ -6,8 +6,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 
+use common::repl::read_reply;
 use common::{resp, Raw, TestServer};
 use ferrite_kv::commands::{acl, all_commands, flags, full_name, CommandSpec};
 
@@ -46,27 +47,6 @@ fn send(c: &mut Raw, args: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     read_reply(&mut c.stream, &mut out);
     out
-}
-
-fn read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) {
-    let start = out.len();
-    let mut byte = [0u8; 1];
-    while !out.ends_with(b"\r\n") || out.len() - start < 3 {
-        stream.read_exact(&mut byte).expect("reply");
-        out.push(byte[0]);
-    }
-    let n: i64 = String::from_utf8_lossy(&out[start + 1..out.len() - 2])
-        .parse()
-        .unwrap_or(-1);
-    match out[start] {
-        b'$' if n >= 0 => {
-            let mut body = vec![0u8; n as usize + 2];
-            stream.read_exact(&mut body).expect("bulk");
-            out.extend_from_slice(&body);
-        }
-        b'*' => (0..n.max(0)).for_each(|_| read_reply(stream, out)),
-        _ => {}
-    }
 }
 
 /// A connection logged in as `user` (created with `rules`).

@@ -19,10 +19,16 @@ pub fn call(c: &mut Raw, args: &[&str]) -> String {
 
 /// Reads one RESP2 reply into `out`, as received.
 pub fn read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) {
+    try_read_reply(stream, out).expect("reply");
+}
+
+/// Reads one RESP2 reply into `out`, as received; an error when the
+/// connection fails or closes before the reply is whole.
+pub fn try_read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) -> std::io::Result<()> {
     let start = out.len();
     let mut byte = [0u8; 1];
     while !out.ends_with(b"\r\n") || out.len() - start < 3 {
-        stream.read_exact(&mut byte).expect("reply");
+        stream.read_exact(&mut byte)?;
         out.push(byte[0]);
     }
     let line = String::from_utf8_lossy(&out[start + 1..out.len() - 2]).into_owned();
@@ -30,12 +36,17 @@ pub fn read_reply(stream: &mut std::net::TcpStream, out: &mut Vec<u8>) {
     match out[start] {
         b'$' if n >= 0 => {
             let mut body = vec![0u8; n as usize + 2];
-            stream.read_exact(&mut body).expect("bulk");
+            stream.read_exact(&mut body)?;
             out.extend_from_slice(&body);
         }
-        b'*' => (0..n.max(0)).for_each(|_| read_reply(stream, out)),
+        b'*' => {
+            for _ in 0..n.max(0) {
+                try_read_reply(stream, out)?;
+            }
+        }
         _ => {}
     }
+    Ok(())
 }
 
 /// Attaches `raw` as a replica with SYNC (no capabilities, so the
