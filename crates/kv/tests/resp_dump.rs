@@ -4,15 +4,8 @@
 
 mod common;
 
-use common::{resp, resp_bytes, TestServer};
+use common::{hex, resp, resp_bytes, TestServer};
 use ferrite_kv::rdb;
-
-fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex digit pair"))
-        .collect()
-}
 
 /// A payload around `body` with a correct version and checksum.
 fn sealed(body: &[u8]) -> Vec<u8> {

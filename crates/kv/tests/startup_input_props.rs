@@ -6,6 +6,9 @@
 //! so that a damaged body is decoded in full rather than refused at the
 //! footer.
 
+mod common;
+
+use common::hex;
 use ferrite_kv::cluster::state::parse_config;
 use ferrite_kv::config::Config;
 use ferrite_kv::keyspace::Keyspace;
@@ -22,14 +25,6 @@ const BODIES: [&str; 4] = [
     "111d1d0000000600816302842d696e660581610283312e35048162020201ff",
     "00c30b40780361626361e06902016263",
 ];
-
-fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .filter_map(|i| text.get(i..i + 2))
-        .filter_map(|pair| u8::from_str_radix(pair, 16).ok())
-        .collect()
-}
 
 /// A length-prefixed RDB string of fewer than 64 bytes.
 fn short_string(out: &mut Vec<u8>, text: &[u8]) {

@@ -205,6 +205,18 @@ pub fn resp(args: &[&str]) -> Vec<u8> {
     resp_bytes(&bytes)
 }
 
+/// The bytes a hexadecimal text spells, two digits a byte (payloads a
+/// real Redis produced, kept in the tests as text).
+pub fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            let pair = text.get(i..i + 2).expect("two hex digits");
+            u8::from_str_radix(pair, 16).expect("hex digit pair")
+        })
+        .collect()
+}
+
 /// Encodes a command whose arguments may be any bytes (binary keys,
 /// DUMP payloads, bytes that are not UTF-8).
 pub fn resp_bytes(args: &[&[u8]]) -> Vec<u8> {
