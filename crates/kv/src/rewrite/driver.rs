@@ -271,6 +271,13 @@ impl Rewriter {
             // Orphans: the next start removes them.
             tracing::warn!("full sync: old log files left behind: {e}");
         }
+        // A log turned on at run time is complete now: no first rewrite
+        // is owed, and the dataset from before it goes too.
+        if let Some(turn_on) = self.turn_on.take() {
+            if let Err(e) = turn_on::finish(&self.dir, &turn_on, &next) {
+                tracing::warn!("full sync: old log files left behind: {e}");
+            }
+        }
         self.manifest = next;
         Ok(())
     }
