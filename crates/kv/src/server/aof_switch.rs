@@ -52,23 +52,67 @@ impl Server {
         })
     }
 
-    /// Opens a new log that no manifest names and starts its first
-    /// rewrite; on an error the directory is left as it was.
-    fn turn_log_on(&mut self) -> Result<()> {
-        let config = self.state.config.clone();
+    /// The data directory of the log, created if need be, and the device
+    /// kind `log-device` asks for (`None` for `auto`).
+    fn log_dir(&self) -> Result<(AofDir, Option<IncrKind>)> {
+        let config = &self.state.config;
         std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
             op: "create data directory",
             path: config.dir.clone(),
             source,
         })?;
         let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename)
-            .with_wbuf_dir(wbuf_dir(&config));
+            .with_wbuf_dir(wbuf_dir(config));
         let kind = match config.log_device {
             LogDevice::File => Some(IncrKind::File),
             LogDevice::Pmem | LogDevice::PmemEmulated => Some(IncrKind::Pm),
             LogDevice::Wbuf => Some(IncrKind::Wbuf),
             LogDevice::Auto => None,
         };
+        Ok((dir, kind))
+    }
+
+    /// BGREWRITEAOF with `appendonly no`, as Redis's: the dataset as base
+    /// parts, taken whole at the start (no log covers later writes), with
+    /// an empty incremental log, under a manifest that replaces the old
+    /// one once they are durable. The rewriter goes once it is done.
+    pub(super) fn rewrite_without_log(&mut self) {
+        if let Some(rewriter) = &mut self.rewriter {
+            if !rewriter.busy() && !self.state.rewrite.scheduled {
+                rewriter.wait(&mut self.state);
+                self.rewriter = None;
+            }
+            return;
+        }
+        if !self.state.rewrite.scheduled {
+            return;
+        }
+        let started = self
+            .log_dir()
+            .and_then(|(dir, kind)| Ok((turn_on::begin(&dir, kind)?, dir)));
+        match started {
+            Ok((started, dir)) => {
+                let mut rewriter = Rewriter::turned_on(dir, started, self.wake());
+                rewriter.tick(&mut self.state, &mut *self.log);
+                self.rewriter = Some(rewriter);
+            }
+            Err(e) => {
+                tracing::warn!("the rewrite could not start: {e}");
+                self.state.rewrite.scheduled = false;
+                self.state.rewrite.last_ok = false;
+            }
+        }
+    }
+
+    /// Opens a new log that no manifest names and starts its first
+    /// rewrite; on an error the directory is left as it was.
+    fn turn_log_on(&mut self) -> Result<()> {
+        // A rewrite started with the log off has no log to follow: it
+        // stops, and the first rewrite of the log replaces it.
+        if let Some(mut rewriter) = self.rewriter.take() {
+            rewriter.stop(&mut self.state);
+        }
+        let (dir, kind) = self.log_dir()?;
         let started = turn_on::begin(&dir, kind)?;
         let first = self.state.keyspace.capture_lsn() + 1;
         let mut log = match self.open_turned_on(&dir, &started, first) {
