@@ -312,6 +312,11 @@ fn bgrewriteaof_with_the_log_off_writes_the_dataset_as_it_was() -> anyhow::Resul
     for i in 0..300 {
         let _: () = con.set(format!("k{i}"), i)?;
     }
+    let code = "#!lua name=lib\nredis.register_function('one', function() return 1 end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(code)
+        .query(&mut con)?;
     let reply: String = redis::cmd("BGREWRITEAOF").query(&mut con)?;
     assert_eq!(reply, "Background append only file rewriting started");
     // Not in the parts: they hold the dataset at the rewrite's start.
@@ -319,6 +324,15 @@ fn bgrewriteaof_with_the_log_off_writes_the_dataset_as_it_was() -> anyhow::Resul
     wait_rewrites(&mut con, 1);
     assert_eq!(info_field(&mut con, "aof_enabled"), "0");
     assert_eq!(info_field(&mut con, "aof_last_bgrewrite_status"), "ok");
+    // DEBUG LOADAOF with the log off loads what the rewrite wrote, the
+    // function libraries included.
+    let _: String = redis::cmd("FUNCTION").arg("FLUSH").query(&mut con)?;
+    let _: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con)?;
+    let one: i64 = redis::cmd("FCALL").arg("one").arg(0).query(&mut con)?;
+    assert_eq!(one, 1);
+    let later: Option<String> = con.get("later")?;
+    assert_eq!(later, None);
+    let _: () = con.set("after-load", "1")?;
     drop(con);
     server.stop();
     assert_manifest_consistent(dir.path());
@@ -327,7 +341,9 @@ fn bgrewriteaof_with_the_log_off_writes_the_dataset_as_it_was() -> anyhow::Resul
     let mut con = connect(&server);
     let size: usize = redis::cmd("DBSIZE").query(&mut con)?;
     assert_eq!(size, 300);
-    let later: Option<String> = con.get("later")?;
+    let later: Option<String> = con.get("after-load")?;
     assert_eq!(later, None);
+    let one: i64 = redis::cmd("FCALL").arg("one").arg(0).query(&mut con)?;
+    assert_eq!(one, 1);
     Ok(())
 }

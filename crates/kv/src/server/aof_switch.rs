@@ -87,9 +87,14 @@ impl Server {
         if !self.state.rewrite.scheduled {
             return;
         }
-        let started = self
-            .log_dir()
-            .and_then(|(dir, kind)| Ok((turn_on::begin(&dir, kind)?, dir)));
+        let started = self.log_dir().and_then(|(dir, kind)| {
+            let started = turn_on::begin(&dir, kind)?;
+            if let Err(e) = self.write_preamble(&dir, &started) {
+                let _ = turn_on::abandon(&dir, &started);
+                return Err(e);
+            }
+            Ok((started, dir))
+        });
         match started {
             Ok((started, dir)) => {
                 let mut rewriter = Rewriter::turned_on(dir, started, self.wake());
@@ -101,6 +106,20 @@ impl Server {
                 self.state.rewrite.scheduled = false;
                 self.state.rewrite.last_ok = false;
             }
+        }
+    }
+
+    /// Writes what a log starts with (function libraries, replication
+    /// history: base parts hold neither) into the new incremental log of
+    /// a rewrite with the log off, which nothing else is appended to.
+    fn write_preamble(&self, dir: &AofDir, started: &TurnOn) -> Result<()> {
+        let first = self.state.keyspace.capture_lsn() + 1;
+        let mut log = self.open_turned_on(dir, started, first)?;
+        log_preamble(&self.state, &mut *log);
+        log.close()?;
+        match log.failure() {
+            Some(why) => Err(Error::Rewrite { reason: why }),
+            None => Ok(()),
         }
     }
 
