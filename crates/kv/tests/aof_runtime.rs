@@ -271,6 +271,9 @@ fn multi_with_config_set_appendonly_starts_the_log_after_exec() -> anyhow::Resul
     assert_eq!(replies, ("OK".into(), "OK".into()));
     assert_eq!(info_field(&mut con, "aof_enabled"), "1");
     wait_rewrites(&mut con, 1);
+    let (reply,): (String,) = redis::pipe().atomic().cmd("BGREWRITEAOF").query(&mut con)?;
+    assert_eq!(reply, "Background append only file rewriting scheduled");
+    wait_rewrites(&mut con, 2);
     drop(con);
     server.stop();
     let server = on(dir.path());

@@ -113,8 +113,12 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         ));
     }
     rewrite.scheduled = true;
-    ctx.reply
-        .simple("Background append only file rewriting started");
+    // Inside a transaction the rewrite starts after EXEC: Redis says so.
+    ctx.reply.simple(if ctx.session.in_exec {
+        "Background append only file rewriting scheduled"
+    } else {
+        "Background append only file rewriting started"
+    });
     Ok(())
 }
 
