@@ -350,3 +350,37 @@ fn bgrewriteaof_with_the_log_off_writes_the_dataset_as_it_was() -> anyhow::Resul
     assert_eq!(one, 1);
     Ok(())
 }
+
+#[test]
+fn a_log_turned_on_with_emulated_pm_is_a_pm_log() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let pm = |c: &mut ferrite_kv::config::Config| {
+        c.log_device = ferrite_kv::config::LogDevice::PmemEmulated;
+        c.set("save", &[String::new()]).expect("valid");
+    };
+    let server = TestServer::start_with(dir.path(), |c| {
+        pm(c);
+        c.appendonly = false;
+    });
+    let mut con = connect(&server);
+    let _: () = con.set("before", "1")?;
+    assert_eq!(config_set(&mut con, "appendonly", "yes")?, "OK");
+    let _: () = con.set("after", "1")?;
+    wait_rewrites(&mut con, 1);
+    drop(con);
+    server.stop();
+    assert!(
+        log_files(dir.path()).contains("appendonly.aof.1.incr.pm"),
+        "{:?}",
+        log_files(dir.path())
+    );
+    assert_manifest_consistent(dir.path());
+    let server = TestServer::start_with(dir.path(), |c| {
+        pm(c);
+        c.appendonly = true;
+    });
+    let mut con = connect(&server);
+    let keys: BTreeSet<String> = con.keys("*")?;
+    assert_eq!(keys, ["after", "before"].map(String::from).into());
+    Ok(())
+}

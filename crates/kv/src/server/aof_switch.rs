@@ -179,7 +179,9 @@ impl Server {
                 mode: mode.map_or("a disk file", |m| m.name()).to_string(),
             });
         }
-        if mode == Some(ferrite_pmem::MapMode::Emulated) {
+        // A write buffer warns about its own PM when it opens.
+        let wbuf = device.info().kind == ferrite_io::DeviceKind::Wbuf;
+        if mode == Some(ferrite_pmem::MapMode::Emulated) && !wbuf {
             tracing::warn!(
                 "THE LOG IS ON EMULATED PERSISTENT MEMORY ({}): acknowledged writes survive a crash of the process, NOT a power failure or a kernel crash",
                 device.path().display()
