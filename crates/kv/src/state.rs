@@ -204,6 +204,9 @@ pub struct State {
     pub reload_requested: bool,
     /// SAVE ran: the event loop makes the log durable, then replies.
     pub save_requested: bool,
+    /// CONFIG SET changed `appendonly`: the event loop opens or closes the
+    /// log after the command (`server/aof_switch.rs`).
+    pub appendonly_change: Option<AppendonlyChange>,
     /// The RDB productions (BGSAVE, full syncs) and their figures.
     pub rdb: crate::rdb::persist::RdbState,
     /// Listeners CONFIG SET port bound, for the event loop to take over.
@@ -316,6 +319,7 @@ impl State {
             replica_output_bytes: 0,
             reload_requested: false,
             save_requested: false,
+            appendonly_change: None,
             new_listeners: None,
             new_tls_listeners: None,
             instantaneous: Default::default(),
@@ -375,4 +379,15 @@ impl State {
             }
         }
     }
+}
+
+/// A change of `appendonly` at run time, for the event loop to carry out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendonlyChange {
+    /// The new value.
+    pub on: bool,
+    /// Whether the event loop writes the command's reply (`+OK`, or the
+    /// error when the log cannot start); inside a transaction the reply
+    /// was `+OK` already.
+    pub reply: bool,
 }

@@ -251,7 +251,7 @@ fn server_commands() {
         b"CONFIG SET nope 1\r\n",
         b"-ERR Unknown option or number of arguments for CONFIG SET - 'nope'\r\n",
     );
-    c.check(b"CONFIG SET appendonly no\r\n", b"-ERR CONFIG SET failed (possibly related to argument 'appendonly') - Ferrite sets this directive only at start-up\r\n");
+    c.check(b"CONFIG SET log-device wbuf\r\n", b"-ERR CONFIG SET failed (possibly related to argument 'log-device') - Ferrite sets this directive only at start-up\r\n");
     c.check(
         b"CONFIG RESETSTAT\r\nCONFIG NOPE\r\n",
         b"+OK\r\n-ERR unknown subcommand 'NOPE'. Try CONFIG HELP.\r\n",

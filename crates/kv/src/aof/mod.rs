@@ -40,7 +40,8 @@ use ferrite_io::Device;
 
 pub use check::{check_device, CheckReport, LogEnd};
 pub use open::{
-    open_device, open_device_at, open_log, open_log_on, replay_old_log, replay_resp, OpenedLog,
+    open_device, open_device_at, open_log, open_log_on, open_new_log, replay_old_log, replay_resp,
+    OpenedLog,
 };
 pub use prefetch::prefetch_logs;
 pub(crate) use record::SCRATCH_KEEP_BYTES;
@@ -169,7 +170,20 @@ pub trait CommandLog: Send + fmt::Debug {
 /// The log when `appendonly no`: nothing is written, everything is
 /// acknowledged at once.
 #[derive(Debug, Default)]
-pub struct NullLog;
+pub struct NullLog {
+    /// The last ticket of the log this one replaced (`appendonly no` at
+    /// run time), which the replies still queued may wait for: all of it
+    /// was made durable when that log closed.
+    acked: Ticket,
+}
+
+impl NullLog {
+    /// The log after a log closed at run time whose records up to `acked`
+    /// were acknowledged.
+    pub fn after(acked: Ticket) -> NullLog {
+        NullLog { acked }
+    }
+}
 
 impl CommandLog for NullLog {
     fn append(&mut self, _record: &Propagation) -> Ticket {
@@ -177,7 +191,7 @@ impl CommandLog for NullLog {
     }
     fn flush(&mut self) {}
     fn acknowledged(&self) -> Ticket {
-        0
+        self.acked
     }
     fn tick(&mut self) {}
     fn set_fsync(&mut self, _fsync: AppendFsync) {}

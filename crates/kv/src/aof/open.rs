@@ -120,7 +120,7 @@ pub struct OpenedLog {
 pub fn open_log(state: &mut State, notify: Box<dyn Fn() + Send + Sync>) -> Result<OpenedLog> {
     if !state.config.appendonly {
         return Ok(OpenedLog {
-            log: Box::new(NullLog),
+            log: Box::new(NullLog::default()),
             recovery: None,
         });
     }
@@ -189,6 +189,28 @@ pub fn open_log_on(
         log: Box::new(log),
         recovery: Some(recovery),
     })
+}
+
+/// A new log on the empty `device` (`appendonly yes` at run time), its
+/// first record numbered `first_lsn`: one above the last LSN the keyspace
+/// knows, against which the next rewrite's captures are compared.
+pub fn open_new_log(
+    device: Arc<dyn Device>,
+    config: &Config,
+    first_lsn: u64,
+    notify: Box<dyn Fn() + Send + Sync>,
+) -> Result<Box<dyn CommandLog>> {
+    let mut wal_config = wal_config(config.appendfsync, device.info().durable_on_write);
+    wal_config.base_lsn = first_lsn.max(1);
+    let wal = ferrite_wal::Wal::open(device, wal_config)?;
+    if wal.recovery().records > 0 {
+        return Err(Error::Rewrite {
+            reason: format!("the new log {} is not empty", wal.device().path().display()),
+        });
+    }
+    let mut log = WalLog::new(wal, config.appendfsync, notify)?;
+    super::apply_config(&mut log, config);
+    Ok(Box::new(log))
 }
 
 /// Recovers and replays a log that is no longer appended to (an older

@@ -107,6 +107,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             return Err(Cow::Owned(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs.")));
         }
     }
+    let appendonly = (next.appendonly != ctx.state.config.appendonly).then_some(next.appendonly);
     let password_changed = next.requirepass != ctx.state.config.requirepass;
     ctx.state.config = next;
     if password_changed {
@@ -129,6 +130,19 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     // would only run after it, so the keys stay until the next command.
     if !ctx.session.is_replay && !ctx.session.in_exec && ctx.state.over_maxmemory() {
         super::memory::perform_evictions(ctx);
+    }
+    if let Some(on) = appendonly {
+        // Outside a transaction the event loop opens the log right after
+        // this command and replies (an error if it cannot); inside one,
+        // as Redis, the reply is +OK and the log starts after EXEC.
+        let reply = on && !ctx.session.in_exec;
+        if on && ctx.session.in_exec {
+            tracing::warn!("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
+        }
+        ctx.state.appendonly_change = Some(crate::state::AppendonlyChange { on, reply });
+        if reply {
+            return Ok(());
+        }
     }
     ctx.reply.ok();
     Ok(())

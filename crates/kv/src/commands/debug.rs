@@ -319,7 +319,8 @@ fn reload(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             }
         }
     }
-    if !ctx.state.config.appendonly && !noflush {
+    let loadaof = upper(args, 1).as_slice() == b"LOADAOF";
+    if !ctx.state.config.appendonly && !noflush && !loadaof {
         // As Redis: save dump.rdb (unless NOSAVE), then load it back.
         crate::rdb::persist::reload(ctx.state, !nosave)
             .map_err(|e| Cow::Owned(format!("ERR Error trying to load the RDB dump: {e}")))?;

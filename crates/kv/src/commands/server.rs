@@ -101,13 +101,11 @@ pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 /// Schedules a rewrite; the event loop starts it after this iteration's
-/// commands, at a point where every command run so far is in the log.
+/// commands, at a point where every command run so far is in the log (or,
+/// with `appendonly no`, in the base parts it writes).
 pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
-    if !ctx.state.config.appendonly {
-        return Err(Cow::Borrowed(
-            "ERR Ferrite rewrites only the append-only file, and appendonly is no",
-        ));
-    }
+    // With `appendonly no` too, as Redis: the rewrite writes the dataset
+    // as base parts (`server/aof_switch.rs`).
     let rewrite = &mut ctx.state.rewrite;
     if rewrite.running_since.is_some() || rewrite.scheduled {
         return Err(Cow::Borrowed(
@@ -115,8 +113,12 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
         ));
     }
     rewrite.scheduled = true;
-    ctx.reply
-        .simple("Background append only file rewriting started");
+    // Inside a transaction the rewrite starts after EXEC: Redis says so.
+    ctx.reply.simple(if ctx.session.in_exec {
+        "Background append only file rewriting scheduled"
+    } else {
+        "Background append only file rewriting started"
+    });
     Ok(())
 }
 

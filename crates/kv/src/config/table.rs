@@ -292,7 +292,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("bgsave_cpulist", None, Sp(Special::CpuList), "", IMMUTABLE, No(RDB), "CPUs of the RDB child."),
     // Persistence: the log.
     d!("dir", None, Sp(Special::Dir), "./ferrite-data", PROTECTED | STARTUP_ONLY, Acts, "Data directory: the log and its rewrites live here."),
-    d!("appendonly", None, Bool, "yes", STARTUP_ONLY, Acts, "Log every write (Ferrite's default is yes)."),
+    d!("appendonly", None, Bool, "yes", 0, Acts, "Log every write (Ferrite's default is yes); at run time, yes starts the log with a rewrite and no closes it (docs/aof-runtime.md)."),
     d!("appendfsync", None, Enum(APPENDFSYNC), "everysec", 0, Acts, "When the log is durable: always (before the reply), everysec, or no (the OS decides)."),
     d!("appendfilename", None, Text, "appendonly.aof", IMMUTABLE, Acts, "Name of the log inside dir."),
     d!("appenddirname", None, Text, "appendonlydir", IMMUTABLE, No(REDIS_AOF), "Directory of Redis's multi-part AOF."),

@@ -13,6 +13,7 @@ use super::manifest::{IncrEntry, IncrKind, Manifest};
 use super::pace::{burst_ahead_keys, Pacer};
 use super::priority::lower_cpu_priority;
 use super::seat::Seat;
+use super::turn_on::{self, TurnOn};
 use super::worker::rewrite_and_finish;
 use crate::aof::{open_log_device, CommandLog, SyncWait};
 use crate::error::{Error, Result};
@@ -78,6 +79,8 @@ struct Running {
     log_base: u64,
     /// `rdb-key-save-delay` as the workers read it ([`Pacer::delay_keys`]).
     key_delay: Arc<AtomicI32>,
+    /// Stops the workers ([`Pacer::stop_handle`]).
+    stop: Arc<AtomicBool>,
 }
 
 /// A rewrite whose new log and manifest are being made durable on the
@@ -131,6 +134,10 @@ pub struct Rewriter {
     /// Called by the rewrite's threads when a step is done, so an idle
     /// loop does not sleep until its next timer tick before moving on.
     wake: Wake,
+    /// The log was turned on at run time and its first rewrite has not
+    /// completed: the log is named by no manifest yet
+    /// (`docs/aof-runtime.md`).
+    turn_on: Option<TurnOn>,
 }
 
 /// Allocates, off the event loop, the buffers the rewrite workers write
@@ -183,7 +190,50 @@ impl Rewriter {
             next_auto: Instant::now(),
             size_ref,
             wake,
+            turn_on: None,
         }
+    }
+
+    /// The rewriter of a log just turned on at run time (`turn_on`): its
+    /// first rewrite starts at the next [`Rewriter::tick`] and, until one
+    /// completes, every rewrite is such a first one (no log switch, no
+    /// manifest before the parts).
+    pub fn turned_on(dir: AofDir, turn_on: TurnOn, wake: Wake) -> Rewriter {
+        let kind = turn_on.incr().map_or(IncrKind::File, |i| i.kind);
+        let mut rewriter = Rewriter::new(dir, turn_on.started.clone(), kind, 1, wake);
+        rewriter.turn_on = Some(turn_on);
+        rewriter
+    }
+
+    /// Stops a starting or running rewrite and waits for its threads
+    /// (`appendonly no`); returns whether one was running. A stopped first
+    /// rewrite after a turn-on leaves the directory as it was before it
+    /// (`turn_on::abandon`). A stop is not a failure, as in Redis: the
+    /// rewrite status stays what it was.
+    pub fn stop(&mut self, state: &mut State) -> bool {
+        let busy = self.busy();
+        if let Some(running) = &self.running {
+            running.stop.store(true, Ordering::Relaxed);
+        }
+        let status = (state.rewrite.last_ok, state.rewrite.failures_in_row);
+        self.wait(state);
+        if busy {
+            (state.rewrite.last_ok, state.rewrite.failures_in_row) = status;
+        }
+        if let Some(turn_on) = self.turn_on.take() {
+            match turn_on::abandon(&self.dir, &turn_on) {
+                Ok(files) if !files.is_empty() => tracing::info!(
+                    "removed the files of the unfinished first rewrite: {}",
+                    files.join(", ")
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(
+                    "cannot remove the files of the unfinished first rewrite ({e}); \
+                     the next start removes them"
+                ),
+            }
+        }
+        busy
     }
 
     /// Makes `keyspace` the whole durable dataset (a replica's full sync):
@@ -221,6 +271,13 @@ impl Rewriter {
             // Orphans: the next start removes them.
             tracing::warn!("full sync: old log files left behind: {e}");
         }
+        // A log turned on at run time is complete now: no first rewrite
+        // is owed, and the dataset from before it goes too.
+        if let Some(turn_on) = self.turn_on.take() {
+            if let Err(e) = turn_on::finish(&self.dir, &turn_on, &next) {
+                tracing::warn!("full sync: old log files left behind: {e}");
+            }
+        }
         self.manifest = next;
         Ok(())
     }
@@ -247,11 +304,24 @@ impl Rewriter {
             note_keyspace_figures(state);
             return;
         }
-        let wanted = state.rewrite.scheduled || self.auto_due(state);
+        let first = self.turn_on.is_some() && Instant::now() >= self.next_auto;
+        let wanted = state.rewrite.scheduled || self.auto_due(state) || first;
         if !wanted || state.log_failure.is_some() {
             return;
         }
         state.rewrite.scheduled = false;
+        if self.turn_on.is_some() {
+            // The log is new and no manifest names it: no switch, the
+            // parts capture the keyspace against its records.
+            let started = self.manifest.clone();
+            let lsn = state.keyspace.capture_lsn();
+            let now = Instant::now();
+            if let Err(e) = self.launch(state, log, started, now, lsn, Duration::ZERO) {
+                tracing::warn!("the first rewrite of the log could not start: {e}");
+                self.failed(state);
+            }
+            return;
+        }
         // While the manifest is prepared off the loop, the current log's
         // tail is synced off it too, and the start is reported only once
         // that sync is done: the switch then waits for what came in since,
@@ -335,7 +405,6 @@ impl Rewriter {
         started: Manifest,
         requested: Instant,
     ) -> Result<()> {
-        let threads = rewrite_threads(state);
         // The new manifest is durable and names every file; it is the
         // current one from here on, whatever happens to the rewrite.
         self.manifest = started.clone();
@@ -347,27 +416,33 @@ impl Rewriter {
         let on_loop = Instant::now();
         let device = open_log_device(&self.dir.path(&incr), self.kind, &state.config)?;
         let point = log.switch(device)?;
-        // Function libraries are not in base parts: the new log starts
-        // with them (`docs/scripting.md` has the crash argument).
-        if let Some(record) = crate::commands::functions_record(&state.functions) {
-            log.append(&record);
-        }
-        // Nor is the replication history: the new log names it, so that a
-        // replica restarted before its next write still resumes
-        // (`aof/repl_mark.rs`).
-        if let Some(record) = state.repl.mark_record() {
-            log.append(&record);
-        }
+        log_preamble(state, log);
         let switched = on_loop.elapsed();
+        self.launch(state, log, started, requested, point.last_in_old, switched)
+    }
+
+    /// Starts the workers of rewrite `started`, whose base parts hold the
+    /// records up to `last_in_old` and those before each segment's
+    /// capture; `switched` is what the log switch took.
+    fn launch(
+        &mut self,
+        state: &mut State,
+        log: &mut dyn CommandLog,
+        started: Manifest,
+        requested: Instant,
+        last_in_old: u64,
+        switched: Duration,
+    ) -> Result<()> {
+        let threads = rewrite_threads(state);
+        let on_loop = Instant::now();
         log.info(&mut state.log);
         let log_base = state.log.current_size;
         // Nothing is captured yet: the loop captures segments as the
         // workers go (`keyspace/capture.rs`).
-        let snapshots = state.keyspace.begin_rewrite(
-            threads,
-            point.last_in_old,
-            Some(Arc::clone(&self.wake.0)),
-        );
+        let snapshots =
+            state
+                .keyspace
+                .begin_rewrite(threads, last_in_old, Some(Arc::clone(&self.wake.0)));
         let workers = u32::try_from(threads).unwrap_or(u32::MAX);
         let mut pacer = Pacer::new(io_share(state))
             .with_cpu_share(cpu_share(state), rewrite_cores(state), workers)
@@ -386,9 +461,9 @@ impl Rewriter {
             "log rewrite {} started: {} threads, log switched after record {} (switch {} µs, set-up {} µs on the event loop)",
             started.generation,
             threads,
-            point.last_in_old,
+            last_in_old,
             switched.as_micros(),
-            (on_loop.elapsed() - switched).as_micros()
+            on_loop.elapsed().as_micros()
         );
         let (send, done) = mpsc::channel();
         let dir = self.dir.clone();
@@ -398,6 +473,8 @@ impl Rewriter {
         let key_delay = pacer.key_delay_handle();
         key_delay.store(state.config.rdb_key_save_delay, Ordering::Relaxed);
         let race = pacer.race();
+        let stop = pacer.stop_handle();
+        let replaced = self.turn_on.clone();
         let log_durable = log.sync_wait();
         let thread = std::thread::Builder::new()
             .name("rewrite".into())
@@ -419,7 +496,13 @@ impl Rewriter {
                 // the next start.
                 if let Some(done) = done {
                     let removing = Instant::now();
-                    match dir.remove_replaced(&started, &done) {
+                    let removed = dir.remove_replaced(&started, &done).and_then(|mut files| {
+                        if let Some(turn_on) = &replaced {
+                            files.extend(turn_on::finish(&dir, turn_on, &done)?);
+                        }
+                        Ok(files)
+                    });
+                    match removed {
                         Ok(files) => tracing::info!(
                             "rewrite cleanup: removed {} replaced files in {} ms",
                             files.len(),
@@ -446,6 +529,7 @@ impl Rewriter {
             race,
             log_base,
             key_delay,
+            stop,
         });
         Ok(())
     }
@@ -496,6 +580,7 @@ impl Rewriter {
                     rewrite.captured_early
                 );
                 self.manifest = done;
+                self.turn_on = None;
             }
             Err(e) => {
                 tracing::warn!("log rewrite failed: {e}");
@@ -546,6 +631,7 @@ impl Rewriter {
                 race: Arc::clone(&running.race),
                 log_base: running.log_base,
                 key_delay: Arc::clone(&running.key_delay),
+                stop: Arc::clone(&running.stop),
             });
             self.poll(state);
         }
@@ -554,5 +640,18 @@ impl Rewriter {
                 tracing::warn!("a rewrite thread panicked");
             }
         }
+    }
+}
+
+/// Appends what a new log starts with, since base parts do not hold it:
+/// the function libraries (`docs/scripting.md` has the crash argument)
+/// and the replication history, so that a replica restarted before its
+/// next write still resumes (`aof/repl_mark.rs`).
+pub fn log_preamble(state: &State, log: &mut dyn CommandLog) {
+    if let Some(record) = crate::commands::functions_record(&state.functions) {
+        log.append(&record);
+    }
+    if let Some(record) = state.repl.mark_record() {
+        log.append(&record);
     }
 }

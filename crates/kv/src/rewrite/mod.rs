@@ -5,6 +5,7 @@
 //!   segments each worker writes.
 //! - [`manifest`]: the file naming the base parts and incremental logs.
 //! - [`dir`]: the data directory's state machine (start, finish, orphans);
+//!   [`turn_on`]: its side of `CONFIG SET appendonly yes`;
 //!   [`open_dir`]: opening one to serve or read it.
 //! - [`worker`]: the threads writing the parts; [`load`]: parallel loading.
 //! - [`pace`]: the device and CPU time they may use ([`budget`]: the rules).
@@ -32,6 +33,7 @@ pub mod pace;
 pub mod part;
 mod priority;
 pub mod seat;
+pub mod turn_on;
 pub mod worker;
 
 use std::fmt;

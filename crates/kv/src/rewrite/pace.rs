@@ -107,6 +107,8 @@ pub struct Pacer {
     /// `rdb-key-save-delay`, kept current by the event loop
     /// ([`Pacer::key_delay_handle`], [`Pacer::delay_keys`]).
     key_delay: Arc<AtomicI32>,
+    /// Set to stop the rewrite (`appendonly no`): the workers end early.
+    stopped: Arc<AtomicBool>,
 }
 
 /// CPU time a worker runs between two looks at the CPU budget ([`Burst`]).
@@ -223,6 +225,7 @@ impl Pacer {
             lifted: Arc::default(),
             seat: None,
             key_delay: Arc::default(),
+            stopped: Arc::default(),
         }
     }
 
@@ -275,6 +278,17 @@ impl Pacer {
         Arc::clone(&self.key_delay)
     }
 
+    /// A flag that, once set, stops the rewrite: its workers end with an
+    /// error at their next segment, without resting or waiting first.
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stopped)
+    }
+
+    /// Whether the rewrite was asked to stop ([`Pacer::stop_handle`]).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
     /// Waits what `rdb-key-save-delay` asks for `keys` keys written: a
     /// testing knob (Redis's test suite slows rewrites with it), 0 in
     /// production. A positive value is microseconds a key; a negative
@@ -292,8 +306,14 @@ impl Pacer {
                 (0..keys).filter(|_| fastrand::u64(0..one_in) == 0).count() as u64
             }
         };
-        if micros > 0 && !self.is_lifted() {
-            std::thread::sleep(Duration::from_micros(micros));
+        // In slices, so that a stop does not wait out a long delay.
+        let until = Instant::now() + Duration::from_micros(micros);
+        while !self.is_lifted() && !self.is_stopped() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
         }
     }
 

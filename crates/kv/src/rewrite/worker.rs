@@ -62,6 +62,11 @@ fn write_one(
     // What the part held when the pacer last heard of it ([`Pacer::wrote`]).
     let mut reported = writer.bytes();
     loop {
+        if pacer.is_stopped() {
+            return Err(Error::Rewrite {
+                reason: "stopped (appendonly turned off)".into(),
+            });
+        }
         // With none left here, the segments the event loop captured for
         // this worker since it last looked (waiting for them if need be).
         if more && segments.is_empty() {

@@ -50,6 +50,9 @@ impl Server {
         self.link_cron(true);
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();
+        if !self.state.config.appendonly {
+            self.rewrite_without_log();
+        }
         if let Some(rewriter) = &mut self.rewriter {
             self.log.info(&mut self.state.log);
             rewriter.tick(&mut self.state, &mut *self.log);
@@ -88,6 +91,9 @@ impl Server {
     /// done. Waiting for ticks (100 ms apart at `hz` 10) added up to 200 ms
     /// to a rewrite of 1M x 100 B that takes about 400 ms.
     pub(super) fn rewrite_step(&mut self) {
+        if !self.state.config.appendonly {
+            self.rewrite_without_log();
+        }
         let Some(rewriter) = &mut self.rewriter else {
             return;
         };

@@ -10,6 +10,7 @@
 
 mod accept;
 pub use accept::bind_listeners;
+mod aof_switch;
 use accept::{bind_unix_listener, register_listeners};
 pub(crate) mod blocking;
 mod busy;
@@ -551,6 +552,9 @@ impl Server {
                     let block = conn.session.block.take();
                     let (id, db) = (conn.session.id, conn.session.db);
                     self.after_command(id, db, index, block, &args);
+                    if let Some(change) = self.state.appendonly_change.take() {
+                        self.switch_appendonly(change, conn);
+                    }
                     // A client CLIENT KILL named goes before the next
                     // command runs, as in Redis.
                     self.close_killed();

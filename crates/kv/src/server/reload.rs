@@ -33,6 +33,17 @@ impl Server {
         if let Some(rewriter) = &mut self.rewriter {
             rewriter.wait(&mut self.state);
         }
+        if !self.state.config.appendonly {
+            // LOADAOF with the log off, as Redis's: what the directory's
+            // log files hold (the last rewrite's, or the log as it was
+            // when turned off); nothing there is created or removed.
+            self.empty_dataset();
+            if let Err(e) = open_data_dir(&mut self.state, Access::Load) {
+                tracing::error!("DEBUG LOADAOF could not load the log files: {e}");
+            }
+            self.state.keyspace.now_ms = unix_ms();
+            return;
+        }
         if let Err(e) = self.log.close() {
             self.state.log_failure = Some(format!("closing the log for DEBUG RELOAD: {e}"));
             return;
@@ -43,10 +54,7 @@ impl Server {
     /// Empties the keyspace and loads the data directory again as at
     /// start-up (the log is closed).
     pub(super) fn reopen_data(&mut self, why: &str) {
-        let databases = self.state.keyspace.databases();
-        self.state.keyspace = crate::keyspace::Keyspace::new(databases);
-        // Function libraries are in the log too: loaded back with the rest.
-        self.state.functions = Default::default();
+        self.empty_dataset();
         let waker = Arc::clone(&self.waker);
         let wake = Wake::new(move || {
             let _ = waker.wake();
@@ -65,5 +73,13 @@ impl Server {
         // The running server's history is already its own; the log's mark
         // matters only at start-up.
         self.state.repl.log_mark = None;
+    }
+
+    /// Empties the keyspace and the function libraries (they are in the
+    /// log too, and load back with the rest).
+    fn empty_dataset(&mut self) {
+        let databases = self.state.keyspace.databases();
+        self.state.keyspace = crate::keyspace::Keyspace::new(databases);
+        self.state.functions = Default::default();
     }
 }
