@@ -477,7 +477,7 @@ fn execute_checked(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // As Redis: the command the client sent last, queued or run (after
     // EXEC, `exec`, not the last command it ran).
     ctx.session.last_cmd = Some(command_label(container, spec));
-    if let Some(e) = replication::refusal(ctx, spec.flags) {
+    if let Some(e) = replication::refusal(ctx, replication::dispatch_flags(ctx, spec, args)) {
         ctx.session.multi_error |= ctx.session.multi.is_some();
         reject(ctx, Some(name), e);
         return;

@@ -46,12 +46,35 @@ pub(super) fn refusal(ctx: &Ctx<'_>, flags: u32) -> Option<&'static str> {
     if write && repl.is_replica() && c.replica_read_only {
         return Some("READONLY You can't write against a read only replica.");
     }
-    if repl.is_replica() && !repl.link_up() && !c.replica_serve_stale_data && flags & STALE == 0 {
-        return Some(
-            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-        );
+    if running_stale(ctx) && flags & STALE == 0 {
+        return Some(MASTERDOWN);
     }
     loading_refusal(repl, flags)
+}
+
+/// Redis's refusal of a command that needs fresh data on a stale replica.
+pub(crate) const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Whether this server is a replica whose link is down and which may not
+/// serve its (stale) data: `replica-serve-stale-data no`.
+pub(crate) fn running_stale(ctx: &Ctx<'_>) -> bool {
+    let repl = &ctx.state.repl;
+    repl.is_replica() && !repl.link_up() && !ctx.state.config.replica_serve_stale_data
+}
+
+/// The flags [`refusal`] checks for command `args` of `spec` at dispatch:
+/// as Redis's `getCommandFlags`, a script's declared flags replace
+/// EVAL's and FCALL's own (a script without `no-writes` is a write, one
+/// without `allow-stale` is refused on a stale replica). The script is
+/// looked up only where a refusal is possible: on a replica, or with
+/// `min-replicas-to-write` set.
+pub(super) fn dispatch_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &Args<'_>) -> u32 {
+    if ctx.state.repl.is_replica() || ctx.state.config.min_replicas_to_write > 0 {
+        super::scripting::command_flags(ctx.state, spec, args)
+    } else {
+        spec.flags
+    }
 }
 
 /// Redis's reply to a command refused while a diskless load runs.

@@ -10,7 +10,7 @@ pub const COMPAT: u32 = 1;
 pub const NO_WRITES: u32 = 1 << 1;
 /// `allow-oom`: runs, and writes, over `maxmemory`.
 pub const ALLOW_OOM: u32 = 1 << 2;
-/// `allow-stale`: runs on a replica with a broken link (no effect here).
+/// `allow-stale`: runs on a stale replica (link down, `replica-serve-stale-data no`).
 pub const ALLOW_STALE: u32 = 1 << 3;
 /// `no-cluster`: refused in cluster mode (Ferrite is never clustered).
 pub const NO_CLUSTER: u32 = 1 << 4;
@@ -81,7 +81,19 @@ pub fn shebang(body: &[u8]) -> Result<(u32, usize), String> {
 /// Whether a script with `flags`, started by a `_RO` command or not, may
 /// run now; `Err` is the refusal's text.
 pub fn check_start(ctx: &Ctx<'_>, flags: u32, ro_command: bool) -> Result<(), String> {
-    if flags & COMPAT != 0 || flags & NO_WRITES != 0 {
+    use crate::commands::replication::{running_stale, MASTERDOWN};
+    if flags & COMPAT != 0 {
+        // A script without a shebang may not start on a stale replica
+        // (with flags, `allow-stale` decides).
+        return match running_stale(ctx) && !ctx.session.is_master {
+            true => Err(MASTERDOWN.into()),
+            false => Ok(()),
+        };
+    }
+    if flags & ALLOW_STALE == 0 && running_stale(ctx) && !ctx.session.is_master {
+        return Err("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".into());
+    }
+    if flags & NO_WRITES != 0 {
         return Ok(());
     }
     let (repl, config) = (&ctx.state.repl, &ctx.state.config);

@@ -25,7 +25,7 @@ use scoped_tls_hkt::{scoped_thread_local, ReborrowMut};
 use super::api::CallFailure;
 use super::busy::{BusyView, RunStatus};
 use super::{api, convert, engine};
-use crate::commands::flags::{MAY_REPLICATE, NOSCRIPT, WRITE};
+use crate::commands::flags::{MAY_REPLICATE, NOSCRIPT, STALE, WRITE};
 use crate::commands::{resolve, run, Ctx};
 use crate::resp::reply::{format_double, Protocol};
 use crate::resp::{Args, ReplyBuf};
@@ -476,6 +476,12 @@ fn refusal(ctx: &mut Ctx<'_>, limits: &mut Limits, args: &Args<'_>) -> Checked {
     let noscript = spec.has(NOSCRIPT) || container.is_some_and(|c| c.has(NOSCRIPT));
     if noscript && !super::deny_disabled() {
         return refuse("ERR This Redis command is not allowed from script");
+    }
+    // A script allowed to start on a stale replica (`allow-stale`) may
+    // still only call commands that serve stale data.
+    let obeyed = ctx.session.is_master || ctx.session.is_replay;
+    if !spec.has(STALE) && !obeyed && crate::commands::replication::running_stale(ctx) {
+        return refuse("ERR Can not execute the command on a stale replica");
     }
     if let Err(text) = crate::commands::acl_script_check(ctx, container, spec, args) {
         return Err((Some(name), Cow::Owned(text)));
