@@ -23,6 +23,9 @@
 //! - Ferrite with `appendfsync always` and its log on emulated PM (a file
 //!   on tmpfs: it survives a process crash, not a power failure).
 //!
+//! Each EVALSHA and XADD load also yields the server's CPU time per
+//! request (`<workload>_cpu_us`, figure `scripts_streams_cpu_us_per_request`).
+//!
 //! With `--alt-bin`, each Ferrite server has a twin running the other
 //! build (`<label>_alt`), measured in the same runs next to it (the two
 //! sort together, and odd runs reverse the order, so each goes first
@@ -41,6 +44,7 @@ use anyhow::{bail, Context, Result};
 use crate::kv::{start, start_bin, ServerSpec, BASE_PORT, CLIENT_CORE};
 use crate::kvload::{complete_replies, encode};
 use crate::report::{median, median_ratio, Report};
+use crate::rewrite::probe::tree_cpu_ms;
 use crate::Common;
 
 /// The rate limiter: count a request, note the count in a hash, and keep
@@ -71,6 +75,12 @@ const FERRITE_ALWAYS_PM: &str = "ferrite_always_pm";
 
 /// The suffix of the `--alt-bin` build's servers' labels.
 const ALT: &str = "_alt";
+/// The suffix of a workload's server CPU time per request, in µs: user
+/// plus system time of all the server's threads, exited ones included
+/// (the log's `wal-prepare` threads), over the load. Steadier than the
+/// rate on a shared host, whose other jobs slow the clients and the
+/// server's wake-ups more than they lengthen the server's own work.
+const CPU: &str = "_cpu_us";
 
 fn servers() -> [ServerSpec; 4] {
     let spec = |system, fsync, medium| ServerSpec {
@@ -382,6 +392,7 @@ fn sizes(quick: bool) -> (usize, usize, usize) {
 /// One run over every server; figures keyed by server then workload.
 fn one_run(
     ports: &BTreeMap<String, u16>,
+    pids: &BTreeMap<String, u32>,
     shas: &BTreeMap<String, String>,
     run: usize,
     quick: bool,
@@ -409,10 +420,15 @@ fn one_run(
         let mut xadd = vec!["XADD", stream.as_str(), "*"];
         xadd.extend(ENTRY);
         for (pipeline, requests) in [(1, p1), (16, p16)] {
-            let rps = redis_benchmark(port, pipeline, requests, &evalsha)?;
-            figures.insert(format!("evalsha_p{pipeline}"), rps);
-            let rps = redis_benchmark(port, pipeline, requests, &xadd)?;
-            figures.insert(format!("xadd_p{pipeline}"), rps);
+            for (name, command) in [("evalsha", &evalsha[..]), ("xadd", &xadd[..])] {
+                let before = tree_cpu_ms(pids[label], &[]);
+                let rps = redis_benchmark(port, pipeline, requests, command)?;
+                figures.insert(format!("{name}_p{pipeline}"), rps);
+                if let (Some(a), Some(b)) = (before, tree_cpu_ms(pids[label], &[])) {
+                    let us = (b - a) * 1e3 / requests as f64;
+                    figures.insert(format!("{name}_p{pipeline}{CPU}"), us);
+                }
+            }
             let len = Conn::open(port)?.int(&["XLEN", &stream])?;
             // redis-benchmark may send a few more than asked when pipelining.
             if len < requests as i64 {
@@ -516,7 +532,9 @@ const RATIOS: [(&str, &str, &str, &str); 6] = [
 /// The `--alt-bin` figures: each ratio of [`RATIOS`] for the other build
 /// (`<ratio>_alt`, against the same Redis in the same runs) and, per
 /// Ferrite server and workload, the median of the per-run rates of the
-/// other build over this one's (`<label>_alt_vs_<label>_<workload>`).
+/// other build over this one's (`<label>_alt_vs_<label>_<workload>`; for
+/// the `_cpu_us` figures, its CPU time per request over this one's: above
+/// 1, the other build spends more).
 fn alt_ratios(report: &mut Report, runs: &[BTreeMap<String, BTreeMap<String, f64>>]) {
     let get = |run: &BTreeMap<String, BTreeMap<String, f64>>, server: &str, key: &str| {
         run.get(server).and_then(|m| m.get(key)).copied()
@@ -555,7 +573,7 @@ pub(crate) fn run(
     alt: Option<&Path>,
 ) -> Result<()> {
     let mut running = Vec::new();
-    let (mut ports, mut shas) = (BTreeMap::new(), BTreeMap::new());
+    let (mut ports, mut shas, mut pids) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (i, server) in plan(alt).iter().enumerate() {
         let root = if server.spec.medium == "pm" { pm } else { disk };
         let port = BASE_PORT + 300 + i as u16;
@@ -566,6 +584,11 @@ pub(crate) fn run(
             &root.join(format!("scripts-{}", server.label)),
         )?);
         shas.insert(server.label.clone(), load_script(port)?);
+        // taskset execs the server, so the child's PID is the server's.
+        pids.insert(
+            server.label.clone(),
+            running.last().map_or(0, |r| r.child.id()),
+        );
         ports.insert(server.label.clone(), port);
     }
     if let Some(bin) = alt {
@@ -579,7 +602,7 @@ pub(crate) fn run(
     }
     let mut runs = Vec::new();
     for run in 0..common.runs() {
-        let figures = one_run(&ports, &shas, run, common.quick)?;
+        let figures = one_run(&ports, &pids, &shas, run, common.quick)?;
         println!("scripts/streams run {run}: {figures:?}");
         runs.push(figures);
     }
@@ -610,7 +633,18 @@ pub(crate) fn run(
                 .insert(key, median(&values));
         }
     }
+    let cpu: BTreeMap<String, BTreeMap<String, f64>> = medians
+        .iter_mut()
+        .map(|(label, figures)| {
+            let (cpu, rps) = std::mem::take(figures)
+                .into_iter()
+                .partition(|(k, _)| k.ends_with(CPU));
+            *figures = rps;
+            (label.clone(), cpu)
+        })
+        .collect();
     report.figure("scripts_streams_rps", &medians);
+    report.figure("scripts_streams_cpu_us_per_request", &cpu);
     let entries = if common.quick {
         MEMORY_ENTRIES / 10
     } else {
