@@ -103,19 +103,48 @@ pub(crate) fn wait_for_port(port: u16) -> Result<()> {
 /// the bench's server core, output discarded, its files in `dir` (emptied
 /// first); the caller adds the settings.
 pub(crate) fn server_command(redis: bool, dir: &Path) -> Result<Command> {
+    server_command_bin(redis, None, dir)
+}
+
+/// [`server_command`], Ferrite's server taken from the build `bin` when
+/// given (an A/B of two builds), else from this program.
+fn server_command_bin(redis: bool, bin: Option<&Path>, dir: &Path) -> Result<Command> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", SERVER_CORE])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if redis {
-        cmd.arg("redis-server");
-    } else {
-        cmd.arg(std::env::current_exe()?).arg("kv-serve");
-    }
+    match (redis, bin) {
+        (true, _) => cmd.arg("redis-server"),
+        (false, Some(bin)) => cmd.arg(bin).arg(serve_subcommand(bin)),
+        (false, None) => cmd.arg(std::env::current_exe()?).arg("kv-serve"),
+    };
     cmd.arg("--dir").arg(dir);
     Ok(cmd)
+}
+
+/// The subcommand that runs the kv server in the Ferrite build `bin`: a
+/// `ferrite-bench` build serves through its hidden `kv-serve`, the
+/// `ferrite` binary through `serve`; both take the same `--name value`
+/// settings and run the same server with the same allocator.
+pub(crate) fn serve_subcommand(bin: &Path) -> &'static str {
+    let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.contains("bench") {
+        "kv-serve"
+    } else {
+        "serve"
+    }
+}
+
+/// Whether `path` names a file, for `--alt-bin` (checked before any server
+/// starts, so a typo costs no run).
+pub(crate) fn check_alt_bin(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).with_context(|| format!("--alt-bin {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("--alt-bin {}: not a file", path.display());
+    }
+    Ok(())
 }
 
 /// Starts `cmd` and returns once its server accepts connections on `port`.
@@ -127,7 +156,17 @@ pub(crate) fn spawn_server(mut cmd: Command, port: u16, what: &str) -> Result<Ru
 }
 
 pub(crate) fn start(spec: &ServerSpec, port: u16, dir: &Path) -> Result<Running> {
-    let mut cmd = server_command(spec.system == "redis", dir)?;
+    start_bin(spec, None, port, dir)
+}
+
+/// [`start`], a Ferrite server taken from the build `bin` when given.
+pub(crate) fn start_bin(
+    spec: &ServerSpec,
+    bin: Option<&Path>,
+    port: u16,
+    dir: &Path,
+) -> Result<Running> {
+    let mut cmd = server_command_bin(spec.system == "redis", bin, dir)?;
     cmd.args(["--port", &port.to_string()]);
     if spec.system == "redis" {
         cmd.args(["--save", ""]);
@@ -458,12 +497,24 @@ pub struct KvArgs {
     /// SET/GET over TLS against redis-server's TLS instead (`kv_tls.rs`).
     #[arg(long)]
     pub tls: bool,
+    /// Another Ferrite build (the `ferrite` binary, run with `serve`, or a
+    /// `ferrite-bench`, run with `kv-serve`): in the streams part each
+    /// Ferrite server is also run with it, labelled `<label>_alt`, in the
+    /// same runs next to this build's, and the report gains
+    /// `<ratio>_alt` (the same ratio for that build) and
+    /// `<label>_alt_vs_<label>_<workload>` (its per-run rate over this
+    /// build's, median). The other parts do not use it.
+    #[arg(long)]
+    pub alt_bin: Option<PathBuf>,
 }
 
 /// Runs the experiment.
 pub fn run(args: &KvArgs) -> Result<()> {
     let common = &args.common.clone().resolved();
     let wanted = |part: Part| args.only.is_empty() || args.only.contains(&part);
+    if let Some(bin) = &args.alt_bin {
+        check_alt_bin(bin)?;
+    }
     ensure_redis()?;
     let mut report = Report::new("kv", common.quick, common.runs());
     let _idle = IdlePolicy::hold_for(common.host_idle, &mut report);
@@ -507,7 +558,7 @@ pub fn run(args: &KvArgs) -> Result<()> {
         report.figure("memory_resident_bytes", &mem);
     }
     if wanted(Part::Streams) {
-        crate::kv_streams::run(&mut report, &disk, &pm, common)?;
+        crate::kv_streams::run(&mut report, &disk, &pm, common, args.alt_bin.as_deref())?;
     }
     if wanted(Part::WbufLog) {
         let svg = crate::kv_wbuf_log::run(&mut report, &disk, &pm, common)?;

@@ -22,19 +22,29 @@
 //!   durability, for EVALSHA and the consumer group;
 //! - Ferrite with `appendfsync always` and its log on emulated PM (a file
 //!   on tmpfs: it survives a process crash, not a power failure).
+//!
+//! Each EVALSHA and XADD load also yields the server's CPU time per
+//! request (`<workload>_cpu_us`, figure `scripts_streams_cpu_us_per_request`).
+//!
+//! With `--alt-bin`, each Ferrite server has a twin running the other
+//! build (`<label>_alt`), measured in the same runs next to it (the two
+//! sort together, and odd runs reverse the order, so each goes first
+//! every other run): a change of a few percent is then a same-run A/B on
+//! a host whose speed drifts by more than that between runs.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::kv::{start, ServerSpec, BASE_PORT, CLIENT_CORE};
+use crate::kv::{start, start_bin, ServerSpec, BASE_PORT, CLIENT_CORE};
 use crate::kvload::{complete_replies, encode};
 use crate::report::{median, median_ratio, Report};
+use crate::rewrite::probe::tree_cpu_ms;
 use crate::Common;
 
 /// The rate limiter: count a request, note the count in a hash, and keep
@@ -63,6 +73,15 @@ const REDIS_EVERYSEC: &str = "redis_everysec";
 const FERRITE_EVERYSEC: &str = "ferrite_everysec_disk";
 const FERRITE_ALWAYS_PM: &str = "ferrite_always_pm";
 
+/// The suffix of the `--alt-bin` build's servers' labels.
+const ALT: &str = "_alt";
+/// The suffix of a workload's server CPU time per request, in µs: user
+/// plus system time of all the server's threads, exited ones included
+/// (the log's `wal-prepare` threads), over the load. Steadier than the
+/// rate on a shared host, whose other jobs slow the clients and the
+/// server's wake-ups more than they lengthen the server's own work.
+const CPU: &str = "_cpu_us";
+
 fn servers() -> [ServerSpec; 4] {
     let spec = |system, fsync, medium| ServerSpec {
         system,
@@ -75,6 +94,36 @@ fn servers() -> [ServerSpec; 4] {
         spec("ferrite", "everysec", "disk"),
         spec("ferrite", "always", "pm"),
     ]
+}
+
+/// One server of the throughput workloads: its label, its settings and,
+/// for the `--alt-bin` twins, the build it runs.
+struct Planned {
+    label: String,
+    spec: ServerSpec,
+    bin: Option<PathBuf>,
+}
+
+/// The servers of a run: [`servers`], and with `alt` a twin of each
+/// Ferrite server running that build.
+fn plan(alt: Option<&Path>) -> Vec<Planned> {
+    let mut out = Vec::new();
+    for spec in servers() {
+        let label = spec.label();
+        if let (Some(bin), "ferrite") = (alt, spec.system) {
+            out.push(Planned {
+                label: format!("{label}{ALT}"),
+                spec: spec.clone(),
+                bin: Some(bin.to_path_buf()),
+            });
+        }
+        out.push(Planned {
+            label,
+            spec,
+            bin: None,
+        });
+    }
+    out
 }
 
 /// A RESP2 reply.
@@ -343,6 +392,7 @@ fn sizes(quick: bool) -> (usize, usize, usize) {
 /// One run over every server; figures keyed by server then workload.
 fn one_run(
     ports: &BTreeMap<String, u16>,
+    pids: &BTreeMap<String, u32>,
     shas: &BTreeMap<String, String>,
     run: usize,
     quick: bool,
@@ -370,10 +420,15 @@ fn one_run(
         let mut xadd = vec!["XADD", stream.as_str(), "*"];
         xadd.extend(ENTRY);
         for (pipeline, requests) in [(1, p1), (16, p16)] {
-            let rps = redis_benchmark(port, pipeline, requests, &evalsha)?;
-            figures.insert(format!("evalsha_p{pipeline}"), rps);
-            let rps = redis_benchmark(port, pipeline, requests, &xadd)?;
-            figures.insert(format!("xadd_p{pipeline}"), rps);
+            for (name, command) in [("evalsha", &evalsha[..]), ("xadd", &xadd[..])] {
+                let before = tree_cpu_ms(pids[label], &[]);
+                let rps = redis_benchmark(port, pipeline, requests, command)?;
+                figures.insert(format!("{name}_p{pipeline}"), rps);
+                if let (Some(a), Some(b)) = (before, tree_cpu_ms(pids[label], &[])) {
+                    let us = (b - a) * 1e3 / requests as f64;
+                    figures.insert(format!("{name}_p{pipeline}{CPU}"), us);
+                }
+            }
             let len = Conn::open(port)?.int(&["XLEN", &stream])?;
             // redis-benchmark may send a few more than asked when pipelining.
             if len < requests as i64 {
@@ -474,28 +529,80 @@ const RATIOS: [(&str, &str, &str, &str); 6] = [
     ),
 ];
 
+/// The `--alt-bin` figures: each ratio of [`RATIOS`] for the other build
+/// (`<ratio>_alt`, against the same Redis in the same runs) and, per
+/// Ferrite server and workload, the median of the per-run rates of the
+/// other build over this one's (`<label>_alt_vs_<label>_<workload>`; for
+/// the `_cpu_us` figures, its CPU time per request over this one's: above
+/// 1, the other build spends more).
+fn alt_ratios(report: &mut Report, runs: &[BTreeMap<String, BTreeMap<String, f64>>]) {
+    let get = |run: &BTreeMap<String, BTreeMap<String, f64>>, server: &str, key: &str| {
+        run.get(server).and_then(|m| m.get(key)).copied()
+    };
+    let median_of = |ours: &str, theirs: &str, key: &str| {
+        median_ratio(
+            runs.iter()
+                .filter_map(|r| Some((get(r, ours, key)?, get(r, theirs, key)?))),
+        )
+    };
+    for (ratio, ours, theirs, key) in RATIOS {
+        let twin = format!("{ours}{ALT}");
+        report.ratio(format!("{ratio}{ALT}"), median_of(&twin, theirs, key));
+    }
+    let Some(first) = runs.first() else {
+        return;
+    };
+    for (label, figures) in first {
+        let Some(base) = label.strip_suffix(ALT) else {
+            continue;
+        };
+        for key in figures.keys() {
+            let ratio = median_of(label, base, key);
+            report.ratio(format!("{label}_vs_{base}_{key}"), ratio);
+        }
+    }
+}
+
 /// Runs the scripts and streams workloads and adds their figures and
 /// ratios to `report`.
-pub(crate) fn run(report: &mut Report, disk: &Path, pm: &Path, common: &Common) -> Result<()> {
+pub(crate) fn run(
+    report: &mut Report,
+    disk: &Path,
+    pm: &Path,
+    common: &Common,
+    alt: Option<&Path>,
+) -> Result<()> {
     let mut running = Vec::new();
-    let (mut ports, mut shas) = (BTreeMap::new(), BTreeMap::new());
-    for (i, spec) in servers().iter().enumerate() {
-        let root = if spec.medium == "pm" { pm } else { disk };
+    let (mut ports, mut shas, mut pids) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (i, server) in plan(alt).iter().enumerate() {
+        let root = if server.spec.medium == "pm" { pm } else { disk };
         let port = BASE_PORT + 300 + i as u16;
-        running.push(start(
-            spec,
+        running.push(start_bin(
+            &server.spec,
+            server.bin.as_deref(),
             port,
-            &root.join(format!("scripts-{}", spec.label())),
+            &root.join(format!("scripts-{}", server.label)),
         )?);
-        shas.insert(spec.label(), load_script(port)?);
-        ports.insert(spec.label(), port);
+        shas.insert(server.label.clone(), load_script(port)?);
+        // taskset execs the server, so the child's PID is the server's.
+        pids.insert(
+            server.label.clone(),
+            running.last().map_or(0, |r| r.child.id()),
+        );
+        ports.insert(server.label.clone(), port);
+    }
+    if let Some(bin) = alt {
+        report.note(format!(
+            "servers labelled *{ALT} run the build {} in the same runs; *{ALT} ratios are that build's, *{ALT}_vs_* its rate over this build's",
+            bin.display()
+        ));
     }
     if shas.values().any(|s| Some(s) != shas.values().next()) {
         bail!("the servers disagree on the script's SHA1: {shas:?}");
     }
     let mut runs = Vec::new();
     for run in 0..common.runs() {
-        let figures = one_run(&ports, &shas, run, common.quick)?;
+        let figures = one_run(&ports, &pids, &shas, run, common.quick)?;
         println!("scripts/streams run {run}: {figures:?}");
         runs.push(figures);
     }
@@ -508,6 +615,9 @@ pub(crate) fn run(report: &mut Report, disk: &Path, pm: &Path, common: &Common) 
             .iter()
             .filter_map(|r| Some((get(r, ours, key)?, get(r, theirs, key)?)));
         report.ratio(ratio, median_ratio(pairs));
+    }
+    if alt.is_some() {
+        alt_ratios(report, &runs);
     }
     let mut medians: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for label in ports.keys() {
@@ -523,7 +633,18 @@ pub(crate) fn run(report: &mut Report, disk: &Path, pm: &Path, common: &Common) 
                 .insert(key, median(&values));
         }
     }
+    let cpu: BTreeMap<String, BTreeMap<String, f64>> = medians
+        .iter_mut()
+        .map(|(label, figures)| {
+            let (cpu, rps) = std::mem::take(figures)
+                .into_iter()
+                .partition(|(k, _)| k.ends_with(CPU));
+            *figures = rps;
+            (label.clone(), cpu)
+        })
+        .collect();
     report.figure("scripts_streams_rps", &medians);
+    report.figure("scripts_streams_cpu_us_per_request", &cpu);
     let entries = if common.quick {
         MEMORY_ENTRIES / 10
     } else {
@@ -568,5 +689,71 @@ mod tests {
         assert!(entry_ids(&Reply::Int(3)).is_err());
         let bad = Reply::Array(Some(vec![Reply::Array(Some(vec![Reply::Int(1)]))]));
         assert!(entry_ids(&bad).is_err());
+    }
+
+    #[test]
+    fn an_alt_build_twins_each_ferrite_server_only() {
+        let labels = |alt: Option<&Path>| -> Vec<(String, Option<PathBuf>)> {
+            plan(alt).into_iter().map(|p| (p.label, p.bin)).collect()
+        };
+        let alone = labels(None);
+        assert_eq!(alone.len(), 4);
+        assert!(alone.iter().all(|(_, bin)| bin.is_none()));
+        let bin = Path::new("/tmp/old/ferrite");
+        let twinned = labels(Some(bin));
+        assert_eq!(twinned.len(), 6);
+        for (label, built) in &twinned {
+            match label.strip_suffix(ALT) {
+                Some(base) => {
+                    assert!(base.starts_with("ferrite_"), "{label}");
+                    assert_eq!(built.as_deref(), Some(bin));
+                    assert!(twinned.iter().any(|(l, b)| l == base && b.is_none()));
+                }
+                None => assert!(built.is_none(), "{label}"),
+            }
+        }
+    }
+
+    #[test]
+    fn alt_ratios_are_medians_of_per_run_ratios() {
+        let run = |ours: f64, alt: f64, redis: f64| {
+            let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+            for (label, rps) in [
+                (FERRITE_ALWAYS_PM.to_string(), ours),
+                (format!("{FERRITE_ALWAYS_PM}{ALT}"), alt),
+                (REDIS_OFF.to_string(), redis),
+            ] {
+                out.insert(label, BTreeMap::from([("xadd_p16".to_string(), rps)]));
+            }
+            out
+        };
+        // Per run, alt over ours: 1.2, 0.5, 1.1; alt over Redis: 0.6, 0.5, 1.1.
+        let runs = [
+            run(100.0, 120.0, 200.0),
+            run(200.0, 100.0, 200.0),
+            run(100.0, 110.0, 100.0),
+        ];
+        let mut report = Report::new("test", true, 3);
+        alt_ratios(&mut report, &runs);
+        let got = |key: &str| report.ratios().get(key).copied();
+        let ab = got("ferrite_always_pm_alt_vs_ferrite_always_pm_xadd_p16").expect("A/B ratio");
+        assert!((ab - 1.1).abs() < 1e-9, "{ab}");
+        let vs_redis = got("xadd_p16_always_pm_vs_redis_nopersist_alt").expect("alt ratio");
+        assert!((vs_redis - 0.6).abs() < 1e-9, "{vs_redis}");
+        assert!(got("ferrite_always_pm_vs_ferrite_always_pm_alt_xadd_p16").is_none());
+    }
+
+    #[test]
+    fn the_ferrite_binary_serves_with_serve_and_the_bench_with_kv_serve() {
+        use crate::kv::serve_subcommand;
+        assert_eq!(
+            serve_subcommand(Path::new("/x/target/release/ferrite")),
+            "serve"
+        );
+        assert_eq!(serve_subcommand(Path::new("/x/ferrite-old")), "serve");
+        assert_eq!(
+            serve_subcommand(Path::new("/x/release/ferrite-bench")),
+            "kv-serve"
+        );
     }
 }

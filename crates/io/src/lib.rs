@@ -46,7 +46,8 @@ pub use error::{Error, Result};
 pub use file::{sync_parent_dir, FileDevice};
 pub use gated::GatedSync;
 pub use pm::{
-    stored_len, PmDevice, PmPolicy, PmemDevice, PM_HEADER_LEN, PM_INITIAL_CAPACITY, PM_MAGIC,
+    stored_len, PmDevice, PmPolicy, PmemDevice, PM_GROWTH_STEP_MAX, PM_HEADER_LEN,
+    PM_INITIAL_CAPACITY, PM_MAGIC,
 };
 pub use sim_file::{SimFile, SECTOR};
 

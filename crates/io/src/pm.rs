@@ -28,8 +28,15 @@ const LEN_OFFSET: usize = 16;
 const CRC_OFFSET: usize = 24;
 /// Capacity of a new device file, header included.
 pub const PM_INITIAL_CAPACITY: usize = 2 << 20;
-/// Growth step cap, so a huge device does not double into the next GiB.
-const GROWTH_STEP_MAX: usize = 1 << 30;
+/// Growth step cap: a device doubles while small, then grows by at most
+/// this. Growing allocates the new space in the file (`fallocate`), and
+/// on tmpfs (emulated PM) that clears every page at once, under the
+/// device's extend lock: a log grown by doubling up to 1 GiB steps
+/// cleared 671 MB for 384 MB of records, and a writer extending the log
+/// meanwhile waited for the whole step. A mapping grown in adjacent steps
+/// of the same file stays one kernel mapping, so small steps cost one
+/// `fallocate` and one `mmap` each and nothing per access.
+pub const PM_GROWTH_STEP_MAX: usize = 32 << 20;
 
 const _: () = assert!(LEN_OFFSET.is_multiple_of(8) && CRC_OFFSET + 4 <= PM_HEADER_LEN);
 
@@ -171,7 +178,7 @@ impl<M: PmemMedium> PmDevice<M> {
         if needed <= current {
             return Ok(());
         }
-        let step = current.clamp(PM_INITIAL_CAPACITY, GROWTH_STEP_MAX);
+        let step = current.clamp(PM_INITIAL_CAPACITY, PM_GROWTH_STEP_MAX);
         let target = needed.max(current + step);
         self.medium.grow(target).map_err(Error::from)
     }

@@ -14,6 +14,13 @@
 //! a crash in the middle of a batch's write leaves records that are whole,
 //! absent or torn, in any order, past the durable prefix, exactly as
 //! concurrent appenders do; none of them was reported durable.
+//!
+//! On persistent memory a single record is padded to whole cache lines so
+//! that no two appenders, each flushing its own range, share a line. A
+//! batch is one appender's range: its records lie back to back at the
+//! format's 8-byte alignment and only the last is padded, so the batch
+//! ends on a line as a single record does (a 101-byte command takes 136
+//! bytes instead of 192: fewer lines to flush, fewer pages to ready).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
@@ -21,7 +28,7 @@ use std::sync::{Arc, MutexGuard};
 use crate::error::{Error, Result};
 use crate::group::State;
 use crate::reader::payload_len_max;
-use crate::record::{encode_record, framed_len, Lsn, PM_RECORD_ALIGN, RECORD_ALIGN};
+use crate::record::{encode_record, encode_record_padded, framed_len, Lsn, RECORD_ALIGN};
 use crate::writer::Wal;
 
 /// What a batch's buffers keep between batches; a burst's growth past it
@@ -121,8 +128,7 @@ impl Wal {
             .config
             .record_bytes_max
             .min(payload_len_max(&state.segment.header));
-        let align = state.segment.align;
-        let mut size = 0u64;
+        let mut packed = 0u64;
         for payload in batch.iter() {
             if payload.len() > max {
                 return Err(Error::RecordTooLarge {
@@ -130,8 +136,9 @@ impl Wal {
                     max,
                 });
             }
-            size += framed_len(payload.len(), align) as u64;
+            packed += framed_len(payload.len(), RECORD_ALIGN) as u64;
         }
+        let size = packed.next_multiple_of(state.segment.align as u64);
         let window = state.segment.header.window_bytes;
         if size > window {
             return Err(Error::BatchTooLarge {
@@ -174,10 +181,14 @@ impl Wal {
         let records = batch.len() as u64;
         let last = first + records - 1;
         let hint = state.durable_lsn;
-        let align = state.segment.align;
+        // Every record ends where the next begins; the last one's padding
+        // takes the batch to the end of its reserved range.
         let mut end = offset;
-        for payload in batch.iter() {
-            end += framed_len(payload.len(), align) as u64;
+        for (i, payload) in batch.iter().enumerate() {
+            end += framed_len(payload.len(), RECORD_ALIGN) as u64;
+            if i + 1 == batch.len() {
+                end = offset + size;
+            }
             state.pending.push_back((end, false));
         }
         state.next_lsn = last + 1;
@@ -186,10 +197,16 @@ impl Wal {
         drop(state);
         let mut frame = std::mem::take(&mut batch.frame);
         frame.clear();
+        let salt = segment.header.salt;
         for (lsn, payload) in (first..).zip(batch.iter()) {
-            let salt = segment.header.salt;
-            encode_record(&mut frame, salt, lsn, hint, payload, PM_RECORD_ALIGN);
+            let pad = if lsn == last {
+                size as usize - frame.len() - framed_len(payload.len(), RECORD_ALIGN)
+            } else {
+                0
+            };
+            encode_record_padded(&mut frame, salt, lsn, hint, payload, pad);
         }
+        debug_assert_eq!(frame.len() as u64, size);
         let result = segment.device.write_at(offset, &frame).and_then(|()| {
             if segment.sync_after_write {
                 segment.device.sync()?;

@@ -150,9 +150,24 @@ pub fn encode_record(
     payload: &[u8],
     align: usize,
 ) {
+    let pad = pad_len(payload.len(), align);
+    encode_record_padded(out, salt, lsn, durable_hint, payload, pad);
+}
+
+/// [`encode_record`] with `pad` zero bytes after the 8-aligned payload
+/// (a multiple of [`RECORD_ALIGN`], at most [`PAD_LEN_MAX`]): the last
+/// record of a batch is padded to end the batch on a cache line.
+pub fn encode_record_padded(
+    out: &mut Vec<u8>,
+    salt: u64,
+    lsn: Lsn,
+    durable_hint: Lsn,
+    payload: &[u8],
+    pad: usize,
+) {
     debug_assert!(payload.len() <= PAYLOAD_LEN_FORMAT_MAX);
     debug_assert!(durable_hint < lsn, "a record cannot vouch for itself");
-    let pad = pad_len(payload.len(), align);
+    debug_assert!(pad <= PAD_LEN_MAX && pad.is_multiple_of(RECORD_ALIGN));
     let mut header = [0u8; RECORD_HEADER_LEN];
     put_u32(&mut header, 0, RECORD_MAGIC);
     put_u32(&mut header, R_LEN, payload.len() as u32);
@@ -163,7 +178,7 @@ pub fn encode_record(
     put_u32(&mut header, R_CRC, crc);
     out.extend_from_slice(&header);
     out.extend_from_slice(payload);
-    let framed = framed_len(payload.len(), align);
+    let framed = framed_len(payload.len(), RECORD_ALIGN) + pad;
     out.resize(out.len() + framed - RECORD_HEADER_LEN - payload.len(), 0);
 }
 
