@@ -126,6 +126,7 @@ fork_child_tests=(
   "diskless replication child being killed is collected"
   "replication child dies when parent is killed - diskless: yes"
   "replication child dies when parent is killed - diskless: no"
+  "Temp rdb will be deleted if we use bg_unlink when shutdown"
 )
 
 run_unit() { # server unit log

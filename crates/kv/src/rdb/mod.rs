@@ -115,7 +115,15 @@ pub fn dump(value: &Value) -> Vec<u8> {
 
 /// The value a DUMP payload holds.
 pub fn restore(payload: &[u8]) -> Result<Value, RestoreError> {
-    verify(payload)?;
+    restore_checked(payload, true)
+}
+
+/// The value a DUMP payload holds; with `check_crc` false the footer's
+/// version is still checked but its CRC-64 is not (DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION, which lets tests feed hand-made payloads
+/// to the value readers). The readers check every length either way.
+pub fn restore_checked(payload: &[u8], check_crc: bool) -> Result<Value, RestoreError> {
+    verify(payload, check_crc)?;
     let mut r = Reader {
         data: &payload[..payload.len() - 10],
         at: 0,
@@ -123,8 +131,9 @@ pub fn restore(payload: &[u8]) -> Result<Value, RestoreError> {
     read_object(&mut r).ok_or(RestoreError::BadFormat)
 }
 
-/// Checks the footer: an RDB version Redis 7.0 reads, and the checksum.
-fn verify(payload: &[u8]) -> Result<(), RestoreError> {
+/// Checks the footer: an RDB version Redis 7.0 reads, and the checksum
+/// unless `check_crc` is false.
+fn verify(payload: &[u8], check_crc: bool) -> Result<(), RestoreError> {
     let footer_at = payload
         .len()
         .checked_sub(10)
@@ -133,7 +142,9 @@ fn verify(payload: &[u8]) -> Result<(), RestoreError> {
     let version = u16::from_le_bytes([footer[0], footer[1]]);
     let mut stored = [0u8; 8];
     stored.copy_from_slice(&footer[2..]);
-    if version > RDB_VERSION || crc64(0, &payload[..footer_at + 2]) != u64::from_le_bytes(stored) {
+    if version > RDB_VERSION
+        || (check_crc && crc64(0, &payload[..footer_at + 2]) != u64::from_le_bytes(stored))
+    {
         return Err(RestoreError::VersionOrChecksum);
     }
     Ok(())
@@ -471,9 +482,10 @@ pub enum FunctionsError {
 }
 
 /// The library codes of a FUNCTION DUMP payload (Redis's or Ferrite's;
-/// LZF-compressed strings included).
-pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsError> {
-    verify(payload).map_err(|_| FunctionsError::VersionOrChecksum)?;
+/// LZF-compressed strings included); `check_crc` as for
+/// [`restore_checked`].
+pub fn restore_functions(payload: &[u8], check_crc: bool) -> Result<Vec<Vec<u8>>, FunctionsError> {
+    verify(payload, check_crc).map_err(|_| FunctionsError::VersionOrChecksum)?;
     let mut r = Reader {
         data: &payload[..payload.len() - 10],
         at: 0,
