@@ -127,6 +127,7 @@ fork_child_tests=(
   "replication child dies when parent is killed - diskless: yes"
   "replication child dies when parent is killed - diskless: no"
   "Temp rdb will be deleted if we use bg_unlink when shutdown"
+  "CONFIG SET oom-score-adj works as expected"
 )
 
 run_unit() { # server unit log

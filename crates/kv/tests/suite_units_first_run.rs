@@ -328,3 +328,34 @@ fn a_wrong_rdb_checksum_at_start_up_is_reported_as_a_crc_error() {
     };
     assert!(err.contains("RDB CRC error"), "{err}");
 }
+
+#[test]
+fn a_big_argument_arriving_whole_does_not_grow_the_buffer_past_its_room() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = start(dir.path());
+    let mut con = connect(&server);
+    let mut raw = server.raw();
+    raw.check(
+        b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$5\r\nwhole\r\n",
+        b"+OK\r\n",
+    );
+    // All of a 3 MB argument but its CRLF: the buffer holds it in the
+    // room made at its header, not in a buffer doubled as it filled.
+    let n = 3_000_000u64;
+    let head = format!("*2\r\n$4\r\nECHO\r\n${n}\r\n");
+    raw.stream.write_all(head.as_bytes()).expect("send");
+    raw.stream.write_all(&vec![b'v'; n as usize]).expect("send");
+    let whole = head.len() as u64 + n;
+    let until = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let line = client_line(&mut con, "whole").expect("listed");
+        if field(&line, "qbuf") == whole {
+            break line;
+        }
+        assert!(Instant::now() < until, "the bytes never arrived: {line}");
+    };
+    let room = field(&line, "qbuf") + field(&line, "qbuf-free");
+    assert!(room < whole + n / 2, "{room} bytes for {whole}: {line}");
+    raw.stream.write_all(b"\r\n").expect("send");
+    assert_eq!(raw.bulk(b"").len(), n as usize);
+}
