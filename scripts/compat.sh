@@ -130,13 +130,28 @@ fork_child_tests=(
   "CONFIG SET oom-score-adj works as expected"
 )
 
+# integration/corrupt-dump tests that give Redis, with
+# `sanitize-dump-payload no`, a payload it accepts unchecked and then
+# expect an assertion or a crash from a later command. Ferrite checks every
+# payload in full whatever the setting, so RESTORE refuses it, and the
+# refusal, raised outside an assertion, would end the whole unit. Ferrite's
+# runs skip these by name; they count as not passed.
+unsanitized_crash_tests=(
+  "corrupt payload: fuzzer findings - infinite loop"
+  "corrupt payload: fuzzer findings - negative reply length"
+  "corrupt payload: fuzzer findings - stream listpack valgrind issue"
+  "corrupt payload: fuzzer findings - lpFind invalid access"
+)
+
 run_unit() { # server unit log
   local server=$1 unit=$2 log=$3
   if [ "$mode" = own ]; then
     install_server_wrapper "$server"
     local skips=()
     if [ "$server" = ferrite ]; then
-      for t in "${fork_child_tests[@]}"; do skips+=(--skiptest "$t"); done
+      for t in "${fork_child_tests[@]}" "${unsanitized_crash_tests[@]}"; do
+        skips+=(--skiptest "$t")
+      done
     fi
     (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --baseport "$own_base" \
       --portcount 250 --ignore-encoding --ignore-digest --single "unit/$unit" --clients 1 \

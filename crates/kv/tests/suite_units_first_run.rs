@@ -3,7 +3,8 @@
 //! rely on (`docs/results/compat.md`, "Units measured for the first
 //! time"): DEBUG SET-SKIP-CHECKSUM-VALIDATION, FLUSHALL stopping a running
 //! BGSAVE, the OOM score following the server's role, a big argument's
-//! room in the query buffer, and the words of a refused RDB checksum.
+//! room in the query buffer, and the words of a refused RDB checksum or
+//! compact blob.
 
 mod common;
 
@@ -358,4 +359,66 @@ fn a_big_argument_arriving_whole_does_not_grow_the_buffer_past_its_room() {
     assert!(room < whole + n / 2, "{room} bytes for {whole}: {line}");
     raw.stream.write_all(b"\r\n").expect("send");
     assert_eq!(raw.bulk(b"").len(), n as usize);
+}
+
+/// A log writer into a shared buffer, for the subscriber of one thread.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A DUMP payload of object type `kind` holding `body`, its CRC left zero
+/// (restored with the check skipped).
+fn payload(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(body);
+    out.extend_from_slice(&10u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out
+}
+
+/// What restoring `payload` logs, and whether it was refused.
+fn restore_logging(payload: &[u8]) -> (bool, String) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let refused = tracing::subscriber::with_default(subscriber, || {
+        ferrite_kv::rdb::restore_checked(payload, false).is_err()
+    });
+    let text = captured.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    (refused, String::from_utf8_lossy(&text).into_owned())
+}
+
+#[test]
+fn a_compact_blob_that_fails_its_checks_is_logged_as_an_integrity_failure() {
+    // A hash ziplist (13) whose blob is five bytes of nothing.
+    let (refused, log) = restore_logging(&payload(13, b"\x05hello"));
+    assert!(refused);
+    assert!(log.contains("hash ziplist integrity check failed"), "{log}");
+    // A quicklist (14) of one node, the same bad ziplist.
+    let (refused, log) = restore_logging(&payload(14, b"\x01\x05hello"));
+    assert!(refused);
+    assert!(
+        log.contains("quicklist node integrity check failed"),
+        "{log}"
+    );
+    // A plain string cut short is refused but is no compact blob.
+    let (refused, log) = restore_logging(&payload(0, b"\x09abc"));
+    assert!(refused);
+    assert!(!log.contains("integrity"), "{log}");
 }

@@ -359,22 +359,43 @@ fn read_value(r: &mut Reader<'_>, kind: u8) -> Option<Value> {
         t::STREAM_LISTPACKS | t::STREAM_LISTPACKS_2 => {
             Value::Stream(Shared::new(stream::read(r, kind == t::STREAM_LISTPACKS_2)?))
         }
-        _ => {
-            let blob = r.string()?;
-            match kind {
-                t::HASH_ZIPMAP => hash(packed::zipmap(&blob)?)?,
-                t::LIST_ZIPLIST => list(packed::ziplist(&blob)?),
-                t::SET_INTSET => set(packed::intset(&blob)?)?,
-                t::ZSET_ZIPLIST => zset(score_pairs(packed::ziplist(&blob)?)?)?,
-                t::ZSET_LISTPACK => zset(score_pairs(packed::listpack(&blob)?)?)?,
-                t::HASH_ZIPLIST => hash(packed::ziplist(&blob)?)?,
-                t::HASH_LISTPACK => hash(packed::listpack(&blob)?)?,
-                _ => return None,
-            }
-        }
+        _ => packed_value(kind, &r.string()?)?,
     };
     // Redis never stores an empty collection, and refuses to load one.
     (!value.is_empty_collection()).then_some(value)
+}
+
+/// The value of a compact blob (zipmap, ziplist, intset, listpack) of
+/// object type `kind`. A blob that fails its checks, duplicates included,
+/// is logged as an integrity check failure, the words Redis logs for it
+/// and its suite looks for; the caller refuses the payload or file.
+fn packed_value(kind: u8, blob: &[u8]) -> Option<Value> {
+    use object_type as t;
+    let (name, value) = match kind {
+        t::HASH_ZIPMAP => ("hash zipmap", packed::zipmap(blob).and_then(hash)),
+        t::LIST_ZIPLIST => ("list ziplist", packed::ziplist(blob).map(list)),
+        t::SET_INTSET => ("intset", packed::intset(blob).and_then(set)),
+        t::ZSET_ZIPLIST => (
+            "zset ziplist",
+            packed::ziplist(blob).and_then(score_pairs).and_then(zset),
+        ),
+        t::ZSET_LISTPACK => (
+            "zset listpack",
+            packed::listpack(blob).and_then(score_pairs).and_then(zset),
+        ),
+        t::HASH_ZIPLIST => ("hash ziplist", packed::ziplist(blob).and_then(hash)),
+        t::HASH_LISTPACK => ("hash listpack", packed::listpack(blob).and_then(hash)),
+        _ => return None,
+    };
+    if value.is_none() {
+        integrity_failed(name);
+    }
+    value
+}
+
+/// Logs a compact blob that failed its checks.
+fn integrity_failed(name: &str) {
+    tracing::warn!("Refused a serialized value: {name} integrity check failed");
 }
 
 /// A quicklist: nodes that are ziplists (the first version) or, in the
@@ -386,12 +407,20 @@ fn quicklist(r: &mut Reader<'_>, second: bool) -> Option<Value> {
     for _ in 0..nodes {
         let container = if second { r.plain_len()? } else { 2 };
         let blob = r.string()?;
-        match (second, container) {
-            (_, 1) => items.push(blob),
-            (true, 2) => items.extend(packed::listpack(&blob)?),
-            (false, _) => items.extend(packed::ziplist(&blob)?),
+        let node = match (second, container) {
+            (_, 1) => {
+                items.push(blob);
+                continue;
+            }
+            (true, 2) => packed::listpack(&blob),
+            (false, _) => packed::ziplist(&blob),
             _ => return None,
-        }
+        };
+        let Some(node) = node else {
+            integrity_failed("quicklist node");
+            return None;
+        };
+        items.extend(node);
     }
     Some(list(items))
 }
