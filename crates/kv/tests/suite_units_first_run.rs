@@ -409,16 +409,37 @@ fn a_compact_blob_that_fails_its_checks_is_logged_as_an_integrity_failure() {
     // A hash ziplist (13) whose blob is five bytes of nothing.
     let (refused, log) = restore_logging(&payload(13, b"\x05hello"));
     assert!(refused);
-    assert!(log.contains("hash ziplist integrity check failed"), "{log}");
+    assert!(log.contains("Hash ziplist integrity check failed"), "{log}");
     // A quicklist (14) of one node, the same bad ziplist.
     let (refused, log) = restore_logging(&payload(14, b"\x01\x05hello"));
     assert!(refused);
-    assert!(
-        log.contains("quicklist node integrity check failed"),
-        "{log}"
-    );
+    assert!(log.contains("Ziplist integrity check failed"), "{log}");
     // A plain string cut short is refused but is no compact blob.
     let (refused, log) = restore_logging(&payload(0, b"\x09abc"));
     assert!(refused);
     assert!(!log.contains("integrity"), "{log}");
+}
+
+/// A list-ziplist payload (object type 10) of the entries "a" and "b",
+/// with the second entry's previous length and the tail offset given.
+fn ziplist_payload(second_prev_len: u8, tail: u32) -> Vec<u8> {
+    let mut blob = Vec::new();
+    blob.extend_from_slice(&17u32.to_le_bytes());
+    blob.extend_from_slice(&tail.to_le_bytes());
+    blob.extend_from_slice(&2u16.to_le_bytes());
+    blob.extend_from_slice(&[0, 0x01, b'a', second_prev_len, 0x01, b'b', 0xff]);
+    let mut body = vec![blob.len() as u8];
+    body.extend_from_slice(&blob);
+    payload(10, &body)
+}
+
+#[test]
+fn a_ziplist_entry_with_a_wrong_previous_length_or_tail_is_refused() {
+    let (refused, log) = restore_logging(&ziplist_payload(3, 13));
+    assert!(!refused, "a well-formed ziplist: {log}");
+    let (refused, log) = restore_logging(&ziplist_payload(2, 13));
+    assert!(refused, "previous length 2 for a 3-byte entry");
+    assert!(log.contains("List ziplist integrity check failed"), "{log}");
+    let (refused, _) = restore_logging(&ziplist_payload(3, 10));
+    assert!(refused, "the tail names the first entry, not the last");
 }

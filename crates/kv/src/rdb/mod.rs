@@ -372,19 +372,19 @@ fn read_value(r: &mut Reader<'_>, kind: u8) -> Option<Value> {
 fn packed_value(kind: u8, blob: &[u8]) -> Option<Value> {
     use object_type as t;
     let (name, value) = match kind {
-        t::HASH_ZIPMAP => ("hash zipmap", packed::zipmap(blob).and_then(hash)),
-        t::LIST_ZIPLIST => ("list ziplist", packed::ziplist(blob).map(list)),
-        t::SET_INTSET => ("intset", packed::intset(blob).and_then(set)),
+        t::HASH_ZIPMAP => ("Zipmap", packed::zipmap(blob).and_then(hash)),
+        t::LIST_ZIPLIST => ("List ziplist", packed::ziplist(blob).map(list)),
+        t::SET_INTSET => ("Intset", packed::intset(blob).and_then(set)),
         t::ZSET_ZIPLIST => (
-            "zset ziplist",
+            "Zset ziplist",
             packed::ziplist(blob).and_then(score_pairs).and_then(zset),
         ),
         t::ZSET_LISTPACK => (
-            "zset listpack",
+            "Zset listpack",
             packed::listpack(blob).and_then(score_pairs).and_then(zset),
         ),
-        t::HASH_ZIPLIST => ("hash ziplist", packed::ziplist(blob).and_then(hash)),
-        t::HASH_LISTPACK => ("hash listpack", packed::listpack(blob).and_then(hash)),
+        t::HASH_ZIPLIST => ("Hash ziplist", packed::ziplist(blob).and_then(hash)),
+        t::HASH_LISTPACK => ("Hash listpack", packed::listpack(blob).and_then(hash)),
         _ => return None,
     };
     if value.is_none() {
@@ -414,10 +414,13 @@ fn quicklist(r: &mut Reader<'_>, second: bool) -> Option<Value> {
             }
             (true, 2) => packed::listpack(&blob),
             (false, _) => packed::ziplist(&blob),
-            _ => return None,
+            _ => {
+                integrity_failed("Quicklist");
+                return None;
+            }
         };
         let Some(node) = node else {
-            integrity_failed("quicklist node");
+            integrity_failed(if second { "Listpack" } else { "Ziplist" });
             return None;
         };
         items.extend(node);
