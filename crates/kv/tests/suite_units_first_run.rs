@@ -1,7 +1,8 @@
 //! Behaviours that Redis 7.0.15's units `integration/corrupt-dump`,
 //! `integration/rdb`, `unit/oom-score-adj` and `unit/client-eviction`
 //! rely on (`docs/results/compat.md`, "Units measured for the first
-//! time"): DEBUG SET-SKIP-CHECKSUM-VALIDATION, FLUSHALL stopping a running
+//! time"): DEBUG SET-SKIP-CHECKSUM-VALIDATION, a replica giving back
+//! the room a big command from its master took, FLUSHALL stopping a running
 //! BGSAVE, the OOM score following the server's role, a big argument's
 //! room in the query buffer, and the words of a refused RDB checksum or
 //! compact blob.
@@ -442,4 +443,33 @@ fn a_ziplist_entry_with_a_wrong_previous_length_or_tail_is_refused() {
     assert!(log.contains("List ziplist integrity check failed"), "{log}");
     let (refused, _) = restore_logging(&ziplist_payload(3, 10));
     assert!(refused, "the tail names the first entry, not the last");
+}
+
+/// `mem_clients_normal` of the server `c` is connected to.
+fn clients_memory(c: &mut common::Raw) -> u64 {
+    let info = common::repl::call(c, &["INFO", "memory"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("mem_clients_normal:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no mem_clients_normal in {info}"))
+}
+
+#[test]
+fn a_replica_gives_back_the_room_a_big_command_from_its_master_took() {
+    let pair = common::repl::Pair::start(|_| {});
+    let mut r = pair.replica.raw();
+    pair.link(&mut r);
+    let mut m = pair.master.raw();
+    // A 32 MB value: the master link's buffer grows to hold the SET.
+    let value = "v".repeat(32 << 20);
+    assert_eq!(
+        common::repl::call(&mut m, &["SET", "key", &value]),
+        "+OK\r\n"
+    );
+    common::repl::eventually("the value reaches the replica", || {
+        common::repl::call(&mut r, &["STRLEN", "key"]) == format!(":{}\r\n", 32 << 20)
+    });
+    common::repl::eventually("the link's buffer is given back", || {
+        clients_memory(&mut r) < 10 << 20
+    });
 }
