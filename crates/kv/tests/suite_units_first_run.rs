@@ -415,6 +415,20 @@ fn a_compact_blob_that_fails_its_checks_is_logged_as_an_integrity_failure() {
     let (refused, log) = restore_logging(&payload(14, b"\x01\x05hello"));
     assert!(refused);
     assert!(log.contains("Ziplist integrity check failed"), "{log}");
+    // An empty zipmap (9): a count of 0, the end byte.
+    let (refused, log) = restore_logging(&payload(9, b"\x02\x00\xff"));
+    assert!(refused);
+    assert!(log.contains("Zipmap integrity check failed"), "{log}");
+    // A stream (15) of one block whose listpack is five bytes of nothing.
+    let mut stream = vec![0x01, 0x10];
+    stream.extend_from_slice(&[0; 16]);
+    stream.extend_from_slice(b"\x05hello");
+    let (refused, log) = restore_logging(&payload(15, &stream));
+    assert!(refused);
+    assert!(
+        log.contains("Stream listpack integrity check failed"),
+        "{log}"
+    );
     // A plain string cut short is refused but is no compact blob.
     let (refused, log) = restore_logging(&payload(0, b"\x09abc"));
     assert!(refused);

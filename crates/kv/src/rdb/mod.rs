@@ -372,7 +372,13 @@ fn read_value(r: &mut Reader<'_>, kind: u8) -> Option<Value> {
 fn packed_value(kind: u8, blob: &[u8]) -> Option<Value> {
     use object_type as t;
     let (name, value) = match kind {
-        t::HASH_ZIPMAP => ("Zipmap", packed::zipmap(blob).and_then(hash)),
+        // As Redis's check, a zipmap with no pair is malformed.
+        t::HASH_ZIPMAP => (
+            "Zipmap",
+            packed::zipmap(blob)
+                .filter(|items| !items.is_empty())
+                .and_then(hash),
+        ),
         t::LIST_ZIPLIST => ("List ziplist", packed::ziplist(blob).map(list)),
         t::SET_INTSET => ("Intset", packed::intset(blob).and_then(set)),
         t::ZSET_ZIPLIST => (
