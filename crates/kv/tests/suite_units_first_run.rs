@@ -429,6 +429,12 @@ fn a_compact_blob_that_fails_its_checks_is_logged_as_an_integrity_failure() {
         log.contains("Stream listpack integrity check failed"),
         "{log}"
     );
+    // A quicklist of the second kind (18) with one plain node (container
+    // 1) of no bytes, and the same node holding one byte.
+    let (refused, _) = restore_logging(&payload(18, b"\x01\x01\x00"));
+    assert!(refused, "a node of no bytes");
+    let (refused, log) = restore_logging(&payload(18, b"\x01\x01\x01x"));
+    assert!(!refused, "a plain node of one byte: {log}");
     // A plain string cut short is refused but is no compact blob.
     let (refused, log) = restore_logging(&payload(0, b"\x09abc"));
     assert!(refused);

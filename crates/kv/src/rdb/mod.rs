@@ -413,6 +413,11 @@ fn quicklist(r: &mut Reader<'_>, second: bool) -> Option<Value> {
     for _ in 0..nodes {
         let container = if second { r.plain_len()? } else { 2 };
         let blob = r.string()?;
+        // A node of no bytes is malformed whatever its container, as
+        // Redis's reader says (an empty listpack still has its header).
+        if blob.is_empty() {
+            return None;
+        }
         let node = match (second, container) {
             (_, 1) => {
                 items.push(blob);
