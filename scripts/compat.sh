@@ -126,6 +126,21 @@ fork_child_tests=(
   "diskless replication child being killed is collected"
   "replication child dies when parent is killed - diskless: yes"
   "replication child dies when parent is killed - diskless: no"
+  "Temp rdb will be deleted if we use bg_unlink when shutdown"
+  "CONFIG SET oom-score-adj works as expected"
+)
+
+# integration/corrupt-dump tests that give Redis, with
+# `sanitize-dump-payload no`, a payload it accepts unchecked and then
+# expect an assertion or a crash from a later command. Ferrite checks every
+# payload in full whatever the setting, so RESTORE refuses it, and the
+# refusal, raised outside an assertion, would end the whole unit. Ferrite's
+# runs skip these by name; they count as not passed.
+unsanitized_crash_tests=(
+  "corrupt payload: fuzzer findings - infinite loop"
+  "corrupt payload: fuzzer findings - negative reply length"
+  "corrupt payload: fuzzer findings - stream listpack valgrind issue"
+  "corrupt payload: fuzzer findings - lpFind invalid access"
 )
 
 run_unit() { # server unit log
@@ -134,7 +149,9 @@ run_unit() { # server unit log
     install_server_wrapper "$server"
     local skips=()
     if [ "$server" = ferrite ]; then
-      for t in "${fork_child_tests[@]}"; do skips+=(--skiptest "$t"); done
+      for t in "${fork_child_tests[@]}" "${unsanitized_crash_tests[@]}"; do
+        skips+=(--skiptest "$t")
+      done
     fi
     (cd "$work/suite" && timeout "$timeout_s" tclsh tests/test_helper.tcl --baseport "$own_base" \
       --portcount 250 --ignore-encoding --ignore-digest --single "unit/$unit" --clients 1 \

@@ -3,7 +3,9 @@
 //!
 //! `oom-score-adj-values` holds three scores, for a master, a replica and
 //! a background child (Ferrite starts no child; the third is kept for
-//! CONFIG GET). With `relative` (or `yes`) the score written is the
+//! CONFIG GET). The class is the server's role now: REPLICAOF re-applies
+//! the score at once, as Redis does when it sets or clears its master,
+//! and the timer catches the other role changes (failover, cluster). With `relative` (or `yes`) the score written is the
 //! process's score when Ferrite first changed it plus the class's value;
 //! with `absolute`, the value itself; both clamped to the kernel's
 //! -1000..=1000. Turning it off writes the original score back. A score
@@ -48,6 +50,9 @@ impl OomMode {
 #[derive(Debug, Default)]
 pub struct OomScore {
     original: Option<i64>,
+    /// The mode and value last asked for (applied or refused), so the
+    /// timer asks again only when the role changes them.
+    asked: Option<(OomMode, i64)>,
 }
 
 const PROC_FILE: &str = "/proc/self/oom_score_adj";
@@ -56,6 +61,7 @@ impl OomScore {
     /// Sets the score for `mode` and `value` (the class's value), or puts
     /// the original back when `mode` is off.
     pub fn apply(&mut self, mode: OomMode, value: i64) -> std::io::Result<()> {
+        self.asked = Some((mode, value));
         self.apply_at(Path::new(PROC_FILE), mode, value)
     }
 
@@ -81,17 +87,35 @@ impl OomScore {
     }
 }
 
+/// The value of `oom-score-adj-values` for a server in the given role:
+/// the first for a master, the second for a replica.
+pub fn role_value(config: &crate::config::Config, is_replica: bool) -> i64 {
+    config.oom_score_adj_values[usize::from(is_replica)]
+}
+
 /// Sets the score a config file asked for, as Redis does when it starts;
 /// a refusal is logged, not fatal.
 pub fn apply_at_start(state: &mut crate::state::State) {
-    let (mode, value) = (
-        state.config.oom_score_adj,
-        state.config.oom_score_adj_values[0],
-    );
+    let mode = state.config.oom_score_adj;
+    let value = role_value(&state.config, state.repl.is_replica());
     if mode != OomMode::Off {
         if let Err(e) = state.oom.apply(mode, value) {
             tracing::warn!("cannot set the OOM score: {e}");
         }
+    }
+}
+
+/// Re-applies the score when the server's role changed its class
+/// (REPLICAOF, a failover, a cluster role change); a refusal is logged
+/// once, not retried until the role or the settings change again.
+pub fn follow_role(state: &mut crate::state::State) {
+    let mode = state.config.oom_score_adj;
+    let value = role_value(&state.config, state.repl.is_replica());
+    if mode == OomMode::Off || state.oom.asked == Some((mode, value)) {
+        return;
+    }
+    if let Err(e) = state.oom.apply(mode, value) {
+        tracing::warn!("cannot set the OOM score: {e}");
     }
 }
 

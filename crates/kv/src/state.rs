@@ -185,6 +185,10 @@ pub struct State {
     pub latency: crate::commands::diagnostics::LatencyMonitor,
     /// Whether the timer expires keys (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and FUNCTION RESTORE
+    /// accept a payload whose CRC-64 does not match (its version must
+    /// still be one Redis 7.0 reads).
+    pub skip_checksum_validation: bool,
     /// DEBUG PAUSE-CRON: the timer skips Redis's cron work (active
     /// expiry, the tracking table's limit, memory figures); the log's
     /// syncs still run.
@@ -314,6 +318,7 @@ impl State {
             slowlog: Default::default(),
             latency: Default::default(),
             active_expire_enabled: true,
+            skip_checksum_validation: false,
             cron_paused: false,
             out_of_memory: false,
             replica_output_bytes: 0,

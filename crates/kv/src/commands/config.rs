@@ -87,11 +87,12 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if let Some(listeners) = tls.listeners {
         ctx.state.new_tls_listeners = Some(listeners);
     }
-    let oom = (next.oom_score_adj, next.oom_score_adj_values[0]);
+    let replica = ctx.state.repl.is_replica();
+    let oom = (next.oom_score_adj, crate::oom::role_value(&next, replica));
     if oom
         != (
             ctx.state.config.oom_score_adj,
-            ctx.state.config.oom_score_adj_values[0],
+            crate::oom::role_value(&ctx.state.config, replica),
         )
     {
         if let Err(e) = ctx.state.oom.apply(oom.0, oom.1) {

@@ -1,7 +1,8 @@
 //! DEBUG, refused unless `enable-debug-command` allows it (as Redis 7.0
 //! refuses it): SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT, PROTOCOL, RELOAD,
 //! LOADAOF, POPULATE, DIGEST, DIGEST-VALUE, CHANGE-REPL-ID,
-//! QUICKLIST-PACKED-THRESHOLD and STRINGMATCH-LEN.
+//! QUICKLIST-PACKED-THRESHOLD, SET-SKIP-CHECKSUM-VALIDATION and
+//! STRINGMATCH-LEN.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -157,6 +158,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             ctx.reply.ok();
             Ok(())
         }
+        (b"SET-SKIP-CHECKSUM-VALIDATION", 3) => {
+            ctx.state.skip_checksum_validation = c_atoi(args.get(2)) != 0;
+            ctx.reply.ok();
+            Ok(())
+        }
         (b"SET-DISABLE-DENY-SCRIPTS", 3) => {
             let on = crate::types::number::parse_i64(args.get(2)).unwrap_or(0) != 0;
             super::scripting::set_deny_disabled(on);
@@ -231,6 +237,29 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
 }
 
 /// A positive count argument, as Redis parses it.
+/// The number a C `atoi` reads from `text`, as Redis reads this flag:
+/// leading blanks, an optional sign, then digits up to the first other
+/// byte; no digits give 0, and a value past `i64` saturates.
+fn c_atoi(text: &[u8]) -> i64 {
+    let mut rest = text;
+    while let Some((b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c', tail)) = rest.split_first() {
+        rest = tail;
+    }
+    let negative = rest.first() == Some(&b'-');
+    if let Some((b'-' | b'+', tail)) = rest.split_first() {
+        rest = tail;
+    }
+    let mut n: i64 = 0;
+    for &b in rest.iter().take_while(|b| b.is_ascii_digit()) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if negative {
+        -n
+    } else {
+        n
+    }
+}
+
 fn positive(args: &Args<'_>, at: usize) -> Result<usize, CmdError> {
     let n = super::int_arg(args, at)?;
     usize::try_from(n).map_err(|_| Cow::Borrowed(errors::NOT_POSITIVE))
@@ -401,6 +430,8 @@ fn help(ctx: &mut Ctx<'_>) -> CmdResult {
             "    or library exists, unless MERGE.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Turns the timer's active expiry off or on.",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Makes RESTORE and FUNCTION RESTORE skip (1) or check (0) the payload's CRC-64.",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",
             "    Lets scripts call commands flagged noscript (for tests), or stops it.",
             "SLEEP <seconds>",

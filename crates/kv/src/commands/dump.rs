@@ -86,12 +86,14 @@ pub(super) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(Cow::Borrowed("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = rdb::restore(args.get(3)).map_err(|e| match e {
-        RestoreError::VersionOrChecksum => {
-            Cow::Borrowed("ERR DUMP payload version or checksum are wrong")
-        }
-        RestoreError::BadFormat => Cow::Borrowed("ERR Bad data format"),
-    })?;
+    let value = rdb::restore_checked(args.get(3), !ctx.state.skip_checksum_validation).map_err(
+        |e| match e {
+            RestoreError::VersionOrChecksum => {
+                Cow::Borrowed("ERR DUMP payload version or checksum are wrong")
+            }
+            RestoreError::BadFormat => Cow::Borrowed("ERR Bad data format"),
+        },
+    )?;
     let ks = &mut ctx.state.keyspace;
     let deleted = o.replace && ks.remove(db, key).is_some();
     let at = match ttl {

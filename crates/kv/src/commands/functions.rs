@@ -159,19 +159,20 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
             },
             _ => Policy::Append,
         };
-    let codes = match crate::rdb::restore_functions(args.get(2)) {
-        Ok(codes) => codes,
-        Err(crate::rdb::FunctionsError::VersionOrChecksum) => {
-            return Err(err("DUMP payload version or checksum are wrong"))
-        }
-        Err(crate::rdb::FunctionsError::NoType) => return Err(err("can not read data type")),
-        Err(crate::rdb::FunctionsError::NotFunction) => {
-            return Err(err("given type is not a function"))
-        }
-        Err(crate::rdb::FunctionsError::BadCode) => {
-            return Err(err("failed loading the given functions payload"))
-        }
-    };
+    let codes =
+        match crate::rdb::restore_functions(args.get(2), !ctx.state.skip_checksum_validation) {
+            Ok(codes) => codes,
+            Err(crate::rdb::FunctionsError::VersionOrChecksum) => {
+                return Err(err("DUMP payload version or checksum are wrong"))
+            }
+            Err(crate::rdb::FunctionsError::NoType) => return Err(err("can not read data type")),
+            Err(crate::rdb::FunctionsError::NotFunction) => {
+                return Err(err("given type is not a function"))
+            }
+            Err(crate::rdb::FunctionsError::BadCode) => {
+                return Err(err("failed loading the given functions payload"))
+            }
+        };
     let mut restored = Libraries::default();
     for code in &codes {
         let (name, _) = library::parse_header(code).map_err(err)?;

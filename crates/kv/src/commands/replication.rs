@@ -225,6 +225,7 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
         }
         // CONFIG REWRITE writes the role as it is now, as Redis's does.
         ctx.state.config.replicaof.clear();
+        crate::oom::follow_role(ctx.state);
         ctx.reply.ok();
         return Ok(());
     }
@@ -254,6 +255,7 @@ pub(super) fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     state.config.replicaof = format!("{host} {port}");
     repl.master = Some(Master::new(host, port));
     repl.changed = true;
+    crate::oom::follow_role(state);
     ctx.reply.ok();
     Ok(())
 }

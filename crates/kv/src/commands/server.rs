@@ -44,6 +44,7 @@ pub(super) fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     for db in 0..ctx.state.keyspace.databases() {
         flush(ctx, db, lazy);
     }
+    crate::rdb::persist::stop_bgsave(ctx.state);
     ctx.propagate(&[b"FLUSHALL"]);
     ctx.reply.ok();
     Ok(())

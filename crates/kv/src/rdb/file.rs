@@ -139,8 +139,13 @@ fn check_footer(bytes: &[u8], eof_at: usize, version: u16) -> Result<(), String>
     let mut b = [0u8; 8];
     b.copy_from_slice(raw);
     let stored = u64::from_le_bytes(b);
-    if stored != 0 && stored != crc64(0, &bytes[..end]) {
-        return Err("wrong RDB checksum".into());
+    let computed = crc64(0, &bytes[..end]);
+    if stored != 0 && stored != computed {
+        // Redis words this failure "RDB CRC error"; its suite looks for
+        // those words in the log of a server that refuses the file.
+        return Err(format!(
+            "RDB CRC error: wrong RDB checksum, expected {computed:x} but the file has {stored:x}"
+        ));
     }
     Ok(())
 }
@@ -186,7 +191,9 @@ mod tests {
         );
         let last = f.len() - 1;
         f[last] ^= 1;
-        assert_eq!(keys(&f).unwrap_err(), "wrong RDB checksum");
+        assert!(keys(&f)
+            .unwrap_err()
+            .starts_with("RDB CRC error: wrong RDB checksum"));
     }
 
     #[test]

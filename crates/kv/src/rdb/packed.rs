@@ -112,8 +112,13 @@ pub fn listpack(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
 
 /// The elements of a ziplist: a 10-byte header (total bytes, tail offset,
 /// element count or 65535), entries each starting with the previous
-/// entry's length, an end byte 0xff.
+/// entry's length, an end byte 0xff. As Redis's integrity check, each
+/// entry's previous length must be the previous entry's size (0 for the
+/// first) and the tail offset must be where the last entry starts (the
+/// header's end when empty): a reader walking back from the tail would
+/// otherwise leave the blob.
 pub fn ziplist(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
+    const HEADER_BYTES: usize = 10;
     let mut c = Cursor::new(blob, 0);
     let total = c.u32_le()? as usize;
     let tail = c.u32_le()? as usize;
@@ -122,9 +127,15 @@ pub fn ziplist(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
         return None;
     }
     let mut out = Vec::new();
+    let (mut prev_size, mut last_start) = (0usize, HEADER_BYTES);
     while c.peek()? != 0xff {
-        if c.byte()? == 0xfe {
-            c.take(4)?;
+        let start = c.at;
+        let prev_len = match c.byte()? {
+            0xfe => c.u32_le()? as usize,
+            b => usize::from(b),
+        };
+        if prev_len != prev_size {
+            return None;
         }
         let e = c.byte()?;
         let element = match e >> 6 {
@@ -149,8 +160,13 @@ pub fn ziplist(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
             }),
         };
         out.push(element);
+        prev_size = c.at - start;
+        last_start = start;
     }
-    if c.at + 1 != blob.len() || (count != u16::MAX && usize::from(count) != out.len()) {
+    if c.at + 1 != blob.len()
+        || tail != last_start
+        || (count != u16::MAX && usize::from(count) != out.len())
+    {
         return None;
     }
     Some(out)

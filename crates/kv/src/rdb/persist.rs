@@ -215,6 +215,23 @@ pub fn save_now(state: &mut State) -> Result<u64, String> {
     Ok(keys)
 }
 
+/// FLUSHALL: a running BGSAVE would write the data just emptied, so it is
+/// stopped (the worker removes its temporary file), as Redis kills its
+/// RDB child then. The changes it would have saved stay counted and
+/// `rdb_last_bgsave_status` is left as it was, as Redis leaves them for a
+/// child it killed on purpose. A full sync's production goes on.
+pub fn stop_bgsave(state: &mut State) {
+    let file_job = state
+        .rdb
+        .job
+        .as_ref()
+        .is_some_and(|job| matches!(job.kind, JobKind::File));
+    if file_job {
+        state.rdb.job = None;
+        tracing::info!("Background saving stopped: the dataset was flushed");
+    }
+}
+
 /// A save completed: LASTSAVE, and the changes it holds (`saved_changes`
 /// of them; those made while it ran are still to save).
 fn saved(state: &mut State, saved_changes: u64) {

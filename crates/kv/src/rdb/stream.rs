@@ -282,7 +282,11 @@ pub(super) fn read(r: &mut Reader<'_>, v2: bool) -> Option<Stream> {
         let key: [u8; 16] = key.as_slice().try_into().ok()?;
         let mut sub = Reader { data: &key, at: 0 };
         let first = read_id(&mut sub)?;
-        read_listpack(&mut s, first, &r.string()?)?;
+        let lp = r.string()?;
+        if read_listpack(&mut s, first, &lp).is_none() {
+            super::integrity_failed("Stream listpack");
+            return None;
+        }
     }
     let length = r.plain_len()? as u64;
     s.last_id = read_pair(r)?;

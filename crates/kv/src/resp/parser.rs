@@ -143,7 +143,15 @@ pub struct Parser {
     ranges: Vec<(usize, usize)>,
     inline: Vec<u8>,
     is_inline: bool,
+    /// Where the argument being awaited ends (offset from the command's
+    /// start, its CRLF included), when it is a big one.
+    big_arg_end: Option<usize>,
 }
+
+/// Arguments of at least this many bytes get their whole room in the
+/// query buffer as soon as their header is read (Redis's
+/// `PROTO_MBULK_BIG_ARG`).
+pub const BIG_ARG_BYTES: usize = 32 * 1024;
 
 impl Default for Parser {
     fn default() -> Parser {
@@ -202,7 +210,18 @@ impl Parser {
             ranges: Vec::new(),
             inline: Vec::new(),
             is_inline: false,
+            big_arg_end: None,
         }
+    }
+
+    /// When the last [`Parser::parse`] stopped inside an argument of at
+    /// least [`BIG_ARG_BYTES`]: the offset from the command's start where
+    /// that argument's CRLF ends. Redis grows the query buffer to hold
+    /// such an argument at once (so CLIENT LIST's `qbuf-free` and
+    /// `tot-mem`, and client eviction, count its full size while it
+    /// arrives); the event loop does the same with this figure.
+    pub fn big_arg_end(&self) -> Option<usize> {
+        self.big_arg_end
     }
 
     /// Whether a command is partly parsed (bytes of it were consumed).
@@ -218,6 +237,7 @@ impl Parser {
     /// `Ok(None)` when more bytes are needed. `buf` must start where the
     /// previous complete command ended, and keep the bytes already seen.
     pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtocolError> {
+        self.big_arg_end = None;
         if self.state == State::Start {
             let Some(&first) = buf.first() else {
                 return Ok(None);
@@ -294,6 +314,7 @@ impl Parser {
             // The two bytes after the data are the CRLF terminator; like
             // Redis, they are skipped without being inspected.
             if buf.len() < data + len + 2 {
+                self.big_arg_end = (len >= BIG_ARG_BYTES).then_some(data + len + 2);
                 return Ok(None);
             }
             self.ranges.push((data, data + len));

@@ -120,7 +120,14 @@ impl Conn {
         query_limit_bytes: usize,
         received: &mut u64,
     ) -> ReadOutcome {
-        if self.inbuf.capacity() - self.inbuf.len() < QUERY_BUF_READ_BYTES {
+        // A big argument on its way already has its room (`run_commands`):
+        // reads stop at its end, as Redis reads only what it lacks, so
+        // the buffer is not grown past it.
+        let big_end = self
+            .parser
+            .big_arg_end()
+            .filter(|&end| end > self.inbuf.len() && end <= self.inbuf.capacity());
+        if big_end.is_none() && self.inbuf.capacity() - self.inbuf.len() < QUERY_BUF_READ_BYTES {
             self.inbuf.reserve(QUERY_BUF_READ_BYTES);
         }
         if self.tls.is_some() {
@@ -131,7 +138,12 @@ impl Conn {
         }
         let mut got = false;
         for _ in 0..READS_PER_EVENT_MAX {
-            match self.stream.read(scratch) {
+            let want = match big_end {
+                Some(end) if end == self.inbuf.len() => return ReadOutcome::More,
+                Some(end) => (end - self.inbuf.len()).min(scratch.len()),
+                None => scratch.len(),
+            };
+            match self.stream.read(&mut scratch[..want]) {
                 // The bytes before the end are commands (or a payload) to
                 // handle before the connection goes.
                 Ok(0) if got => {
@@ -146,7 +158,7 @@ impl Conn {
                     if self.inbuf.len() > query_limit_bytes {
                         return ReadOutcome::TooBig;
                     }
-                    if n < scratch.len() && !self.read_to_end {
+                    if n < want && !self.read_to_end {
                         return ReadOutcome::Data;
                     }
                 }

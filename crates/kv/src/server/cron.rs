@@ -47,6 +47,7 @@ impl Server {
         self.rdb_cron();
         self.replicas_cron();
         self.failover_cron();
+        crate::oom::follow_role(&mut self.state);
         self.link_cron(true);
         crate::aof::apply_config(&mut *self.log, &self.state.config);
         self.log.tick();

@@ -709,6 +709,13 @@ impl Server {
             at += consumed;
         }
         conn.inbuf.drain(..at);
+        // A big command from the master (a 32 MB SET) grew the buffer to
+        // hold it: once all is applied the room goes back, as Redis trims
+        // its master client's query buffer, so the replica's used_memory
+        // does not keep it.
+        if conn.inbuf.is_empty() {
+            ferrite_io::buf::give_back(&mut conn.inbuf, 0, super::conn::BUF_KEEP_BYTES);
+        }
     }
 }
 

@@ -580,6 +580,14 @@ impl Server {
         }
         conn.inbuf.drain(..at);
         ferrite_io::buf::give_back(&mut conn.inbuf, at, conn::BUF_KEEP_BYTES);
+        // A big argument on its way gets its whole room now, as Redis
+        // makes it (the command being parsed starts at the buffer's start
+        // once the commands before it are drained).
+        if let Some(end) = conn.parser.big_arg_end() {
+            if conn.inbuf.capacity() < end {
+                conn.inbuf.reserve_exact(end - conn.inbuf.len());
+            }
+        }
     }
 
     /// Appends what the last command logged (and the deletions of keys that
