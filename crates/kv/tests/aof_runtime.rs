@@ -9,18 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{connect, TestServer};
+use common::{connect, info_field, TestServer};
 use redis::Commands;
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query(con)
-        .expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("INFO has no {name}"))
-}
 
 /// Waits until INFO shows `n` completed rewrites and none running.
 fn wait_rewrites(con: &mut redis::Connection, n: u64) {

@@ -13,10 +13,13 @@
 //!
 //! `FERRITE_CRASH_ITERS` sets the crash images tried per fault point.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::resp_bytes;
 use ferrite_kv::commands::{execute, lookup, touched_segments, Ctx, Propagation, Session};
 use ferrite_kv::config::Config;
 use ferrite_kv::resp::{Limits, Parser, ReplyBuf};
@@ -41,16 +44,6 @@ fn iters() -> u64 {
         .unwrap_or(2)
 }
 
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 fn fresh_state() -> State {
     State::new(Config {
         dir: "/sim".into(),
@@ -61,7 +54,7 @@ fn fresh_state() -> State {
 
 /// Runs one command; returns what it logged.
 fn run(state: &mut State, args: &[&[u8]]) -> Vec<u8> {
-    let input = resp(args);
+    let input = resp_bytes(args);
     let mut parser = Parser::new();
     let parsed = parser.parse(&input, &Limits::DEFAULT).expect("valid");
     assert!(parsed.is_some());
@@ -193,7 +186,7 @@ impl Log {
         self.lsn += 1;
         state.keyspace.logged(self.lsn);
         let lsn = self.lsn.to_string();
-        let mut record = resp(&[b"LSN", lsn.as_bytes(), b"1"]);
+        let mut record = resp_bytes(&[b"LSN", lsn.as_bytes(), b"1"]);
         record.extend(logged);
         self.pending = Some(i);
         self.out.write_all(&record)?;
@@ -222,7 +215,7 @@ fn old_directory() -> (SimFs, Dump) {
     let mut log = Vec::new();
     for (lsn, i) in (40..50).enumerate() {
         let lsn = (lsn + 1).to_string();
-        log.extend(resp(&[b"LSN", lsn.as_bytes(), b"1"]));
+        log.extend(resp_bytes(&[b"LSN", lsn.as_bytes(), b"1"]));
         let logged = run_command(&mut state, "o", i);
         assert!(!logged.is_empty(), "every command of the workload writes");
         log.extend(logged);

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{connect, TestServer};
+use common::{connect, info_field, TestServer};
 
 /// The writes under test, each with options that change what it does.
 const WRITES: &[&[&str]] = &[
@@ -123,15 +123,6 @@ fn run(con: &mut redis::Connection, write: &[&str]) {
     }
     let reply: redis::RedisResult<redis::Value> = cmd.query(con);
     assert!(reply.is_ok(), "{write:?}: {reply:?}");
-}
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").query(con).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .to_string()
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, run, without_fields, TestServer};
+use common::{connect, info_field, run, without_fields, TestServer};
 
 /// The writes under test: every stream write, with the options that make
 /// them non-deterministic (generated IDs, `~` trims, deliveries).
@@ -161,15 +161,6 @@ fn streams_replay_to_the_same_state() {
         .query(&mut con)
         .unwrap();
     assert!(next.split('-').next().unwrap().parse::<u64>().unwrap() > 20);
-}
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").query(con).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .to_string()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{resp, TestServer};
+use common::{info_field, resp, TestServer};
 
 #[test]
 fn key_commands_reply_as_redis_does() {
@@ -282,13 +282,6 @@ fn cross_database_commands_touch_the_target_segment() {
     let mut expected = vec![at(0, b"a"), at(0, b"b")];
     expected.sort_unstable();
     assert_eq!(touched(&[b"COPY", b"a", b"b"], 0), expected);
-}
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").query(con).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("INFO has no {name}"))
 }
 
 /// Every key of databases `0..4` with its DUMP payload (strings and lists

@@ -6,18 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, TestServer};
+use common::{connect, info_field, TestServer};
 use redis::Commands;
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query(con)
-        .expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("INFO has no {name}"))
-}
 
 fn wait_rewrites(con: &mut redis::Connection, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -14,16 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, run, without_fields, TestServer};
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").query(con).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .to_string()
-}
+use common::{connect, info_field, run, without_fields, TestServer};
 
 /// Appends `n` entries to `big` in one pipeline.
 fn add(con: &mut redis::Connection, n: usize, tag: &str) {

@@ -12,7 +12,7 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::{connect, run, TestServer};
+use common::{connect, info_field, run, TestServer};
 use ferrite_kv::config::ProtectedAction;
 use redis::Value;
 
@@ -47,14 +47,6 @@ fn restore(con: &mut redis::Connection, key: &str, payload: &[u8]) -> redis::Red
         .arg(payload)
         .arg("REPLACE")
         .query(con)
-}
-
-fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info = text(&run(con, &["INFO", "everything"]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]

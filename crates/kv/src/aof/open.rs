@@ -36,13 +36,18 @@ pub fn open_device_at(path: &Path, pm: bool) -> Result<Arc<dyn Device>> {
     }
 }
 
+/// Creates the data directory `dir` if it does not exist.
+pub fn create_data_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        op: "create data directory",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
 /// Opens (creating) the log device the configuration asks for.
 pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
-    std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
-        op: "create data directory",
-        path: config.dir.clone(),
-        source,
-    })?;
+    create_data_dir(&config.dir)?;
     let files = LogFiles::in_dir(&config.dir, &config.appendfilename);
     let existing = files.existing()?;
     let wrong_kind = |found: &Path| Error::Config {

@@ -148,13 +148,7 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
         return Ok((open_log(state, wake.boxed())?, None));
     }
     let config = state.config.clone();
-    std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
-        op: "create data directory",
-        path: config.dir.clone(),
-        source,
-    })?;
-    let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename)
-        .with_wbuf_dir(wbuf_dir(&config));
+    let dir = serving_dir(&config)?;
     let layout = dir.layout()?;
     let redis = match layout {
         Layout::Manifest(_) => None,
@@ -261,6 +255,17 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
     let size_ref = state.rewrite.base_bytes + state.log.command_bytes;
     let rewriter = Rewriter::new(dir, manifest, kind, size_ref, wake);
     Ok((opened, Some(rewriter)))
+}
+
+/// The data directory of `config` as the server appends to it (on the
+/// real file system, its write buffers where `config` puts them),
+/// created if it does not exist.
+pub(crate) fn serving_dir(config: &Config) -> Result<AofDir> {
+    crate::aof::create_data_dir(&config.dir)?;
+    Ok(
+        AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename)
+            .with_wbuf_dir(wbuf_dir(config)),
+    )
 }
 
 /// Refuses a `log-device` that contradicts the device of the log the

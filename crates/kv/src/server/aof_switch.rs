@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use super::conn::Conn;
 use super::Server;
-use crate::aof::{open_log_device, open_new_log, wbuf_dir, CommandLog, NullLog};
+use crate::aof::{open_log_device, open_new_log, CommandLog, NullLog};
 use crate::config::LogDevice;
 use crate::error::{Error, Result};
 use crate::rewrite::dir::AofDir;
 use crate::rewrite::driver::{log_preamble, Rewriter, Wake};
-use crate::rewrite::fs::RealFs;
 use crate::rewrite::manifest::IncrKind;
 use crate::rewrite::turn_on::{self, TurnOn};
 use crate::state::AppendonlyChange;
@@ -56,13 +55,7 @@ impl Server {
     /// kind `log-device` asks for (`None` for `auto`).
     fn log_dir(&self) -> Result<(AofDir, Option<IncrKind>)> {
         let config = &self.state.config;
-        std::fs::create_dir_all(&config.dir).map_err(|source| Error::Io {
-            op: "create data directory",
-            path: config.dir.clone(),
-            source,
-        })?;
-        let dir = AofDir::new(Arc::new(RealFs), &config.dir, &config.appendfilename)
-            .with_wbuf_dir(wbuf_dir(config));
+        let dir = crate::rewrite::open_dir::serving_dir(config)?;
         let kind = match config.log_device {
             LogDevice::File => Some(IncrKind::File),
             LogDevice::Pmem | LogDevice::PmemEmulated => Some(IncrKind::Pm),

@@ -279,3 +279,17 @@ pub fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
     let reply: redis::RedisResult<redis::Value> = cmd.query(con);
     reply.unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
+
+/// The value of field `name` in INFO (every section), through a `redis`
+/// connection; a field INFO does not have fails the test.
+pub fn info_field(con: &mut redis::Connection, name: &str) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("everything")
+        .query(con)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("INFO has no {name}"))
+        .trim()
+        .to_string()
+}
