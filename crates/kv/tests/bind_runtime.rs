@@ -179,3 +179,42 @@ fn the_replica_link_leaves_from_bind_source_addr() {
     let slave0 = info_field(&mut m, "slave0");
     assert!(slave0.contains("ip=127.0.0.2,"), "{slave0}");
 }
+
+/// A free port on 127.0.0.1, 127.0.0.2 and the wildcard, found by binding
+/// the wildcard and letting it go.
+fn free_port() -> u16 {
+    let probe = TcpListener::bind("0.0.0.0:0").expect("probe");
+    probe.local_addr().expect("addr").port()
+}
+
+#[test]
+fn the_tls_listeners_follow_bind() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    let cert = params.self_signed(&key).expect("certificate");
+    let (cert_file, key_file) = (dir.path().join("s.crt"), dir.path().join("s.key"));
+    std::fs::write(&cert_file, cert.pem()).expect("write certificate");
+    std::fs::write(&key_file, key.serialize_pem()).expect("write key");
+    let tls_port = free_port();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let server = TestServer::start_with(&data, |c| {
+        // Beside a `tls-port`, port 0 would mean no plain listener.
+        c.port = free_port();
+        c.tls.port = tls_port;
+        c.tls.cert_file = cert_file.display().to_string();
+        c.tls.key_file = key_file.display().to_string();
+        c.tls.auth_clients = ferrite_kv::tls::AuthClients::No;
+    });
+    let mut admin = server.raw();
+    assert!(TcpStream::connect(at("127.0.0.1", tls_port)).is_ok());
+    assert_eq!(
+        call(&mut admin, &["CONFIG", "SET", "bind", "127.0.0.2"]),
+        "+OK\r\n"
+    );
+    eventually("the TLS listener moves", || {
+        refuses(at("127.0.0.1", tls_port)) && TcpStream::connect(at("127.0.0.2", tls_port)).is_ok()
+    });
+    assert_eq!(call(&mut admin, &["PING"]), "+PONG\r\n");
+}
