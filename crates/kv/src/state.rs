@@ -213,10 +213,16 @@ pub struct State {
     pub appendonly_change: Option<AppendonlyChange>,
     /// The RDB productions (BGSAVE, full syncs) and their figures.
     pub rdb: crate::rdb::persist::RdbState,
-    /// Listeners CONFIG SET port bound, for the event loop to take over.
-    pub new_listeners: Option<Vec<std::net::TcpListener>>,
-    /// The listeners CONFIG SET tls-port bound, for the loop to switch to.
-    pub new_tls_listeners: Option<Vec<std::net::TcpListener>>,
+    /// Listeners CONFIG SET port or bind planned, for the event loop to
+    /// take over.
+    pub new_listeners: Option<Vec<crate::server::Planned>>,
+    /// The listeners CONFIG SET tls-port or bind planned, for the loop to
+    /// switch to.
+    pub new_tls_listeners: Option<Vec<crate::server::Planned>>,
+    /// The addresses the TCP listeners accept on now.
+    pub bound: Vec<std::net::SocketAddr>,
+    /// The addresses the TLS listeners accept on now.
+    pub tls_bound: Vec<std::net::SocketAddr>,
     /// The process's OOM score as Ferrite found it (`oom-score-adj`).
     pub oom: crate::oom::OomScore,
     /// INFO's `instantaneous_*` rates, sampled by the timer.
@@ -327,6 +333,8 @@ impl State {
             appendonly_change: None,
             new_listeners: None,
             new_tls_listeners: None,
+            bound: Vec::new(),
+            tls_bound: Vec::new(),
             instantaneous: Default::default(),
             oom: Default::default(),
             acl: Default::default(),

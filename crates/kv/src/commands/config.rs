@@ -5,7 +5,9 @@ use std::borrow::Cow;
 
 use super::table::*;
 use super::{upper, CmdResult, Ctx};
+use crate::config::Config;
 use crate::resp::Args;
+use crate::server::Planned;
 
 /// Whether the calling client is connected over loopback (for
 /// `enable-protected-configs local`).
@@ -68,24 +70,19 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     let local = client_is_local(ctx);
     let mut next = ctx.state.config.clone();
     next.set_at_runtime(&pairs, local).map_err(Cow::Owned)?;
-    // A new port is bound now, before anything changes, so a port in use
-    // refuses the whole CONFIG SET (Redis's "apply" step).
-    if next.port != ctx.state.config.port {
-        let listeners = if next.port == 0 {
-            // As Redis: port 0 closes the TCP listeners.
-            Vec::new()
-        } else {
-            crate::server::bind_listeners(&next.bind, next.port).map_err(|e| {
-                tracing::warn!("CONFIG SET port {}: {e}", next.port);
-                Cow::Borrowed("ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.")
-            })?
-        };
-        ctx.state.new_listeners = Some(listeners);
-    }
+    // New ports and addresses are bound now, before anything changes, so
+    // one that cannot be bound refuses the whole CONFIG SET (Redis's
+    // "apply" step) and the old listeners stay.
+    let (tcp, mut tls_plan) = rebind(ctx.state, &next)?;
     let names: Vec<&str> = pairs.iter().map(|(n, _)| n.as_str()).collect();
     let tls = crate::tls::reconfigure(&mut next, &ctx.state.config, &names).map_err(Cow::Owned)?;
     if let Some(listeners) = tls.listeners {
-        ctx.state.new_tls_listeners = Some(listeners);
+        tls_plan = Some(
+            listeners
+                .into_iter()
+                .map(crate::server::Planned::Fresh)
+                .collect(),
+        );
     }
     let replica = ctx.state.repl.is_replica();
     let oom = (next.oom_score_adj, crate::oom::role_value(&next, replica));
@@ -110,6 +107,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
     }
     let appendonly = (next.appendonly != ctx.state.config.appendonly).then_some(next.appendonly);
     let password_changed = next.requirepass != ctx.state.config.requirepass;
+    if tcp.is_some() {
+        if next.port == 0 && ctx.state.config.port != 0 {
+            // Nothing listens any more: a later `bind` opens nothing.
+            ctx.state.port = 0;
+        }
+        ctx.state.new_listeners = tcp;
+    }
+    if tls_plan.is_some() {
+        ctx.state.new_tls_listeners = tls_plan;
+    }
     ctx.state.config = next;
     if password_changed {
         let password = ctx.state.config.requirepass.clone();
@@ -247,3 +254,48 @@ static CONFIG: &[CommandSpec] = &[
     cmd!("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Resets the server's statistics.", config),
     cmd!("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, K0, "server", "Persists the effective configuration to file.", config),
 ];
+
+/// A new TCP and TLS listener set, each `None` when unchanged.
+type Rebound = (Option<Vec<Planned>>, Option<Vec<Planned>>);
+
+/// New TCP and TLS listener sets for a CONFIG SET that moves the port or
+/// the bind addresses (`None`: unchanged). Addresses kept keep their
+/// listeners; the TLS set follows a new `bind` on an unchanged
+/// `tls-port` (a new `tls-port` is bound by `tls::reconfigure`).
+fn rebind(state: &crate::state::State, next: &Config) -> Result<Rebound, Cow<'static, str>> {
+    let current = &state.config;
+    let bind_moved = next.bind != current.bind;
+    let tcp = if next.port != current.port {
+        Some(if next.port == 0 {
+            // As Redis: port 0 closes the TCP listeners.
+            Vec::new()
+        } else {
+            crate::server::plan(&next.bind, next.port, &[]).map_err(|e| {
+                tracing::warn!("CONFIG SET port {}: {e}", next.port);
+                Cow::Borrowed("ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.")
+            })?
+        })
+    } else if bind_moved && state.port != 0 {
+        // The port a start-up `port 0` picked stays.
+        Some(crate::server::plan(&next.bind, state.port, &state.bound).map_err(bind_failed)?)
+    } else {
+        None
+    };
+    let tls = if bind_moved && next.tls.port == current.tls.port && current.tls.port != 0 {
+        Some(
+            crate::server::plan(&next.bind, current.tls.port, &state.tls_bound)
+                .map_err(bind_failed)?,
+        )
+    } else {
+        None
+    };
+    Ok((tcp, tls))
+}
+
+/// Redis's error when the new `bind` addresses cannot all be bound.
+fn bind_failed(e: crate::error::Error) -> Cow<'static, str> {
+    tracing::warn!("CONFIG SET bind: {e}");
+    Cow::Borrowed(
+        "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.",
+    )
+}

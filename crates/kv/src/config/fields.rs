@@ -112,6 +112,7 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "acl-pubsub-default" => config.acl_pubsub_all = text.eq_ignore_ascii_case("allchannels"),
         "replicaof" => config.replicaof = text.to_string(),
         "unixsocket" => config.unixsocket = text.to_string(),
+        "bind-source-addr" => config.bind_source_addr = text.to_string(),
         "repl-diskless-load" => config.repl_diskless_load = text.to_ascii_lowercase(),
         // Stored as CONFIG GET shows it: octal digits.
         "unixsocketperm" => config.unixsocketperm = u32::from_str_radix(text, 8).unwrap_or(0),
@@ -219,6 +220,7 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         .to_string(),
         "replicaof" => config.replicaof.clone(),
         "unixsocket" => config.unixsocket.clone(),
+        "bind-source-addr" => config.bind_source_addr.clone(),
         "repl-diskless-load" => config.repl_diskless_load.clone(),
         "unixsocketperm" => format!("{:o}", config.unixsocketperm),
         "masterauth" => config.masterauth.clone().unwrap_or_default(),

@@ -162,6 +162,9 @@ pub struct Config {
     pub replicaof: String,
     /// Path of the Unix socket to listen on, or empty (`unixsocket`).
     pub unixsocket: String,
+    /// Source address of the link to the master, or empty for any
+    /// (`bind-source-addr`).
+    pub bind_source_addr: String,
     /// Its permission bits; 0 leaves them to the umask (`unixsocketperm`).
     pub unixsocketperm: u32,
     /// How a replica loads a full sync (`repl-diskless-load`): `disabled`,
@@ -289,6 +292,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             replicaof: String::new(),
             unixsocket: String::new(),
+            bind_source_addr: String::new(),
             repl_diskless_load: "disabled".to_string(),
             unixsocketperm: 0,
             masterauth: None,

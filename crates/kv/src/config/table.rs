@@ -216,7 +216,7 @@ use Kind::{Bool, Enum, Flags, Special as Sp, Text};
 pub static DIRECTIVES: &[Directive] = &[
     // Network and clients.
     d!("port", None, num(0, 65535), "6379", 0, Acts, "TCP port; at start-up 0 picks a free one, at run time 0 stops listening (as Redis)."),
-    d!("bind", None, Sp(Special::Bind), "127.0.0.1", MULTI_ARG | STARTUP_ONLY, Acts, "Addresses to listen on (Ferrite's default is loopback only)."),
+    d!("bind", None, Sp(Special::Bind), "127.0.0.1", MULTI_ARG, Acts, "Addresses to listen on, TCP and TLS (Ferrite's default is loopback only): `*` every IPv4 address, `::*` every IPv6 one, a leading `-` skips an address not on this machine, empty listens on none. At run time the new addresses are all bound before the old listeners close; if one fails nothing changes."),
     d!("protected-mode", None, Bool, "yes", 0, Acts, "Refuse non-loopback clients when no password is set."),
     d!("maxclients", None, unsigned(1, U32_MAX), "10000", 0, Acts, "Most clients connected at once; more are refused."),
     d!("requirepass", None, Text, "", SENSITIVE, Acts, "Password of the default user; empty for none."),
@@ -226,7 +226,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d!("unixsocket", None, Text, "", IMMUTABLE, Acts, "Path of a Unix socket to listen on, beside the TCP port: the same protocol, local clients only."),
     d!("unixsocketperm", None, Kind::Num { min: 0, max: 0o777, signed: false, unit: Unit::Octal }, "0", IMMUTABLE, Acts, "Permissions of the Unix socket, in octal (0: the umask decides)."),
     d!("socket-mark-id", None, unsigned(0, U32_MAX), "0", IMMUTABLE, No(NETWORK), "Mark set on listening sockets."),
-    d!("bind-source-addr", None, Text, "", 0, No(NETWORK), "Source address of outgoing connections."),
+    d!("bind-source-addr", None, Text, "", 0, Acts, "Source address of the replica's link to its master (empty: any); as in Redis, a source that cannot be bound is skipped."),
     d!("client-query-buffer-limit", None, Kind::Num { min: 1 << 20, max: I64_MAX, signed: false, unit: Unit::Memory }, "1073741824", 0, Acts, "Largest query buffer of one client."),
     d!("proto-max-bulk-len", None, memory(1 << 20, I64_MAX, true), "536870912", 0, Acts, "Longest bulk string a client may send."),
     d!("client-output-buffer-limit", None, Sp(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", MULTI_ARG, Acts, "Reply buffer limits per client class: hard bytes, soft bytes, soft seconds."),

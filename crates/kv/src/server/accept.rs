@@ -4,17 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
 
 use mio::net::{TcpListener, UnixListener};
 use mio::{Interest, Poll, Token};
 
 use super::conn::Conn;
+use super::listen::Planned;
 use super::stream::Stream;
 use super::{io_err, stream, tls, CONN_BASE, UNIX_LISTENER};
 use crate::commands::Session;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::state::{unix_ms, ClientInfo, Stats};
 
 /// The connection table, borrowed field by field from the server.
@@ -199,30 +199,6 @@ fn add_conn(
     table.ids.insert(id, index);
 }
 
-/// Binds a non-blocking listener on `port` at each of the `bind`
-/// addresses (port 0: one the system picks). CONFIG SET port binds
-/// through this too, so a port in use is refused before anything changes.
-pub fn bind_listeners(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>> {
-    let mut out = Vec::new();
-    for host in bind {
-        let ip: IpAddr = host
-            .trim_start_matches('-')
-            .parse()
-            .map_err(|_| Error::Config {
-                origin: "bind".into(),
-                reason: format!("{host:?} is not an IP address"),
-            })?;
-        let addr = SocketAddr::new(ip, port);
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(io_err("bind", addr.to_string()))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(io_err("set non-blocking", addr.to_string()))?;
-        out.push(listener);
-    }
-    Ok(out)
-}
-
 /// Listens on the configured `unixsocket`, if any, with its
 /// `unixsocketperm`.
 pub(super) fn bind_unix_listener(
@@ -253,30 +229,32 @@ pub(super) fn register_listeners(poll: &Poll, listeners: &mut [TcpListener]) -> 
 /// The listeners: accepting, and replacing them when CONFIG SET moves a
 /// port.
 impl super::Server {
-    /// Listens on the listeners CONFIG SET port bound instead of the old
-    /// ones (connected clients stay).
-    pub(super) fn replace_listeners(&mut self, new: Vec<std::net::TcpListener>) {
-        for listener in &mut self.listeners {
-            let _ = self.poll.registry().deregister(listener);
-        }
-        self.listeners = new.into_iter().map(TcpListener::from_std).collect();
+    /// Listens on the listeners CONFIG SET port or bind planned instead
+    /// of the old ones (connected clients stay).
+    pub(super) fn replace_listeners(&mut self, new: Vec<Planned>) {
+        let old = std::mem::take(&mut self.listeners);
+        self.listeners = switch(&self.poll, old, new);
         if let Err(e) = register_listeners(&self.poll, &mut self.listeners) {
-            tracing::warn!("cannot listen on the new port: {e}");
+            tracing::warn!("cannot listen on the new addresses: {e}");
         }
-        self.state.port = self.local_addr().map_or(0, |a| a.port());
+        self.state.bound = local_addrs(&self.listeners);
+        // With no listener left (an empty `bind`) the port stays, for
+        // the next `bind` to listen on; CONFIG SET port 0 clears it.
+        if let Some(port) = self.listeners.first().and_then(|l| l.local_addr().ok()) {
+            self.state.port = port.port();
+        }
         tracing::info!("listening on port {}", self.state.port);
     }
 
-    /// Listens for TLS on the listeners CONFIG SET tls-port bound instead
-    /// of the old ones (connected clients stay).
-    pub(super) fn replace_tls_listeners(&mut self, new: Vec<std::net::TcpListener>) {
-        for listener in &mut self.tls_listeners {
-            let _ = self.poll.registry().deregister(listener);
-        }
-        self.tls_listeners = new.into_iter().map(TcpListener::from_std).collect();
+    /// Listens for TLS on the listeners CONFIG SET tls-port or bind
+    /// planned instead of the old ones (connected clients stay).
+    pub(super) fn replace_tls_listeners(&mut self, new: Vec<Planned>) {
+        let old = std::mem::take(&mut self.tls_listeners);
+        self.tls_listeners = switch(&self.poll, old, new);
         if let Err(e) = tls::register_listeners(&self.poll, &mut self.tls_listeners) {
-            tracing::warn!("cannot listen on the new TLS port: {e}");
+            tracing::warn!("cannot listen for TLS on the new addresses: {e}");
         }
+        self.state.tls_bound = local_addrs(&self.tls_listeners);
         tracing::info!("listening for TLS on port {}", self.state.config.tls.port);
     }
 
@@ -310,4 +288,34 @@ impl super::Server {
             }
         }
     }
+}
+
+/// The addresses `listeners` accept on.
+pub(super) fn local_addrs(listeners: &[TcpListener]) -> Vec<std::net::SocketAddr> {
+    listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect()
+}
+
+/// The listeners of plan `new`, taking the kept ones out of `old`; the
+/// rest of `old` closes. Every listener leaves the poll here, to be
+/// registered again under the token of its new place.
+fn switch(poll: &Poll, mut old: Vec<TcpListener>, new: Vec<Planned>) -> Vec<TcpListener> {
+    for listener in &mut old {
+        let _ = poll.registry().deregister(listener);
+    }
+    let mut out = Vec::new();
+    for planned in new {
+        match planned {
+            Planned::Fresh(listener) => out.push(TcpListener::from_std(listener)),
+            Planned::Keep(addr) => {
+                let at = old.iter().position(|l| l.local_addr().ok() == Some(addr));
+                if let Some(at) = at {
+                    out.push(old.swap_remove(at));
+                }
+            }
+        }
+    }
+    out
 }

@@ -181,8 +181,9 @@ impl Server {
             tracing::warn!("Unable to connect to MASTER: cannot resolve {}", m.host);
             return;
         };
-        let mut stream = match TcpStream::connect(addr) {
-            Ok(s) => s,
+        let source = &self.state.config.bind_source_addr;
+        let mut stream = match super::connect_from(addr, source) {
+            Ok(s) => TcpStream::from_std(s),
             Err(e) => {
                 tracing::warn!("Unable to connect to MASTER: {e}");
                 return;

@@ -9,9 +9,10 @@
 //! syncer thread wakes the loop through a [`mio::Waker`] when a sync ends.
 
 mod accept;
-pub use accept::bind_listeners;
+mod listen;
+pub use listen::{bind_listeners, connect_from, plan, Planned};
 mod aof_switch;
-use accept::{bind_unix_listener, register_listeners};
+use accept::{bind_unix_listener, local_addrs, register_listeners};
 pub(crate) mod blocking;
 mod busy;
 mod client_evict;
@@ -216,6 +217,8 @@ impl Server {
             }
         }
         register_listeners(&poll, &mut listeners)?;
+        state.bound = local_addrs(&listeners);
+        state.tls_bound = local_addrs(&tls_listeners);
         let unix_listener = bind_unix_listener(&poll, &state.config)?;
         state.port = listeners
             .first()
