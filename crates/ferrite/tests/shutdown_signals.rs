@@ -140,3 +140,29 @@ fn a_failed_save_keeps_the_server_serving_until_shutdown_nosave() {
     assert!(wait_exit(&mut child).success());
     wait_log(&log, "ready to exit, bye bye");
 }
+
+#[test]
+fn shutdown_on_sigterm_flags_decide_the_save() {
+    // `nosave`: the signal's shutdown writes no dump.rdb.
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--appendonly", "no", "--save", "900 1"];
+    let (mut child, port) = start_server_env(dir.path(), &flags, &[], None);
+    let mut c = Client::connect(port).unwrap();
+    set_keys(&mut c, 5);
+    c.call(&[b"CONFIG", b"SET", b"shutdown-on-sigterm", b"nosave"])
+        .unwrap();
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+    assert!(!dir.path().join("dump.rdb").exists());
+
+    // `force`: a failed save does not keep the server up.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, port) = start_server_env(dir.path(), &flags, &[], None);
+    let mut c = Client::connect(port).unwrap();
+    set_keys(&mut c, 5);
+    std::fs::create_dir(dir.path().join("dump.rdb")).unwrap();
+    c.call(&[b"CONFIG", b"SET", b"shutdown-on-sigterm", b"force"])
+        .unwrap();
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+}

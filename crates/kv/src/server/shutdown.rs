@@ -100,13 +100,12 @@ fn on_signal(shared: &Shared, signal: i32) {
 /// signal is pending.
 pub fn take_signal(state: &mut State) -> Option<Flags> {
     let signal = state.shutdown.pending.swap(0, Ordering::SeqCst);
-    let option = match signal {
+    let value = match signal {
         0 => return None,
-        SIGINT => "shutdown-on-sigint",
-        _ => "shutdown-on-sigterm",
+        SIGINT => &state.config.shutdown_on_sigint,
+        _ => &state.config.shutdown_on_sigterm,
     };
-    let value = state.config.get(option).unwrap_or_default();
-    Some(Flags::from_config(&value))
+    Some(Flags::from_config(value))
 }
 
 /// SHUTDOWN ABORT: cancels a signalled shutdown not yet acted on.
