@@ -164,6 +164,9 @@ pub struct State {
     pub client_memory: crate::client_memory::ClientMemory,
     /// SHUTDOWN was called.
     pub shutdown_requested: bool,
+    /// Signals recorded for the timer and the save a shutdown runs
+    /// (`server/shutdown.rs`).
+    pub shutdown: crate::server::shutdown::Shared,
     /// The TCP port actually bound.
     pub port: u16,
     /// The log rewrite's status, for BGREWRITEAOF and INFO.
@@ -315,6 +318,7 @@ impl State {
             clients: BTreeMap::new(),
             client_memory: Default::default(),
             shutdown_requested: false,
+            shutdown: Default::default(),
             rdb: Default::default(),
             port: 0,
             pubsub: Default::default(),

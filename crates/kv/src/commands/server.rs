@@ -61,42 +61,36 @@ pub(super) fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>) -> CmdResult {
 }
 
 pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CmdResult {
-    let (mut save, mut nosave, mut force) = (false, false, false);
+    use crate::server::shutdown;
+    let mut flags = shutdown::Flags::default();
+    let (mut abort, mut now) = (false, false);
     for i in 1..args.len() {
         match upper(args, i).as_slice() {
-            b"NOSAVE" => nosave = true,
-            b"SAVE" => save = true,
-            b"FORCE" => force = true,
-            b"NOW" => {}
-            b"ABORT" => return Err(Cow::Borrowed("ERR No shutdown in progress.")),
+            b"NOSAVE" => flags.nosave = true,
+            b"SAVE" => flags.save = true,
+            b"FORCE" => flags.force = true,
+            b"NOW" => now = true,
+            b"ABORT" => abort = true,
             _ => return Err(Cow::Borrowed(errors::SYNTAX)),
         }
     }
-    if save && nosave {
+    // ABORT takes no other option; SAVE and NOSAVE exclude each other.
+    let any = flags.save || flags.nosave || flags.force || now;
+    if (flags.save && flags.nosave) || (abort && any) {
         return Err(Cow::Borrowed(errors::SYNTAX));
     }
-    // With `appendonly no`, as Redis: save when asked or when save points
-    // are configured; a failed save keeps the server up unless FORCE.
-    let state = &mut *ctx.state;
-    let points = !crate::rdb::persist::save_points(state).is_empty();
-    if !state.config.appendonly && !nosave && (save || points) {
-        if let Some(mut job) = state.rdb.job.take() {
-            job.running.stop_and_join();
+    if abort {
+        if !shutdown::abort(ctx.state) {
+            return Err(Cow::Borrowed("ERR No shutdown in progress."));
         }
-        match crate::rdb::persist::save_now(state) {
-            Ok(_) => state.rdb.shutdown_saved = true,
-            Err(e) => {
-                tracing::warn!("Error trying to save the DB, can't exit: {e}");
-                if !force {
-                    return Err(Cow::Borrowed("ERR Errors trying to SHUTDOWN. Check logs."));
-                }
-            }
-        }
+        ctx.reply.simple("OK");
+        return Ok(());
     }
-    ctx.state.rdb.shutdown_saved |= nosave;
+    if !shutdown::prepare(ctx.state, flags) {
+        return Err(Cow::Borrowed("ERR Errors trying to SHUTDOWN. Check logs."));
+    }
     // No reply: like Redis, the server closes every connection as it exits,
     // after the log is flushed and synced.
-    ctx.state.shutdown_requested = true;
     ctx.session.close_after_reply = true;
     Ok(())
 }

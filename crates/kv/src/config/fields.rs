@@ -89,6 +89,8 @@ pub(super) fn store(config: &mut Config, name: &str, text: &str) -> bool {
         "client-output-buffer-limit" => {
             config.client_output_buffer_limits = super::obuf::OutputLimits::parse(text)
         }
+        "shutdown-on-sigint" => config.shutdown_on_sigint = text.to_string(),
+        "shutdown-on-sigterm" => config.shutdown_on_sigterm = text.to_string(),
         "aof-release-log-cache" => config.aof_release_log_cache = yes,
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes = number(text),
         "maxmemory-dram" => config.maxmemory_dram_bytes = number(text),
@@ -197,6 +199,8 @@ pub(super) fn show(config: &Config, name: &str) -> Option<String> {
         "client-output-buffer-limit" => config.client_output_buffer_limits.show(),
         "oom-score-adj" => config.oom_score_adj.name().to_string(),
         "oom-score-adj-values" => config.oom_score_adj_values.map(|v| v.to_string()).join(" "),
+        "shutdown-on-sigint" => config.shutdown_on_sigint.clone(),
+        "shutdown-on-sigterm" => config.shutdown_on_sigterm.clone(),
         "aof-release-log-cache" => yes_no(config.aof_release_log_cache),
         "aof-everysec-sync-bytes" => config.aof_everysec_sync_bytes.to_string(),
         "maxmemory-dram" => config.maxmemory_dram_bytes.to_string(),

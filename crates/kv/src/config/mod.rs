@@ -124,6 +124,11 @@ pub struct Config {
     pub oom_score_adj: crate::oom::OomMode,
     /// Scores of a master, a replica and a child (`oom-score-adj-values`).
     pub oom_score_adj_values: [i64; 3],
+    /// SHUTDOWN's flags on SIGINT (`shutdown-on-sigint`, as CONFIG SET
+    /// checked them; `server/shutdown.rs` reads them).
+    pub shutdown_on_sigint: String,
+    /// SHUTDOWN's flags on SIGTERM (`shutdown-on-sigterm`).
+    pub shutdown_on_sigterm: String,
     /// Reply limits per client class (`client-output-buffer-limit`).
     pub client_output_buffer_limits: obuf::OutputLimits,
     /// The event loop moves off a core it keeps waiting for
@@ -278,6 +283,8 @@ impl Default for Config {
             client_output_buffer_limits: Default::default(),
             oom_score_adj: Default::default(),
             oom_score_adj_values: [0; 3],
+            shutdown_on_sigint: "default".into(),
+            shutdown_on_sigterm: "default".into(),
             aof_release_log_cache: false,
             aof_everysec_sync_bytes: 0,
             server_cpulist: String::new(),

@@ -18,6 +18,11 @@ impl Server {
         let cron = !self.state.cron_paused;
         if cron {
             notify::prepare(&mut self.state);
+            // A SIGTERM or SIGINT is acted on here, as Redis's cron does:
+            // a failed save leaves the server serving.
+            if let Some(flags) = super::shutdown::take_signal(&mut self.state) {
+                let _ = super::shutdown::prepare(&mut self.state, flags);
+            }
         }
         // A replica leaves expiry to its master, which sends the DELs.
         if cron

@@ -31,6 +31,7 @@ mod reload;
 pub mod repl;
 mod replica_rogue;
 mod replicas;
+pub mod shutdown;
 mod stream;
 mod timeout;
 mod tls;
@@ -284,15 +285,14 @@ impl Server {
         }
     }
 
-    /// Stops on SIGTERM and SIGINT.
+    /// Shuts down on SIGTERM and SIGINT, at the next timer tick and with
+    /// the flags `shutdown-on-sigterm`/`shutdown-on-sigint` name.
     pub fn stop_on_signals(&self) -> Result<()> {
-        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-            signal_hook::flag::register(signal, Arc::clone(&self.stop)).map_err(io_err(
-                "register signal handler",
-                format!("signal {signal}"),
-            ))?;
-        }
-        Ok(())
+        let waker = Arc::clone(&self.waker);
+        shutdown::listen(&self.state.shutdown, move || {
+            let _ = waker.wake();
+        })
+        .map_err(io_err("register signal handler", "SIGTERM, SIGINT".into()))
     }
 
     /// Serves until SHUTDOWN, a signal or a [`ShutdownHandle`]; then
@@ -390,6 +390,8 @@ impl Server {
                 tracing::warn!("Error removing the unix socket file: {e}");
             }
         }
+        // The wording is redis-server's: Redis's tests wait for it.
+        tracing::warn!("Ferrite is now ready to exit, bye bye...");
         Ok(())
     }
 
