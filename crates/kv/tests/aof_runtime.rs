@@ -60,6 +60,17 @@ fn on(dir: &Path) -> TestServer {
     })
 }
 
+/// Starts a server on `dir` with `appendonly` as given, returns its keys
+/// and stops it: what a restart loads.
+fn restart_keys(dir: &Path, appendonly: bool) -> BTreeSet<String> {
+    let server = if appendonly { on(dir) } else { off(dir) };
+    let mut con = connect(&server);
+    let keys: BTreeSet<String> = con.keys("*").expect("KEYS");
+    drop(con);
+    server.stop();
+    keys
+}
+
 /// The log files in `dir` (base parts, logs, manifest).
 fn log_files(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -146,18 +157,16 @@ fn on_then_off_leaves_dump_rdb_the_persistence() -> anyhow::Result<()> {
     assert_manifest_consistent(dir.path());
 
     // appendonly no: the snapshot, with everything.
-    let server = off(dir.path());
-    let mut con = connect(&server);
-    let keys: BTreeSet<String> = con.keys("*")?;
-    assert_eq!(keys, ["logged", "unlogged", "x"].map(String::from).into());
-    drop(con);
-    server.stop();
+    assert_eq!(
+        restart_keys(dir.path(), false),
+        ["logged", "unlogged", "x"].map(String::from).into()
+    );
 
     // appendonly yes: the log as it was turned off.
-    let server = on(dir.path());
-    let mut con = connect(&server);
-    let keys: BTreeSet<String> = con.keys("*")?;
-    assert_eq!(keys, ["logged", "x"].map(String::from).into());
+    assert_eq!(
+        restart_keys(dir.path(), true),
+        ["logged", "x"].map(String::from).into()
+    );
     Ok(())
 }
 
@@ -236,10 +245,10 @@ fn turning_off_the_first_rewrite_leaves_the_old_directory() -> anyhow::Result<()
     server.stop();
     assert_manifest_consistent(dir.path());
 
-    let server = on(dir.path());
-    let mut con = connect(&server);
-    let keys: BTreeSet<String> = con.keys("*")?;
-    assert_eq!(keys, ["last", "new"].map(String::from).into());
+    assert_eq!(
+        restart_keys(dir.path(), true),
+        ["last", "new"].map(String::from).into()
+    );
     Ok(())
 }
 

@@ -32,6 +32,11 @@ fn refuses(addr: SocketAddr) -> bool {
     TcpStream::connect(addr).is_err()
 }
 
+/// `CONFIG SET bind value` on `con`, its raw reply.
+fn set_bind(con: &mut Raw, value: &str) -> String {
+    call(con, &["CONFIG", "SET", "bind", value])
+}
+
 #[test]
 fn rebinding_moves_the_listener_and_back_keeping_clients() {
     let dir = tempfile::tempdir().expect("dir");
@@ -40,10 +45,7 @@ fn rebinding_moves_the_listener_and_back_keeping_clients() {
     let mut kept = server.raw();
     assert_eq!(call(&mut kept, &["SET", "k", "v"]), "+OK\r\n");
 
-    assert_eq!(
-        call(&mut kept, &["CONFIG", "SET", "bind", "127.0.0.2"]),
-        "+OK\r\n"
-    );
+    assert_eq!(set_bind(&mut kept, "127.0.0.2"), "+OK\r\n");
     eventually("the old address closes", || refuses(at("127.0.0.1", port)));
     assert!(accepts(at("127.0.0.2", port)));
     assert_eq!(call(&mut kept, &["GET", "k"]), "$1\r\nv\r\n");
@@ -52,10 +54,7 @@ fn rebinding_moves_the_listener_and_back_keeping_clients() {
         "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.2\r\n"
     );
 
-    assert_eq!(
-        call(&mut kept, &["CONFIG", "SET", "bind", "127.0.0.1"]),
-        "+OK\r\n"
-    );
+    assert_eq!(set_bind(&mut kept, "127.0.0.1"), "+OK\r\n");
     eventually("the second address closes", || {
         refuses(at("127.0.0.2", port))
     });
@@ -70,13 +69,7 @@ fn an_address_kept_in_the_list_keeps_its_listener() {
     let port = server.addr.port();
     let mut admin = server.raw();
     // 127.0.0.1 is bound already: binding it again would fail.
-    assert_eq!(
-        call(
-            &mut admin,
-            &["CONFIG", "SET", "bind", "127.0.0.1 127.0.0.2"]
-        ),
-        "+OK\r\n"
-    );
+    assert_eq!(set_bind(&mut admin, "127.0.0.1 127.0.0.2"), "+OK\r\n");
     eventually("the new address opens", || accepts(at("127.0.0.2", port)));
     assert!(accepts(at("127.0.0.1", port)));
 }
@@ -87,20 +80,11 @@ fn a_failed_bind_keeps_the_old_listener() {
     let server = TestServer::start(dir.path());
     let port = server.addr.port();
     let mut admin = server.raw();
-    assert_eq!(
-        call(&mut admin, &["CONFIG", "SET", "bind", "999.999.999.999"]),
-        FAILED
-    );
+    assert_eq!(set_bind(&mut admin, "999.999.999.999"), FAILED);
     // Another socket holds 127.0.0.2 on the port: the first address of
     // the list binds, the second fails, and the first is closed again.
     let squatter = TcpListener::bind(at("127.0.0.2", port)).expect("squatter");
-    assert_eq!(
-        call(
-            &mut admin,
-            &["CONFIG", "SET", "bind", "127.0.0.3 127.0.0.2"]
-        ),
-        FAILED
-    );
+    assert_eq!(set_bind(&mut admin, "127.0.0.3 127.0.0.2"), FAILED);
     drop(squatter);
     assert_eq!(
         call(&mut admin, &["CONFIG", "GET", "bind"]),
@@ -118,20 +102,8 @@ fn an_optional_address_not_on_this_machine_is_skipped() {
     let port = server.addr.port();
     let mut admin = server.raw();
     // 192.0.2.1 is a documentation address no interface holds.
-    assert_eq!(
-        call(
-            &mut admin,
-            &["CONFIG", "SET", "bind", "127.0.0.2 192.0.2.1"]
-        ),
-        FAILED
-    );
-    assert_eq!(
-        call(
-            &mut admin,
-            &["CONFIG", "SET", "bind", "127.0.0.2 -192.0.2.1"]
-        ),
-        "+OK\r\n"
-    );
+    assert_eq!(set_bind(&mut admin, "127.0.0.2 192.0.2.1"), FAILED);
+    assert_eq!(set_bind(&mut admin, "127.0.0.2 -192.0.2.1"), "+OK\r\n");
     eventually("the old address closes", || refuses(at("127.0.0.1", port)));
     assert!(accepts(at("127.0.0.2", port)));
     assert_eq!(
@@ -146,13 +118,13 @@ fn an_empty_bind_listens_nowhere_and_a_star_everywhere() {
     let server = TestServer::start(dir.path());
     let port = server.addr.port();
     let mut admin = server.raw();
-    assert_eq!(call(&mut admin, &["CONFIG", "SET", "bind", ""]), "+OK\r\n");
+    assert_eq!(set_bind(&mut admin, ""), "+OK\r\n");
     eventually("the listener closes", || refuses(at("127.0.0.1", port)));
     assert_eq!(
         call(&mut admin, &["CONFIG", "GET", "bind"]),
         "*2\r\n$4\r\nbind\r\n$0\r\n\r\n"
     );
-    assert_eq!(call(&mut admin, &["CONFIG", "SET", "bind", "*"]), "+OK\r\n");
+    assert_eq!(set_bind(&mut admin, "*"), "+OK\r\n");
     eventually("every IPv4 address opens", || {
         accepts(at("127.0.0.1", port)) && accepts(at("127.0.0.5", port))
     });
@@ -209,10 +181,7 @@ fn the_tls_listeners_follow_bind() {
     });
     let mut admin = server.raw();
     assert!(TcpStream::connect(at("127.0.0.1", tls_port)).is_ok());
-    assert_eq!(
-        call(&mut admin, &["CONFIG", "SET", "bind", "127.0.0.2"]),
-        "+OK\r\n"
-    );
+    assert_eq!(set_bind(&mut admin, "127.0.0.2"), "+OK\r\n");
     eventually("the TLS listener moves", || {
         refuses(at("127.0.0.1", tls_port)) && TcpStream::connect(at("127.0.0.2", tls_port)).is_ok()
     });
