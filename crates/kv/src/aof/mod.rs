@@ -40,8 +40,8 @@ use ferrite_io::Device;
 
 pub use check::{check_device, CheckReport, LogEnd};
 pub use open::{
-    create_data_dir, open_device, open_device_at, open_log, open_log_on, open_new_log,
-    replay_old_log, replay_resp, OpenedLog,
+    check_new_device, create_data_dir, open_device, open_device_at, open_log, open_log_on,
+    open_new_log, replay_old_log, replay_resp, OpenedLog,
 };
 pub use prefetch::prefetch_logs;
 pub(crate) use record::SCRATCH_KEEP_BYTES;

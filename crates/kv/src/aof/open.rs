@@ -93,6 +93,14 @@ pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
             }
         }
     };
+    check_new_device(config, &*device)?;
+    Ok(device)
+}
+
+/// What every newly opened log device must pass: `log-device pmem`
+/// refuses anything but real PM, and a log on emulated PM says loudly
+/// what it survives (a write buffer warns about its own PM when it opens).
+pub fn check_new_device(config: &Config, device: &dyn Device) -> Result<()> {
     let mode = device.info().pmem_mode;
     if config.log_device == LogDevice::Pmem && mode != Some(MapMode::RealPm) {
         return Err(Error::NoRealPm {
@@ -100,14 +108,13 @@ pub fn open_device(config: &Config) -> Result<Arc<dyn Device>> {
             mode: mode.map_or("a disk file", |m| m.name()).to_string(),
         });
     }
-    // A write buffer warns about its own PM when it opens.
     if mode == Some(MapMode::Emulated) && device.info().kind != ferrite_io::DeviceKind::Wbuf {
         tracing::warn!(
             "THE LOG IS ON EMULATED PERSISTENT MEMORY ({}): acknowledged writes survive a crash of the process, NOT a power failure or a kernel crash",
             device.path().display()
         );
     }
-    Ok(device)
+    Ok(())
 }
 
 /// The log and what start-up found in it.

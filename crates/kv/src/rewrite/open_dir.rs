@@ -157,11 +157,7 @@ fn serve(state: &mut State, wake: Wake) -> Result<(OpenedLog, Option<Rewriter>)>
     let (opened, manifest, kind) = match (layout, redis) {
         (_, Some(source)) => {
             dir.remove_orphans(None)?;
-            let kind = match config.log_device {
-                LogDevice::Pmem | LogDevice::PmemEmulated => IncrKind::Pm,
-                LogDevice::Wbuf => IncrKind::Wbuf,
-                LogDevice::File | LogDevice::Auto => IncrKind::File,
-            };
+            let kind = requested_kind(config.log_device).unwrap_or(IncrKind::File);
             let m = import(state, &dir, &source, kind, rewrite_threads(state))?;
             state.rewrite.base_bytes = m.bases.iter().map(|b| b.bytes).sum();
             state.rewrite.parts = m.bases.len();
@@ -268,16 +264,22 @@ pub(crate) fn serving_dir(config: &Config) -> Result<AofDir> {
     )
 }
 
+/// The kind of incremental log `log-device` asks for; `None` for `auto`,
+/// which follows what the directory holds.
+pub(crate) fn requested_kind(device: LogDevice) -> Option<IncrKind> {
+    match device {
+        LogDevice::File => Some(IncrKind::File),
+        LogDevice::Pmem | LogDevice::PmemEmulated => Some(IncrKind::Pm),
+        LogDevice::Wbuf => Some(IncrKind::Wbuf),
+        LogDevice::Auto => None,
+    }
+}
+
 /// Refuses a `log-device` that contradicts the device of the log the
 /// manifest appends to, as start-up does for a single log: silently
 /// switching a PM directory to files (or back) is never what was meant.
 fn check_log_device(config: &Config, last: &IncrEntry) -> Result<()> {
-    let matches = match config.log_device {
-        LogDevice::Auto => true,
-        LogDevice::File => last.kind == IncrKind::File,
-        LogDevice::Pmem | LogDevice::PmemEmulated => last.kind == IncrKind::Pm,
-        LogDevice::Wbuf => last.kind == IncrKind::Wbuf,
-    };
+    let matches = requested_kind(config.log_device).is_none_or(|kind| kind == last.kind);
     if matches {
         return Ok(());
     }

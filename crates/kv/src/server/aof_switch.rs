@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use super::conn::Conn;
 use super::Server;
-use crate::aof::{open_log_device, open_new_log, CommandLog, NullLog};
-use crate::config::LogDevice;
+use crate::aof::{check_new_device, open_log_device, open_new_log, CommandLog, NullLog};
 use crate::error::{Error, Result};
 use crate::rewrite::dir::AofDir;
 use crate::rewrite::driver::{log_preamble, Rewriter, Wake};
@@ -56,12 +55,7 @@ impl Server {
     fn log_dir(&self) -> Result<(AofDir, Option<IncrKind>)> {
         let config = &self.state.config;
         let dir = crate::rewrite::open_dir::serving_dir(config)?;
-        let kind = match config.log_device {
-            LogDevice::File => Some(IncrKind::File),
-            LogDevice::Pmem | LogDevice::PmemEmulated => Some(IncrKind::Pm),
-            LogDevice::Wbuf => Some(IncrKind::Wbuf),
-            LogDevice::Auto => None,
-        };
+        let kind = crate::rewrite::open_dir::requested_kind(config.log_device);
         Ok((dir, kind))
     }
 
@@ -165,21 +159,7 @@ impl Server {
             reason: "the new manifest names no log".into(),
         })?;
         let device = open_log_device(&dir.path(&incr.file), incr.kind, config)?;
-        let mode = device.info().pmem_mode;
-        if config.log_device == LogDevice::Pmem && mode != Some(ferrite_pmem::MapMode::RealPm) {
-            return Err(Error::NoRealPm {
-                path: device.path().to_path_buf(),
-                mode: mode.map_or("a disk file", |m| m.name()).to_string(),
-            });
-        }
-        // A write buffer warns about its own PM when it opens.
-        let wbuf = device.info().kind == ferrite_io::DeviceKind::Wbuf;
-        if mode == Some(ferrite_pmem::MapMode::Emulated) && !wbuf {
-            tracing::warn!(
-                "THE LOG IS ON EMULATED PERSISTENT MEMORY ({}): acknowledged writes survive a crash of the process, NOT a power failure or a kernel crash",
-                device.path().display()
-            );
-        }
+        check_new_device(config, &*device)?;
         open_new_log(device, config, first, self.wake().boxed())
     }
 
